@@ -1,0 +1,218 @@
+//! The in-memory chart, mirroring Helm's `pkg/chart` types.
+//!
+//! The serde form is the JSON Helm stores in release records: field order is
+//! Go's struct order, empty fields are omitted where Helm's `omitempty` omits
+//! them, file data is base64.
+use crate::yaml::Node;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A chart maintainer (`maintainers[]` in Chart.yaml).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Maintainer {
+    /// The maintainer's name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The maintainer's email.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub email: String,
+    /// The maintainer's URL.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub url: String,
+}
+
+/// A dependency declared in Chart.yaml (`dependencies[]`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Dependency {
+    /// The subchart's name; must equal the subchart's Chart.yaml name.
+    #[serde(default)]
+    pub name: String,
+    /// A SemVer range.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    /// The repository URL (always serialised, as in Helm).
+    #[serde(default)]
+    pub repository: String,
+    /// Comma-separated values paths; the first that resolves to a bool wins.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub condition: String,
+    /// Tags that enable the dependency.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Computed at render time; omitted when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub enabled: bool,
+    /// `import-values`: strings or `{child, parent}` maps.
+    #[serde(
+        default,
+        rename = "import-values",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub import_values: Vec<Node>,
+    /// An alias for the subchart.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub alias: String,
+}
+
+/// `Chart.lock` (or `requirements.lock`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Lock {
+    /// When the lock was generated (RFC 3339, kept as written).
+    #[serde(default)]
+    pub generated: String,
+    /// `sha256:<hex>` of the requirements.
+    #[serde(default)]
+    pub digest: String,
+    /// The locked dependencies.
+    #[serde(default)]
+    pub dependencies: Vec<Dependency>,
+}
+
+/// Chart.yaml, every field of chart API v1 and v2.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    /// The chart name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The project's home page.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub home: String,
+    /// Source URLs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    /// The chart version (SemVer).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    /// A one-line description.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Search keywords.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// Maintainers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maintainers: Vec<Maintainer>,
+    /// An icon URL.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub icon: String,
+    /// `v1` or `v2`.
+    #[serde(default, rename = "apiVersion", skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// Legacy top-level condition (unused by rendering).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub condition: String,
+    /// Legacy top-level tags (unused by rendering).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tags: String,
+    /// The application's version (free-form).
+    #[serde(default, rename = "appVersion", skip_serializing_if = "String::is_empty")]
+    pub app_version: String,
+    /// Whether the chart is deprecated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deprecated: bool,
+    /// Free-form annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// A SemVer constraint on the Kubernetes version.
+    #[serde(default, rename = "kubeVersion", skip_serializing_if = "String::is_empty")]
+    pub kube_version: String,
+    /// Declared dependencies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<Dependency>,
+    /// `""`, `application` or `library`.
+    #[serde(default, rename = "type", skip_serializing_if = "String::is_empty")]
+    pub chart_type: String,
+}
+
+/// A file in a chart: its path relative to the chart root, and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ChartFile {
+    /// Path relative to the chart root, with `/` separators (`templates/a.yaml`).
+    pub name: String,
+    /// The file's bytes (base64 in JSON).
+    #[serde(with = "base64_bytes")]
+    pub data: Vec<u8>,
+}
+
+/// A chart: metadata, templates, values, schema, other files and subcharts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Chart {
+    /// Parsed Chart.yaml.
+    pub metadata: Metadata,
+    /// Parsed Chart.lock, if any.
+    #[serde(default)]
+    pub lock: Option<Lock>,
+    /// Files under `templates/`, in load order.
+    #[serde(default)]
+    pub templates: Vec<ChartFile>,
+    /// Parsed values.yaml (`None` when the chart has none or it is empty).
+    #[serde(default)]
+    pub values: Option<Node>,
+    /// Raw `values.schema.json` bytes.
+    #[serde(default, with = "opt_base64_bytes")]
+    pub schema: Option<Vec<u8>>,
+    /// Every other file (README, `crds/*`, `.helmignore`, ...).
+    #[serde(default, with = "opt_files")]
+    pub files: Vec<ChartFile>,
+    /// Every loaded file in load order, including Chart.yaml and values.yaml
+    /// (Helm's `Raw`; not part of the release JSON).
+    #[serde(skip)]
+    pub raw: Vec<ChartFile>,
+    /// Subcharts (from `charts/`), in load order (not part of the release JSON).
+    #[serde(skip)]
+    pub dependencies: Vec<Chart>,
+}
+
+mod base64_bytes {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(v))
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s = Option::<String>::deserialize(d)?.unwrap_or_default();
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+mod opt_base64_bytes {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(b) => s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(b)),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            Some(s) => base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map(Some)
+                .map_err(serde::de::Error::custom),
+            None => Ok(None),
+        }
+    }
+}
+
+mod opt_files {
+    //! Helm writes `"files": null` when a chart has no other files.
+    use super::ChartFile;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[ChartFile], s: S) -> Result<S::Ok, S::Error> {
+        if v.is_empty() {
+            s.serialize_none()
+        } else {
+            v.serialize(s)
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ChartFile>, D::Error> {
+        Ok(Option::<Vec<ChartFile>>::deserialize(d)?.unwrap_or_default())
+    }
+}

@@ -1,0 +1,1 @@
+//! Kubernetes objects: parse, split, identity and install order.

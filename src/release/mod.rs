@@ -1,0 +1,1 @@
+//! Helm-compatible release records, their codec and their stores.

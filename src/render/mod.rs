@@ -1,0 +1,1 @@
+//! Rendering: chart + values -> manifests, exactly as `helm template`.

@@ -1,0 +1,126 @@
+//! The function map: Go's builtins, Sprig and Helm's own functions.
+//!
+//! Each family lives in its own file and exposes `pub fn register(r: &mut Registry)`.
+//! A function declares its Go signature ([`Param`]s), so that the engine can
+//! convert untyped template constants and report Go's argument errors exactly
+//! as `text/template` does ("wrong type for value; expected string; got int").
+use super::value::Value;
+use std::collections::HashMap;
+
+/// The Go type of a function parameter. The engine converts arguments to it
+/// before the call, with `text/template`'s rules and error messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    /// `interface{}`: anything, passed as is (nil allowed).
+    Any,
+    /// `string`
+    String,
+    /// `int`
+    Int,
+    /// `int64`
+    Int64,
+    /// `float64`
+    Float64,
+    /// `bool`
+    Bool,
+    /// `[]interface{}`
+    List,
+    /// `map[string]interface{}`
+    Map,
+    /// `[]string`
+    StringList,
+}
+
+/// An error returned by a function. The engine wraps it as Go does:
+/// `error calling NAME: MSG`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FuncError {
+    /// An ordinary error (a Go `error` return or a recovered panic).
+    Msg(String),
+    /// From `required`/`fail`: Helm reports these as `execution error at (file:L:C): MSG`.
+    Fail(String),
+}
+
+impl FuncError {
+    /// An ordinary error with a message.
+    pub fn msg(m: impl Into<String>) -> Self {
+        FuncError::Msg(m.into())
+    }
+}
+
+/// What a function returns.
+pub type FuncResult = Result<Value, FuncError>;
+
+/// Access to the engine during a call, for functions that need it
+/// (`include`, `tpl`, `lookup`, random sources, output limits).
+pub trait CallContext {
+    /// Runs a named template with `data` and returns its output (`include`).
+    fn include(&mut self, name: &str, data: Value) -> FuncResult;
+    /// Parses (cached) and runs `text` as a template with `data` (`tpl`).
+    fn tpl(&mut self, text: &str, data: Value) -> FuncResult;
+    /// `lookup apiVersion kind namespace name`; offline it returns an empty map.
+    fn lookup(&mut self, api_version: &str, kind: &str, namespace: &str, name: &str) -> FuncResult;
+    /// Whether network functions (`getHostByName`) may reach DNS.
+    fn network_enabled(&self) -> bool {
+        false
+    }
+}
+
+/// The native implementation of a template function.
+pub type NativeFn = fn(&mut dyn CallContext, &[Value]) -> FuncResult;
+
+/// One function in the function map.
+#[derive(Debug, Clone)]
+pub struct FuncSpec {
+    /// The name used in templates.
+    pub name: &'static str,
+    /// Fixed parameters, in order.
+    pub params: &'static [Param],
+    /// The element type of a trailing variadic parameter, if any.
+    pub variadic: Option<Param>,
+    /// The implementation. It receives the converted arguments.
+    pub f: NativeFn,
+}
+
+/// The function map, by name.
+#[derive(Debug, Default, Clone)]
+pub struct Registry {
+    funcs: HashMap<&'static str, FuncSpec>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Adds or replaces a function (later registrations win, as in Helm's map).
+    pub fn add(
+        &mut self,
+        name: &'static str,
+        params: &'static [Param],
+        variadic: Option<Param>,
+        f: NativeFn,
+    ) {
+        self.funcs.insert(
+            name,
+            FuncSpec {
+                name,
+                params,
+                variadic,
+                f,
+            },
+        );
+    }
+    /// Looks a function up by name.
+    pub fn get(&self, name: &str) -> Option<&FuncSpec> {
+        self.funcs.get(name)
+    }
+    /// The number of functions.
+    pub fn len(&self) -> usize {
+        self.funcs.len()
+    }
+    /// Whether the registry is empty.
+    pub fn is_empty(&self) -> bool {
+        self.funcs.is_empty()
+    }
+}

@@ -1,0 +1,212 @@
+//! The dynamic value model of the template engine.
+//!
+//! Go's template engine works on `interface{}` values whose dynamic Go type
+//! matters: `eq` refuses to compare float64 with int, `typeOf` prints the type,
+//! Sprig converts differently per type. [`Value`] keeps exactly the Go type
+//! distinctions that Helm's functions can observe.
+//!
+//! Maps are shared and mutable (`Rc<RefCell<..>>`) because Go maps are
+//! references: `set`, `unset` and `merge` mutate the map that every other holder
+//! sees, including `.Values`. Lists are immutable, shared slices.
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::rc::Rc;
+
+/// The map type behind [`Value::Map`]: sorted by key, as Go prints and ranges maps.
+pub type MapRef = Rc<RefCell<BTreeMap<String, Value>>>;
+
+/// The Go element type of a list, visible through `typeOf` and `printf "%T"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListKind {
+    /// `[]interface {}`
+    Interface,
+    /// `[]string`
+    String,
+    /// `[]int`
+    Int,
+}
+
+/// The Go type of a map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MapKind {
+    /// `map[string]interface {}`
+    Interface,
+    /// `map[string]string`
+    String,
+    /// `chartutil.Values`, which adds the methods `YAML`, `AsMap`, `Table`, `Encode`.
+    Values,
+}
+
+/// A Helm or Sprig object with fields and methods (`.Release`, `.Capabilities`,
+/// `.Files`, a `*semver.Version`, a `time.Time`, ...).
+pub trait GoObject: fmt::Debug {
+    /// The Go type name as `printf "%T"` shows it, e.g. `*chart.Metadata`.
+    fn type_name(&self) -> &str;
+    /// A field or a method without arguments. `None` means the type has no such
+    /// field (the engine reports Go's "can't evaluate field" error).
+    fn field(&self, name: &str) -> Option<Value>;
+    /// A method call with arguments. `None` means no such method.
+    fn call(&self, _name: &str, _args: &[Value]) -> Option<Result<Value, String>> {
+        None
+    }
+    /// Go's `%v` formatting of the object.
+    fn fmt_go(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+    /// The value `encoding/json` would marshal (used by `toJson`/`toYaml`).
+    fn to_json_value(&self) -> Value {
+        Value::Nil
+    }
+    /// Lets functions downcast to a concrete object type.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// A template value with its Go dynamic type.
+#[derive(Clone, Default)]
+pub enum Value {
+    /// Go `nil` (an absent `interface{}`).
+    #[default]
+    Nil,
+    /// `bool`
+    Bool(bool),
+    /// `int` (template integer constants, `len`, `int`, ...)
+    Int(i64),
+    /// `int64` (Sprig math, `--set` integers)
+    Int64(i64),
+    /// `float64` (every number from YAML or JSON)
+    Float(f64),
+    /// `string`
+    Str(Rc<str>),
+    /// `[]byte` (`.Files.GetBytes`, glob results)
+    Bytes(Rc<[u8]>),
+    /// A slice; see [`ListKind`].
+    List(Rc<Vec<Value>>, ListKind),
+    /// A map with string keys; see [`MapKind`].
+    Map(MapRef, MapKind),
+    /// A Helm or Sprig object.
+    Object(Rc<dyn GoObject>),
+}
+
+impl Value {
+    /// A `string` value.
+    pub fn str(s: impl Into<Rc<str>>) -> Value {
+        Value::Str(s.into())
+    }
+    /// A `[]interface {}` value.
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Rc::new(items), ListKind::Interface)
+    }
+    /// A new `map[string]interface {}` value.
+    pub fn map(entries: BTreeMap<String, Value>) -> Value {
+        Value::Map(Rc::new(RefCell::new(entries)), MapKind::Interface)
+    }
+    /// An empty `map[string]interface {}`.
+    pub fn empty_map() -> Value {
+        Value::map(BTreeMap::new())
+    }
+    /// Go's truthiness (`if`, `and`, `or`, `not`, `default`): false, 0, "",
+    /// nil and empty collections are false.
+    pub fn is_truthy(&self) -> bool {
+        match self {
+            Value::Nil => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) | Value::Int64(i) => *i != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Bytes(b) => !b.is_empty(),
+            Value::List(l, _) => !l.is_empty(),
+            Value::Map(m, _) => !m.borrow().is_empty(),
+            Value::Object(_) => true,
+        }
+    }
+    /// The Go type name, as `typeOf` and `%T` print it.
+    pub fn type_name(&self) -> String {
+        match self {
+            Value::Nil => "<nil>".into(),
+            Value::Bool(_) => "bool".into(),
+            Value::Int(_) => "int".into(),
+            Value::Int64(_) => "int64".into(),
+            Value::Float(_) => "float64".into(),
+            Value::Str(_) => "string".into(),
+            Value::Bytes(_) => "[]uint8".into(),
+            Value::List(_, ListKind::Interface) => "[]interface {}".into(),
+            Value::List(_, ListKind::String) => "[]string".into(),
+            Value::List(_, ListKind::Int) => "[]int".into(),
+            Value::Map(_, MapKind::Interface) => "map[string]interface {}".into(),
+            Value::Map(_, MapKind::String) => "map[string]string".into(),
+            Value::Map(_, MapKind::Values) => "chartutil.Values".into(),
+            Value::Object(o) => o.type_name().to_string(),
+        }
+    }
+    /// The Go reflect kind name, as `kindOf` prints it.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Value::Nil => "invalid",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Int64(_) => "int64",
+            Value::Float(_) => "float64",
+            Value::Str(_) => "string",
+            Value::Bytes(_) | Value::List(..) => "slice",
+            Value::Map(..) => "map",
+            Value::Object(o) => {
+                if o.type_name().starts_with('*') {
+                    "ptr"
+                } else {
+                    "struct"
+                }
+            }
+        }
+    }
+}
+
+pub use crate::yaml::{format_go_float, format_go_float32};
+
+/// Go's `%v` formatting (what `{{ . }}`, `print` and `toString` show).
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Nil => f.write_str("<nil>"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Int(i) | Value::Int64(i) => write!(f, "{i}"),
+            Value::Float(x) => f.write_str(&format_go_float(*x)),
+            Value::Str(s) => f.write_str(s),
+            Value::Bytes(b) => {
+                f.write_str("[")?;
+                for (i, x) in b.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                f.write_str("]")
+            }
+            Value::List(l, _) => {
+                f.write_str("[")?;
+                for (i, x) in l.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                f.write_str("]")
+            }
+            Value::Map(m, _) => {
+                f.write_str("map[")?;
+                for (i, (k, v)) in m.borrow().iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    write!(f, "{k}:{v}")?;
+                }
+                f.write_str("]")
+            }
+            Value::Object(o) => o.fmt_go(f),
+        }
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({})", self.type_name(), self)
+    }
+}

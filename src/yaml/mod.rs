@@ -1,0 +1,221 @@
+//! Every YAML and JSON parse and emit in rudder, with Go's semantics.
+//!
+//! Helm reads YAML with `sigs.k8s.io/yaml` on top of `gopkg.in/yaml.v2`
+//! (YAML 1.1 scalars, numbers become float64 after the JSON round trip) and
+//! writes it with the same pair (sorted keys, yaml.v2's quoting and folding).
+//! No Rust crate matches that byte for byte, so this module owns it, and the
+//! parser crate underneath can change here without touching anything else.
+use std::collections::BTreeMap;
+
+/// A parsed YAML (or JSON) document: the data model shared by charts, values,
+/// manifests and releases.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Node {
+    /// `null`, `~` or an empty scalar.
+    #[default]
+    Null,
+    /// A boolean (YAML 1.1: also `yes`/`no`/`on`/`off`/`y`/`n`).
+    Bool(bool),
+    /// An integer that kept its integer type (yaml.v2 `int`).
+    Int(i64),
+    /// A float64 (every number after sigs.k8s.io/yaml's JSON round trip).
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// A sequence.
+    Seq(Vec<Node>),
+    /// A mapping with string keys, sorted: Go maps have no order.
+    Map(BTreeMap<String, Node>),
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`, which `%v` uses for float64:
+/// the shortest representation that round-trips, exponent when exp < -4 || exp >= 21.
+pub fn format_go_float(f: f64) -> String {
+    format_go_float_bits(f, false)
+}
+
+/// Like [`format_go_float`] for a value that Go holds as float32.
+pub fn format_go_float32(f: f32) -> String {
+    format_go_float_bits(f as f64, true)
+}
+
+fn format_go_float_bits(f: f64, is32: bool) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    // Shortest round-trip digits from Rust's formatter, in scientific form.
+    let sci = if is32 {
+        format!("{:e}", f as f32)
+    } else {
+        format!("{:e}", f)
+    };
+    let (mant, exp) = match sci.split_once('e') {
+        Some(p) => p,
+        None => return sci,
+    };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let sign = if neg { "-" } else { "" };
+    // 'g' with the shortest precision decides with precision 6: exponent form
+    // when exp < -4 || exp >= 6.
+    let eprec = 6;
+    if exp < -4 || exp >= eprec {
+        let mut out = String::from(sign);
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        let e = exp.abs();
+        if e < 10 {
+            out.push('0');
+        }
+        out.push_str(&e.to_string());
+        out
+    } else if exp < 0 {
+        let mut out = String::from(sign);
+        out.push_str("0.");
+        for _ in 0..(-exp - 1) {
+            out.push('0');
+        }
+        out.push_str(&digits);
+        out
+    } else {
+        let int_len = (exp + 1) as usize;
+        let mut out = String::from(sign);
+        if digits.len() <= int_len {
+            out.push_str(&digits);
+            for _ in digits.len()..int_len {
+                out.push('0');
+            }
+        } else {
+            out.push_str(&digits[..int_len]);
+            out.push('.');
+            out.push_str(&digits[int_len..]);
+        }
+        out
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_float_formatting() {
+        let cases = [
+            (1000000.0, "1e+06"),
+            (999999.0, "999999"),
+            (12345678901.0, "1.2345678901e+10"),
+            (1234567.0, "1.234567e+06"),
+            (1000.0, "1000"),
+            (3.0, "3"),
+            (-0.0, "-0"),
+            (0.00001, "1e-05"),
+            (0.0001, "0.0001"),
+            (1.5, "1.5"),
+            (123456789.0, "1.23456789e+08"),
+            (100000000000000000000.0, "1e+20"),
+            (123456.5, "123456.5"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(format_go_float(f), want, "{f}");
+        }
+    }
+}
+
+mod serde_impl {
+    //! Node <-> serde, with Go `encoding/json` number conventions: integral
+    //! floats are written without a fraction, as Go writes float64.
+    use super::Node;
+    use serde::de::{self, MapAccess, SeqAccess, Visitor};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+    use std::fmt;
+
+    impl Serialize for Node {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match self {
+                Node::Null => s.serialize_unit(),
+                Node::Bool(b) => s.serialize_bool(*b),
+                Node::Int(i) => s.serialize_i64(*i),
+                Node::Float(f) => {
+                    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e21 {
+                        s.serialize_i128(*f as i128)
+                    } else {
+                        s.serialize_f64(*f)
+                    }
+                }
+                Node::Str(v) => s.serialize_str(v),
+                Node::Seq(items) => items.serialize(s),
+                Node::Map(m) => m.serialize(s),
+            }
+        }
+    }
+
+    struct NodeVisitor;
+
+    impl<'de> Visitor<'de> for NodeVisitor {
+        type Value = Node;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON or YAML value")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
+            Ok(Node::Null)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Node, E> {
+            Ok(Node::Null)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+            Node::deserialize(d)
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
+            Ok(Node::Bool(v))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
+            Ok(Node::Int(v))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
+            Ok(i64::try_from(v).map(Node::Int).unwrap_or(Node::Float(v as f64)))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
+            Ok(Node::Float(v))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
+            Ok(Node::Str(v.to_string()))
+        }
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
+            Ok(Node::Str(v))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Node, A::Error> {
+            let mut out = Vec::new();
+            while let Some(x) = a.next_element()? {
+                out.push(x);
+            }
+            Ok(Node::Seq(out))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Node, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((k, v)) = a.next_entry::<String, Node>()? {
+                out.insert(k, v);
+            }
+            Ok(Node::Map(out))
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Node {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Node, D::Error> {
+            d.deserialize_any(NodeVisitor)
+        }
+    }
+}
