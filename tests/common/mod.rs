@@ -1,0 +1,83 @@
+//! Shared helpers for integration tests: where the conformance corpus and the
+//! real Helm oracle are, and how a missing one is reported.
+//!
+//! A missing `../shared` or Helm binary makes a test skip with a visible
+//! message, unless `RUDDER_REQUIRE_ORACLE=1` (set by `.ci/run`), which turns
+//! the skip into a failure.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Whether a missing oracle must fail the test instead of skipping it.
+pub fn oracle_required() -> bool {
+    std::env::var("RUDDER_REQUIRE_ORACLE").is_ok_and(|v| v == "1")
+}
+
+/// Reports a missing piece: panics in CI, prints a skip message otherwise.
+/// Returns `None` so callers can write `let Some(x) = ... else { return };`.
+pub fn missing<T>(what: &str) -> Option<T> {
+    if oracle_required() {
+        panic!("RUDDER_REQUIRE_ORACLE=1 but {what} is missing");
+    }
+    eprintln!("SKIPPED: {what} is missing; set it up to run this test");
+    None
+}
+
+/// The `../shared` directory next to the project, if present.
+pub fn shared_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    if dir.join("conformance").is_dir() {
+        Some(dir.canonicalize().unwrap_or(dir))
+    } else {
+        missing("../shared (the conformance corpus)")
+    }
+}
+
+fn locate_helm(major: u8) -> Option<PathBuf> {
+    let var = format!("HELM{major}_BIN");
+    if let Ok(p) = std::env::var(&var) {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let installer = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/install-helm");
+    if installer.is_file() {
+        let out = Command::new("bash")
+            .arg(&installer)
+            .arg(major.to_string())
+            .output()
+            .ok()?;
+        if out.status.success() {
+            let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// The real Helm binary of the given major version (3 or 4), if available.
+pub fn helm(major: u8) -> Option<PathBuf> {
+    static H3: OnceLock<Option<PathBuf>> = OnceLock::new();
+    static H4: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let cell = if major == 3 { &H3 } else { &H4 };
+    match cell.get_or_init(|| locate_helm(major)) {
+        Some(p) => Some(p.clone()),
+        None => missing(&format!("Helm {major} (HELM{major}_BIN or ../shared/tools/install-helm)")),
+    }
+}
+
+/// A `Command` for real Helm with throwaway config/cache/data homes, so tests
+/// never touch the user's Helm state.
+pub fn helm_command(bin: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .env("TZ", "UTC");
+    cmd
+}
