@@ -4,6 +4,27 @@
 //! A function declares its Go signature ([`Param`]s), so that the engine can
 //! convert untyped template constants and report Go's argument errors exactly
 //! as `text/template` does ("wrong type for value; expected string; got int").
+pub mod builtins;
+pub mod helm;
+pub mod serialization;
+pub mod util;
+pub mod strings;
+pub mod lists;
+pub mod dicts;
+pub mod math;
+pub mod regex;
+pub mod encoding;
+pub mod conversion;
+pub mod reflect;
+pub mod paths;
+pub mod urls;
+pub mod semver;
+pub mod defaults;
+pub mod dates;
+pub mod random;
+pub mod crypto;
+pub mod network;
+
 use super::value::Value;
 use std::collections::HashMap;
 
@@ -123,4 +144,31 @@ impl Registry {
     pub fn is_empty(&self) -> bool {
         self.funcs.is_empty()
     }
+}
+
+/// Helm v3.17.2's complete function map: Go builtins, Sprig (without `env`
+/// and `expandenv`) and Helm's own functions, registered in Helm's order so
+/// that later names win.
+pub fn helm_registry() -> Registry {
+    let mut r = Registry::new();
+    builtins::register(&mut r);
+    helm::register(&mut r);
+    serialization::register(&mut r);
+    strings::register(&mut r);
+    lists::register(&mut r);
+    dicts::register(&mut r);
+    math::register(&mut r);
+    regex::register(&mut r);
+    encoding::register(&mut r);
+    conversion::register(&mut r);
+    reflect::register(&mut r);
+    paths::register(&mut r);
+    urls::register(&mut r);
+    semver::register(&mut r);
+    defaults::register(&mut r);
+    dates::register(&mut r);
+    random::register(&mut r);
+    crypto::register(&mut r);
+    network::register(&mut r);
+    r
 }

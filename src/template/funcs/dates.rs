@@ -1,0 +1,5 @@
+//! Sprig date functions with Go's layouts.
+use super::Registry;
+
+/// Adds this family's functions to the registry.
+pub fn register(_r: &mut Registry) {}

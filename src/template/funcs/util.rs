@@ -1,0 +1,1 @@
+//! Sprig's shared coercions (strval, toInt64, toFloat64, ...), used by every family.
