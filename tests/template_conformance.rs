@@ -185,20 +185,48 @@ fn template_conformance() {
                 if e == want {
                     t.err_exact += 1;
                 }
-                (true, if e == want { String::new() } else { format!("error text differs:\n  got:  {}\n  want: {}", trunc(e), trunc(want)) })
+                (
+                    true,
+                    if e == want {
+                        String::new()
+                    } else {
+                        format!(
+                            "error text differs:\n  got:  {}\n  want: {}",
+                            trunc(e),
+                            trunc(want)
+                        )
+                    },
+                )
             }
-            (Outcome::Output(o), Some(want)) => (false, format!("expected error {}, got output {:?}", trunc(want.as_str().unwrap_or("")), trunc(&String::from_utf8_lossy(o)))),
+            (Outcome::Output(o), Some(want)) => (
+                false,
+                format!(
+                    "expected error {}, got output {:?}",
+                    trunc(want.as_str().unwrap_or("")),
+                    trunc(&String::from_utf8_lossy(o))
+                ),
+            ),
             (Outcome::Error(e), None) => (false, format!("unexpected error: {}", trunc(e))),
             (Outcome::Output(o), None) => {
-                let want: Vec<u8> = if let Some(b) = expect.get("output_b64").and_then(|v| v.as_str()) {
-                    base64::engine::general_purpose::STANDARD.decode(b).unwrap_or_default()
-                } else {
-                    expect["output"].as_str().unwrap_or("").as_bytes().to_vec()
-                };
+                let want: Vec<u8> =
+                    if let Some(b) = expect.get("output_b64").and_then(|v| v.as_str()) {
+                        base64::engine::general_purpose::STANDARD
+                            .decode(b)
+                            .unwrap_or_default()
+                    } else {
+                        expect["output"].as_str().unwrap_or("").as_bytes().to_vec()
+                    };
                 if nondet || *o == want {
                     (true, String::new())
                 } else {
-                    (false, format!("output differs:\n  got:  {:?}\n  want: {:?}", trunc(&String::from_utf8_lossy(o)), trunc(&String::from_utf8_lossy(&want))))
+                    (
+                        false,
+                        format!(
+                            "output differs:\n  got:  {:?}\n  want: {:?}",
+                            trunc(&String::from_utf8_lossy(o)),
+                            trunc(&String::from_utf8_lossy(&want))
+                        ),
+                    )
                 }
             }
         };
@@ -215,16 +243,29 @@ fn template_conformance() {
         }
     }
     let mut total = Tally::default();
-    eprintln!("{:<18} {:>5} {:>5} {:>12}", "family", "pass", "fail", "err-exact");
+    eprintln!(
+        "{:<18} {:>5} {:>5} {:>12}",
+        "family", "pass", "fail", "err-exact"
+    );
     for (fam, t) in &tallies {
-        let mark = if NOT_YET_ENFORCED.contains(&fam.as_str()) { " (not enforced yet)" } else { "" };
-        eprintln!("{fam:<18} {:>5} {:>5} {:>7}/{:<4}{mark}", t.pass, t.fail, t.err_exact, t.err_total);
+        let mark = if NOT_YET_ENFORCED.contains(&fam.as_str()) {
+            " (not enforced yet)"
+        } else {
+            ""
+        };
+        eprintln!(
+            "{fam:<18} {:>5} {:>5} {:>7}/{:<4}{mark}",
+            t.pass, t.fail, t.err_exact, t.err_total
+        );
         total.pass += t.pass;
         total.fail += t.fail;
         total.err_exact += t.err_exact;
         total.err_total += t.err_total;
     }
-    eprintln!("{:<18} {:>5} {:>5} {:>7}/{:<4}", "TOTAL", total.pass, total.fail, total.err_exact, total.err_total);
+    eprintln!(
+        "{:<18} {:>5} {:>5} {:>7}/{:<4}",
+        "TOTAL", total.pass, total.fail, total.err_exact, total.err_total
+    );
     assert!(
         enforced_failures.is_empty(),
         "{} enforced cases failed (RUDDER_CASE_VERBOSE=1 for details): {}",
