@@ -7,6 +7,24 @@
 //! parser crate underneath can change here without touching anything else.
 use std::collections::BTreeMap;
 
+mod error;
+mod json;
+mod parse;
+#[cfg(test)]
+mod probe_parse;
+mod resolve;
+#[cfg(test)]
+mod yaml_tests;
+
+pub use error::YamlError;
+pub use json::{
+    format_json_float, parse_json, to_json, to_json_pretty, try_to_json, try_to_json_pretty,
+    JsonEncodeError, JsonError,
+};
+pub use parse::{
+    parse_document, parse_documents, parse_values, parse_values_array, parse_yaml_to_json,
+};
+
 /// A parsed YAML (or JSON) document: the data model shared by charts, values,
 /// manifests and releases.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -44,10 +62,18 @@ fn format_go_float_bits(f: f64, is32: bool) -> String {
         return "NaN".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     // Shortest round-trip digits from Rust's formatter, in scientific form.
     let sci = if is32 {
@@ -105,7 +131,6 @@ fn format_go_float_bits(f: f64, is32: bool) -> String {
         out
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -186,7 +211,9 @@ mod serde_impl {
             Ok(Node::Int(v))
         }
         fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
-            Ok(i64::try_from(v).map(Node::Int).unwrap_or(Node::Float(v as f64)))
+            Ok(i64::try_from(v)
+                .map(Node::Int)
+                .unwrap_or(Node::Float(v as f64)))
         }
         fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
             Ok(Node::Float(v))
