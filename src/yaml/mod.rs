@@ -7,15 +7,19 @@
 //! parser crate underneath can change here without touching anything else.
 use std::collections::BTreeMap;
 
+mod emit;
 mod error;
 mod json;
 mod parse;
+#[cfg(test)]
+mod probe_emit;
 #[cfg(test)]
 mod probe_parse;
 mod resolve;
 #[cfg(test)]
 mod yaml_tests;
 
+pub use emit::{to_yaml, to_yaml_pretty, try_to_yaml, yaml_key_cmp, EmitError};
 pub use error::YamlError;
 pub use json::{
     format_json_float, parse_json, to_json, to_json_pretty, try_to_json, try_to_json_pretty,
@@ -160,8 +164,18 @@ mod tests {
 }
 
 mod serde_impl {
-    //! Node <-> serde, with Go `encoding/json` number conventions: integral
-    //! floats are written without a fraction, as Go writes float64.
+    //! Node <-> serde, with Go `encoding/json` number conventions.
+    //!
+    //! Serialize: an integral float64 below 1e21 is written as an integer, as
+    //! Go writes it (`1000000`, not `1e6`); other floats go to the
+    //! serializer's f64 (serde_json then uses its shortest form, which for
+    //! |x| < 1e-6 or >= 1e21 can differ from Go's spelling, e.g. `1e21` vs
+    //! `1e+21`; use [`crate::yaml::to_json`] for Go's exact bytes).
+    //!
+    //! Deserialize: integers that fit i64 become [`Node::Int`] (so `--set`
+    //! integers survive a release round trip), other numbers [`Node::Float`].
+    //! Go's `json.Unmarshal` into `interface{}` would make every number a
+    //! float64; callers that need that use [`crate::yaml::parse_json`].
     use super::Node;
     use serde::de::{self, MapAccess, SeqAccess, Visitor};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -198,7 +198,6 @@ pub(crate) fn parse_go_float(s: &str) -> Option<f64> {
 
 /// yaml.v2's `isBase60Float`: `[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?`.
 /// Such strings are quoted on output for YAML 1.1 readers.
-#[allow(dead_code)] // used by the emitter
 pub(crate) fn is_base60_float(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = 0;

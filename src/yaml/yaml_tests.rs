@@ -80,3 +80,51 @@ fn excessive_aliasing_fails() {
     let e = parse_values(&s).unwrap_err();
     assert!(e.to_string().contains("excessive aliasing"), "{e}");
 }
+
+#[test]
+fn emitters_match_helm() {
+    let mut failures = Vec::new();
+    for (kind, values, want) in probe_emit::EMIT {
+        let n = parse_values(values).unwrap();
+        let got = match *kind {
+            "yaml" => to_yaml(&n).trim_end_matches('\n').to_string(),
+            "yaml_s" => {
+                let Node::Map(m) = &n else { panic!() };
+                to_yaml(&m["s"]).trim_end_matches('\n').to_string()
+            }
+            "pretty" => to_yaml_pretty(&n).trim_end_matches('\n').to_string(),
+            "json" => to_json(&n, true),
+            "rawjson" => to_json(&n, false),
+            "prettyjson" => to_json_pretty(&n, "  "),
+            other => panic!("unknown kind {other}"),
+        };
+        // Helm's toYaml/toYamlPretty trim one trailing newline; a `|+`
+        // block keeps the rest.
+        if got != *want {
+            failures.push(format!(
+                "{kind} {values:?}\n  want {want:?}\n  got  {got:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn key_order_is_yaml_v2_natural_order() {
+    let n =
+        parse_values("zeta: 1\nAlpha: 2\nalpha: 3\n\"10\": 4\n\"9\": 5\n_x: 6\na10: 7\na2: 8\n")
+            .unwrap();
+    assert_eq!(
+        to_yaml(&n),
+        "_x: 6\n\"9\": 5\n\"10\": 4\nAlpha: 2\na2: 8\na10: 7\nalpha: 3\nzeta: 1\n"
+    );
+}
+
+#[test]
+fn emit_errors_give_empty_output() {
+    assert_eq!(to_yaml(&Node::Float(f64::INFINITY)), "");
+    assert_eq!(to_yaml(&Node::Str("\u{7f}".into())), "");
+    assert_eq!(to_yaml(&Node::Str("a\u{85}b".into())), "a b\n");
+    assert_eq!(to_yaml(&Node::Null), "null\n");
+    assert_eq!(to_yaml(&Node::Map(Default::default())), "{}\n");
+}
