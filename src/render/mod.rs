@@ -6,3 +6,5 @@
 mod compat;
 pub mod glob;
 pub mod objects;
+pub mod strvals;
+pub mod values;
