@@ -78,8 +78,26 @@ pub fn parse_key(key: &str) -> Option<(&str, u64)> {
 
 /// Encodes a release as Helm does: JSON, gzip (best compression), base64.
 pub fn encode(rel: &Release) -> Result<String, CodecError> {
-    let json = serde_json::to_vec(rel)?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(gzip(&json)))
+    let json = go_json(rel)?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(gzip(json.as_bytes())))
+}
+
+/// Go's `json.Marshal`: compact, with `<`, `>`, `&`, U+2028 and U+2029
+/// escaped as `\u003c`-style sequences (they only occur inside strings).
+pub fn go_json<T: Serialize + ?Sized>(v: &T) -> Result<String, CodecError> {
+    let s = serde_json::to_string(v)?;
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
 }
 
 /// gzip with Go's `compress/gzip` header at best compression.

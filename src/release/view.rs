@@ -66,20 +66,9 @@ pub fn table(rows: &[Vec<String>]) -> String {
 /// Go's `json.Encoder.Encode`: compact JSON with `<`, `>`, `&`, U+2028 and
 /// U+2029 escaped, and a trailing newline.
 pub fn go_json<T: Serialize + ?Sized>(v: &T) -> String {
-    let s = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
-    let mut out = String::with_capacity(s.len() + 1);
-    for ch in s.chars() {
-        match ch {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out.push('\n');
-    out
+    let mut s = super::codec::go_json(v).unwrap_or_else(|_| "null".into());
+    s.push('\n');
+    s
 }
 
 /// `sigs.k8s.io/yaml.Marshal`: the value's JSON, emitted as yaml.v2 does.
@@ -247,17 +236,22 @@ fn config_value(c: &BTreeMap<String, Node>) -> Option<&BTreeMap<String, Node>> {
 pub fn status(rel: &Release, format: Format, opts: StatusOptions) -> String {
     match format {
         Format::Json => {
-            let mut r = rel.clone();
-            r.chart = None;
-            go_json(&r)
+            go_json(&v3_status_record(rel))
         }
         Format::Yaml => {
-            let mut r = rel.clone();
-            r.chart = None;
-            go_yaml(&r)
+            go_yaml(&v3_status_record(rel))
         }
         Format::Table => status_table(rel, opts),
     }
+}
+
+/// The record as `helm status -o json` (v3) prints it: no chart, and no
+/// Helm 4 `apply_method` (v3 does not know the field).
+fn v3_status_record(rel: &Release) -> Release {
+    let mut r = rel.clone();
+    r.chart = None;
+    r.apply_method.clear();
+    r
 }
 
 fn status_table(rel: &Release, opts: StatusOptions) -> String {
@@ -534,7 +528,7 @@ mod yaml {
             "NO", "true", "True", "TRUE", "on", "On", "ON", "false",
         ];
         const MORE: [&str; 5] = ["False", "FALSE", "off", "Off", "OFF"];
-        if SPECIAL.contains(&s) || MORE.contains(&s) {
+        if SPECIAL.contains(&s) || MORE.contains(&s) || is_timestamp(s) {
             return true;
         }
         if matches!(
@@ -586,6 +580,19 @@ mod yaml {
         // a mantissa without '.' and without exponent was handled above.
         mant_ok && exp_ok && (mant.contains('.') || exp.is_some())
             || is_base60(body)
+    }
+
+    /// yaml.v2 resolves these to timestamps, so a string spelled like one is quoted.
+    fn is_timestamp(s: &str) -> bool {
+        static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+        RE.get_or_init(|| {
+            regex::Regex::new(
+                r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(([Tt][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2}))|( [0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?))?$",
+            )
+            .ok()
+        })
+        .as_ref()
+        .is_some_and(|re| re.is_match(s))
     }
 
     fn is_base60(s: &str) -> bool {

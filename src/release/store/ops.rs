@@ -164,9 +164,16 @@ impl<'a> Releases<'a> {
     /// sorted by name (then namespace).
     pub fn list(&self, q: &ListQuery) -> Result<Vec<Release>, OpError> {
         let all = self.store.list_all(q.namespace.as_deref())?;
-        let mut latest: BTreeMap<(String, String), Release> = BTreeMap::new();
+        // Helm shows every revision when only superseded ones are asked
+        // for (the latest of a release is by definition never superseded).
+        let only_superseded = !q.all && q.statuses == [Status::Superseded];
+        let mut latest: BTreeMap<(String, String, u64), Release> = BTreeMap::new();
         for r in all {
-            let k = (r.namespace.clone(), r.name.clone());
+            if only_superseded {
+                latest.insert((r.namespace.clone(), r.name.clone(), r.version), r);
+                continue;
+            }
+            let k = (r.namespace.clone(), r.name.clone(), 0);
             match latest.get(&k) {
                 Some(have) if have.version > r.version => {}
                 _ => {
@@ -187,7 +194,12 @@ impl<'a> Releases<'a> {
             .collect();
         // Helm sorts by name only (stable on its unordered input); rudder
         // breaks ties by namespace so output is deterministic.
-        out.sort_by(|a, b| a.name.cmp(&b.name).then(a.namespace.cmp(&b.namespace)));
+        out.sort_by(|a, b| {
+            a.name
+                .cmp(&b.name)
+                .then(a.namespace.cmp(&b.namespace))
+                .then(a.version.cmp(&b.version))
+        });
         Ok(out)
     }
 
