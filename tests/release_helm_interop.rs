@@ -112,10 +112,16 @@ fn read_commands(revisions: &[u64]) -> Vec<Vec<String>> {
 /// (every state flag instead) and `status` always shows the description.
 fn helm4_equivalent(args: &[String]) -> Option<Vec<String>> {
     let mut a: Vec<String> = args.to_vec();
+    const STATES: [&str; 6] = ["--deployed", "--failed", "--superseded", "--uninstalled", "--uninstalling", "--pending"];
+    if a[0] == "list" && !a.iter().any(|x| x == "-a" || STATES.contains(&x.as_str())) {
+        // v4's default listing shows every state; v3's only deployed and failed.
+        a.push("--deployed".into());
+        a.push("--failed".into());
+    }
     if a[0] == "list" {
         if let Some(i) = a.iter().position(|x| x == "-a") {
             a.remove(i);
-            for f in ["--deployed", "--failed", "--superseded", "--uninstalled", "--uninstalling", "--pending"] {
+            for f in STATES {
                 a.push(f.into());
             }
         }
@@ -123,9 +129,8 @@ fn helm4_equivalent(args: &[String]) -> Option<Vec<String>> {
     // v4 prints DESCRIPTION in status tables and get all, and its status
     // JSON/YAML follows Helm 4's record format: compared only on v3.
     if a[0] == "status" && !a.iter().any(|x| x == "-o") {
-        if !a.iter().any(|x| x == "--show-desc") {
-            return None;
-        }
+        let i = a.iter().position(|x| x == "--show-desc")?;
+        a.remove(i);
     } else if a[0] == "status" || (a[0] == "get" && a[1] == "all") {
         return None;
     }
