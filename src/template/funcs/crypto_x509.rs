@@ -92,7 +92,6 @@ const OID_EC_PUBLIC_KEY: &[u64] = &[1, 2, 840, 10_045, 2, 1];
 const OID_P256: &[u64] = &[1, 2, 840, 10_045, 3, 1, 7];
 const OID_ECDSA_SHA256: &[u64] = &[1, 2, 840, 10_045, 4, 3, 2];
 const OID_ED25519: &[u64] = &[1, 3, 101, 112];
-const OID_DSA: &[u64] = &[1, 2, 840, 10_040, 4, 1];
 
 fn oid_string(arcs: &[u64]) -> String {
     arcs.iter()
@@ -127,9 +126,7 @@ pub fn pem_decode(input: &[u8]) -> Option<(String, Vec<u8>)> {
             continue;
         }
         let after = &rest[start + 11..];
-        let Some(line_end) = after.find('\n') else {
-            return None;
-        };
+        let line_end = after.find('\n')?;
         let type_line = after[..line_end].trim_end_matches('\r').trim_end();
         let Some(kind) = type_line.strip_suffix("-----") else {
             rest = after;
@@ -338,7 +335,7 @@ fn ed25519_pkcs8(k: &ed25519_dalek::SigningKey) -> Vec<u8> {
 }
 
 /// Reads one DER element: (tag, content, rest).
-fn read_tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+pub(crate) fn read_tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let tag = *b.first()?;
     let first = *b.get(1)?;
     let (len, hdr) = if first < 0x80 {
