@@ -24,6 +24,7 @@ pub mod dates;
 pub mod gotime;
 pub mod random;
 pub mod crypto;
+pub mod crypto_x509;
 pub mod network;
 
 use super::value::Value;
