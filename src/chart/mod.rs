@@ -1,5 +1,17 @@
 //! Charts: the model, building charts from manifests and components, loading,
 //! validating, linting and packaging.
+//!
+//! This stage owns everything about a chart as files: Helm's layout and
+//! loader ([`load`]), `.helmignore` ([`ignore`]), Chart.yaml decoding and
+//! `Metadata.Validate` ([`metadata`]), packaging ([`package`]), chart-level
+//! lint rules ([`lint`]), and building charts from rendered manifests
+//! ([`build`]) or components ([`component`]). Rendering templates is the
+//! render stage's job.
+pub mod ignore;
+pub mod load;
+pub mod metadata;
 pub mod model;
+pub mod semver;
 
+pub use load::{load, load_archive, load_dir, load_file, load_files, LoadError};
 pub use model::{Chart, ChartFile, Dependency, Lock, Maintainer, Metadata};
