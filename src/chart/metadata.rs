@@ -449,16 +449,15 @@ fn to_node<T: serde::Serialize>(v: &T) -> Node {
         .unwrap_or(Node::Null)
 }
 
-/// Chart.yaml as Helm writes it (`helm package`, `helm show chart`): only
-/// non-empty fields, keys sorted; `dependencies` dropped for apiVersion v1.
+/// Chart.yaml as Helm writes it (`helm show chart`, `helm package`): only
+/// non-empty fields, keys sorted.
+///
+/// Helm's `package` also drops `dependencies` from an apiVersion v1 chart
+/// (they belong in requirements.yaml there), which loses them when a v1
+/// chart declared them in Chart.yaml; rudder keeps them, so a package
+/// always loads back to the same metadata.
 pub fn metadata_to_yaml(md: &Metadata) -> String {
-    let mut node = to_node(md);
-    if md.api_version == "v1" {
-        if let Node::Map(m) = &mut node {
-            m.remove("dependencies");
-        }
-    }
-    crate::yaml::to_yaml(&node)
+    crate::yaml::to_yaml(&to_node(md))
 }
 
 /// Chart.lock as Helm writes it. A missing `generated` is Go's zero time.

@@ -11,7 +11,9 @@ pub mod ignore;
 pub mod load;
 pub mod metadata;
 pub mod model;
+pub mod package;
 pub mod semver;
 
 pub use load::{load, load_archive, load_dir, load_file, load_files, LoadError};
 pub use model::{Chart, ChartFile, Dependency, Lock, Maintainer, Metadata};
+pub use package::{package_bytes, save, save_dir, PackageError};
