@@ -7,6 +7,7 @@
 //! lint rules ([`lint`]), and building charts from rendered manifests
 //! ([`build`]) or components ([`component`]). Rendering templates is the
 //! render stage's job.
+pub mod build;
 pub mod ignore;
 pub mod load;
 pub mod metadata;
@@ -14,6 +15,7 @@ pub mod model;
 pub mod package;
 pub mod semver;
 
+pub use build::{chart_from_manifests, chart_from_manifests_with, BuildError, BuildOptions};
 pub use load::{load, load_archive, load_dir, load_file, load_files, LoadError};
 pub use model::{Chart, ChartFile, Dependency, Lock, Maintainer, Metadata};
 pub use package::{package_bytes, save, save_dir, PackageError};
