@@ -8,6 +8,8 @@
 //! ([`build`]) or components ([`component`]). Rendering templates is the
 //! render stage's job.
 pub mod build;
+pub mod component;
+pub mod fixtures;
 pub mod ignore;
 pub mod load;
 pub mod metadata;
@@ -16,6 +18,7 @@ pub mod package;
 pub mod semver;
 
 pub use build::{chart_from_manifests, chart_from_manifests_with, BuildError, BuildOptions};
+pub use component::{chart_from_component, Component, ComponentError, HandlebarsComponent, Stage};
 pub use load::{load, load_archive, load_dir, load_file, load_files, LoadError};
 pub use model::{Chart, ChartFile, Dependency, Lock, Maintainer, Metadata};
 pub use package::{package_bytes, save, save_dir, PackageError};
