@@ -11,11 +11,13 @@ pub mod build;
 pub mod component;
 pub mod fixtures;
 pub mod ignore;
+pub mod lint;
 pub mod load;
 pub mod metadata;
 pub mod model;
 pub mod package;
 pub mod semver;
+pub mod snapshot;
 
 pub use build::{chart_from_manifests, chart_from_manifests_with, BuildError, BuildOptions};
 pub use component::{chart_from_component, Component, ComponentError, HandlebarsComponent, Stage};

@@ -56,8 +56,18 @@ fn is_label(s: &str, first_alpha: bool) -> bool {
 }
 
 /// Checks `name` against a rule; the error lists every failed requirement,
-/// joined with `, ` as Kubernetes does.
+/// joined with `, `.
 pub fn check_name(rule: NameRule, name: &str) -> Result<(), String> {
+    let errs = name_errors(rule, name);
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join(", "))
+    }
+}
+
+/// Every requirement `name` fails under a rule, one Kubernetes message each.
+pub fn name_errors(rule: NameRule, name: &str) -> Vec<String> {
     let mut errs: Vec<String> = Vec::new();
     match rule {
         NameRule::Dns1123Subdomain => {
@@ -95,16 +105,9 @@ pub fn check_name(rule: NameRule, name: &str) -> Result<(), String> {
                     errs.push("may not contain '%'".into());
                 }
             }
-            if name.is_empty() {
-                errs.push("name is required".into());
-            }
         }
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs.join(", "))
-    }
+    errs
 }
 
 /// Validates an object name for its kind, returning Kubernetes' message.
@@ -116,6 +119,9 @@ pub fn check_name(rule: NameRule, name: &str) -> Result<(), String> {
 /// assert!(validate_name("Service", "1abc").is_err());
 /// ```
 pub fn validate_name(kind: &str, name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("name is required".into());
+    }
     check_name(rule_for_kind(kind), name)
 }
 
