@@ -405,6 +405,7 @@ fn archive_files(
         left: budget.remaining + STREAM_OVERHEAD,
     };
     let mut archive = tar::Archive::new(capped);
+    let mut files = Vec::new();
     let stream_err = |e: std::io::Error| -> LoadError {
         let msg = e.to_string();
         if msg.contains(CAP_MARKER) {
@@ -431,7 +432,6 @@ fn archive_files(
             }
         }
     };
-    let mut files = Vec::new();
     let entries = archive.entries().map_err(stream_err)?;
     for entry in entries {
         let mut entry = entry.map_err(stream_err)?;
@@ -484,6 +484,10 @@ fn archive_files(
             data: strip_bom(buf),
         });
     }
+    // Read the rest of the stream (still capped): a truncated or corrupt
+    // gzip stream after the end-of-archive marker is an error too.
+    let mut rest = archive.into_inner();
+    std::io::copy(&mut rest, &mut std::io::sink()).map_err(stream_err)?;
     if files.is_empty() {
         return Err(LoadError::EmptyArchive);
     }
