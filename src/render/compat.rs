@@ -16,7 +16,6 @@ pub fn parse_yaml_document(text: &str) -> Result<Node, String> {
 }
 
 /// Parses a values file (a map; empty -> empty map).
-#[allow(dead_code)]
 pub fn parse_values(text: &str) -> Result<Node, String> {
     match serde_yaml::from_str::<Node>(text) {
         Ok(Node::Null) => Ok(Node::Map(Default::default())),
