@@ -20,7 +20,14 @@ pub const OWNER: &str = "helm";
 /// The largest object Kubernetes stores (etcd's default request limit, 1 MiB).
 pub const MAX_OBJECT_BYTES: usize = 1024 * 1024;
 /// Labels Helm manages itself; user labels may not use these names.
-pub const SYSTEM_LABELS: [&str; 6] = ["name", "owner", "status", "version", "createdAt", "modifiedAt"];
+pub const SYSTEM_LABELS: [&str; 6] = [
+    "name",
+    "owner",
+    "status",
+    "version",
+    "createdAt",
+    "modifiedAt",
+];
 /// Decompressed bodies larger than this are refused (a guard against gzip bombs).
 const MAX_JSON_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -304,17 +311,24 @@ mod tests {
     #[test]
     fn keys() {
         assert_eq!(key("my.rel", 12), "sh.helm.release.v1.my.rel.v12");
-        assert_eq!(parse_key("sh.helm.release.v1.my.rel.v12"), Some(("my.rel", 12)));
+        assert_eq!(
+            parse_key("sh.helm.release.v1.my.rel.v12"),
+            Some(("my.rel", 12))
+        );
         assert_eq!(parse_key("sh.helm.release.v1.x.vv"), None);
     }
 
     #[test]
     fn gzip_header_is_gos() {
-        let mut r = Release::default();
-        r.name = "a".into();
-        r.version = 1;
+        let r = Release {
+            name: "a".into(),
+            version: 1,
+            ..Release::default()
+        };
         let body = encode(&r).unwrap();
-        let raw = base64::engine::general_purpose::STANDARD.decode(body).unwrap();
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .unwrap();
         assert_eq!(&raw[..10], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 0xff]);
         assert_eq!(decode(&encode(&r).unwrap()).unwrap(), r);
     }
@@ -324,14 +338,19 @@ mod tests {
         let json = r#"{"name":"x","info":{"status":"failed"},"version":3}"#;
         let body = base64::engine::general_purpose::STANDARD.encode(json);
         let r = decode(&body).unwrap();
-        assert_eq!((r.name.as_str(), r.version, r.info.status), ("x", 3, Status::Failed));
+        assert_eq!(
+            (r.name.as_str(), r.version, r.info.status),
+            ("x", 3, Status::Failed)
+        );
     }
 
     #[test]
     fn labels_as_helm_writes_them() {
-        let mut r = Release::default();
-        r.name = "a".into();
-        r.version = 2;
+        let mut r = Release {
+            name: "a".into(),
+            version: 2,
+            ..Release::default()
+        };
         r.labels.insert("modifiedAt".into(), "5".into());
         r.labels.insert("team".into(), "x".into());
         let l = storage_labels(&r, Write::Create, 9);
@@ -349,9 +368,11 @@ mod tests {
 
     #[test]
     fn oversized_objects_are_refused() {
-        let mut r = Release::default();
-        r.name = "big".into();
-        r.version = 1;
+        let mut r = Release {
+            name: "big".into(),
+            version: 1,
+            ..Release::default()
+        };
         // Incompressible: a pseudo-random manifest.
         let mut x: u64 = 1;
         r.manifest = (0..1_200_000)
@@ -363,6 +384,10 @@ mod tests {
             })
             .collect();
         let e = to_configmap(&r, Write::Create, 0).unwrap_err();
-        assert!(e.to_string().contains("over the 1048576 byte Kubernetes object limit"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("over the 1048576 byte Kubernetes object limit"),
+            "{e}"
+        );
     }
 }

@@ -171,7 +171,7 @@ pub struct HistoryRow {
 /// `helm history` rows: the newest `max` revisions, oldest first.
 pub fn history_rows(hist: &[Release], max: usize) -> Vec<HistoryRow> {
     let mut v: Vec<&Release> = hist.iter().collect();
-    v.sort_by(|a, b| b.version.cmp(&a.version));
+    v.sort_by_key(|r| std::cmp::Reverse(r.version));
     v.truncate(max);
     v.reverse();
     v.into_iter()
@@ -193,9 +193,16 @@ pub fn history(hist: &[Release], max: usize, format: Format) -> String {
         Format::Json => go_json(&rows),
         Format::Yaml => go_yaml(&rows),
         Format::Table => {
-            let mut t = vec![["REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION", "DESCRIPTION"]
-                .map(String::from)
-                .to_vec()];
+            let mut t = vec![[
+                "REVISION",
+                "UPDATED",
+                "STATUS",
+                "CHART",
+                "APP VERSION",
+                "DESCRIPTION",
+            ]
+            .map(String::from)
+            .to_vec()];
             for r in rows {
                 t.push(vec![
                     r.revision.to_string(),
@@ -235,12 +242,8 @@ fn config_value(c: &BTreeMap<String, Node>) -> Option<&BTreeMap<String, Node>> {
 /// `helm status` output (`-o json|yaml` print the record without its chart).
 pub fn status(rel: &Release, format: Format, opts: StatusOptions) -> String {
     match format {
-        Format::Json => {
-            go_json(&v3_status_record(rel))
-        }
-        Format::Yaml => {
-            go_yaml(&v3_status_record(rel))
-        }
+        Format::Json => go_json(&v3_status_record(rel)),
+        Format::Yaml => go_yaml(&v3_status_record(rel)),
         Format::Table => status_table(rel, opts),
     }
 }
@@ -258,13 +261,20 @@ fn status_table(rel: &Release, opts: StatusOptions) -> String {
     let mut out = String::new();
     out.push_str(&format!("NAME: {}\n", rel.name));
     if !rel.info.last_deployed.is_zero() {
-        out.push_str(&format!("LAST DEPLOYED: {}\n", rel.info.last_deployed.to_ansic()));
+        out.push_str(&format!(
+            "LAST DEPLOYED: {}\n",
+            rel.info.last_deployed.to_ansic()
+        ));
     }
     out.push_str(&format!("NAMESPACE: {}\n", rel.namespace));
     out.push_str(&format!("STATUS: {}\n", rel.info.status));
     out.push_str(&format!("REVISION: {}\n", rel.version));
     if opts.show_metadata {
-        let m = rel.chart.as_ref().map(|c| c.metadata.clone()).unwrap_or_default();
+        let m = rel
+            .chart
+            .as_ref()
+            .map(|c| c.metadata.clone())
+            .unwrap_or_default();
         out.push_str(&format!("CHART: {}\n", m.name));
         out.push_str(&format!("VERSION: {}\n", m.version));
         out.push_str(&format!("APP_VERSION: {}\n", m.app_version));
@@ -301,7 +311,12 @@ fn status_table(rel: &Release, opts: StatusOptions) -> String {
         out.push_str(&go_yaml(&computed_values(rel)));
         out.push('\n');
     }
-    if rel.info.description.eq_ignore_ascii_case("Dry run complete") || opts.debug {
+    if rel
+        .info
+        .description
+        .eq_ignore_ascii_case("Dry run complete")
+        || opts.debug
+    {
         out.push_str("HOOKS:\n");
         for h in &rel.hooks {
             out.push_str(&format!("---\n# Source: {}\n{}\n", h.path, h.manifest));
@@ -328,7 +343,11 @@ pub fn values(rel: &Release, all: bool, format: Format) -> String {
         Format::Json => go_json(&v),
         Format::Yaml => go_yaml(&v),
         Format::Table => {
-            let head = if all { "COMPUTED VALUES:\n" } else { "USER-SUPPLIED VALUES:\n" };
+            let head = if all {
+                "COMPUTED VALUES:\n"
+            } else {
+                "USER-SUPPLIED VALUES:\n"
+            };
             format!("{head}{}", go_yaml(&v))
         }
     }
@@ -533,8 +552,19 @@ mod yaml {
         }
         if matches!(
             s,
-            ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF"
-                | ".nan" | ".NaN" | ".NAN" | "<<"
+            ".inf"
+                | ".Inf"
+                | ".INF"
+                | "+.inf"
+                | "+.Inf"
+                | "+.INF"
+                | "-.inf"
+                | "-.Inf"
+                | "-.INF"
+                | ".nan"
+                | ".NaN"
+                | ".NAN"
+                | "<<"
         ) {
             return true;
         }
@@ -578,8 +608,7 @@ mod yaml {
         };
         // A bare integer-looking mantissa with an exponent is a float too;
         // a mantissa without '.' and without exponent was handled above.
-        mant_ok && exp_ok && (mant.contains('.') || exp.is_some())
-            || is_base60(body)
+        mant_ok && exp_ok && (mant.contains('.') || exp.is_some()) || is_base60(body)
     }
 
     /// yaml.v2 resolves these to timestamps, so a string spelled like one is quoted.
@@ -614,13 +643,29 @@ mod yaml {
         let first = s.chars().next().unwrap_or(' ');
         if matches!(
             first,
-            '-' | '?' | ':' | ',' | '[' | ']' | '{' | '}' | '#' | '&' | '*' | '!' | '|' | '>'
-                | '\'' | '"' | '%' | '@' | '`'
+            '-' | '?'
+                | ':'
+                | ','
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '#'
+                | '&'
+                | '*'
+                | '!'
+                | '|'
+                | '>'
+                | '\''
+                | '"'
+                | '%'
+                | '@'
+                | '`'
         ) {
             // "-x" / "?x" / ":x" are fine when followed by a non-space.
             let second = s.chars().nth(1);
-            let ok = matches!(first, '-' | '?' | ':')
-                && second.is_some_and(|c| c != ' ' && c != '\t');
+            let ok =
+                matches!(first, '-' | '?' | ':') && second.is_some_and(|c| c != ' ' && c != '\t');
             if !ok {
                 return false;
             }

@@ -27,7 +27,11 @@ impl TestDb {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos();
-        let name = format!("rudder_{tag}_{}_{}", std::process::id(), nanos % 1_000_000_000);
+        let name = format!(
+            "rudder_{tag}_{}_{}",
+            std::process::id(),
+            nanos % 1_000_000_000
+        );
         c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
         Some(TestDb { name })
     }
@@ -42,7 +46,10 @@ impl TestDb {
 
     pub fn client(&self) -> postgres::Client {
         postgres::Client::connect(
-            &format!("host=127.0.0.1 port=5432 user=postgres dbname={}", self.name),
+            &format!(
+                "host=127.0.0.1 port=5432 user=postgres dbname={}",
+                self.name
+            ),
             postgres::NoTls,
         )
         .unwrap()
@@ -52,7 +59,10 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Ok(mut c) = postgres::Client::connect(PG_ADMIN, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+            let _ = c.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
         }
     }
 }
@@ -91,11 +101,26 @@ pub fn start_fake_apiserver() -> u16 {
                     let _ = r.read_exact(&mut body);
                     let p = path.split('?').next().unwrap_or("");
                     let (code, json) = match p {
-                        "/version" => (200, r#"{"major":"1","minor":"32","gitVersion":"v1.32.0","gitCommit":"","gitTreeState":"","buildDate":"","goVersion":"","compiler":"gc","platform":"linux/amd64"}"#),
-                        "/api" => (200, r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"127.0.0.1"}]}"#),
-                        "/api/v1" => (200, r#"{"kind":"APIResourceList","groupVersion":"v1","resources":[]}"#),
-                        "/apis" => (200, r#"{"kind":"APIGroupList","apiVersion":"v1","groups":[]}"#),
-                        _ => (404, r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#),
+                        "/version" => (
+                            200,
+                            r#"{"major":"1","minor":"32","gitVersion":"v1.32.0","gitCommit":"","gitTreeState":"","buildDate":"","goVersion":"","compiler":"gc","platform":"linux/amd64"}"#,
+                        ),
+                        "/api" => (
+                            200,
+                            r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"127.0.0.1"}]}"#,
+                        ),
+                        "/api/v1" => (
+                            200,
+                            r#"{"kind":"APIResourceList","groupVersion":"v1","resources":[]}"#,
+                        ),
+                        "/apis" => (
+                            200,
+                            r#"{"kind":"APIGroupList","apiVersion":"v1","groups":[]}"#,
+                        ),
+                        _ => (
+                            404,
+                            r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#,
+                        ),
                     };
                     let msg = if code == 200 { "OK" } else { "Not Found" };
                     let resp = format!(
