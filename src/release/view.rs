@@ -73,7 +73,12 @@ pub fn go_json<T: Serialize + ?Sized>(v: &T) -> String {
 
 /// `sigs.k8s.io/yaml.Marshal`: the value's JSON, emitted as yaml.v2 does.
 pub fn go_yaml<T: Serialize + ?Sized>(v: &T) -> String {
-    let j = serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
+    // Through Go's JSON spelling, as sigs.k8s.io/yaml goes through
+    // encoding/json: the numbers yaml.v2 re-reads are Go's.
+    let j = super::codec::go_json(v)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(serde_json::Value::Null);
     let mut out = String::new();
     yaml::emit_top(&j, &mut out);
     out
@@ -451,7 +456,7 @@ mod yaml {
             Value::Object(m) if !m.is_empty() => emit_map(m, 0, out),
             Value::Array(a) if !a.is_empty() => emit_seq(a, 0, out),
             other => {
-                out.push_str(&scalar(other, 0));
+                out.push_str(&scalar(other, 0, 0));
                 out.push('\n');
             }
         }
@@ -470,7 +475,7 @@ mod yaml {
             if i > 0 {
                 indent(ind, out);
             }
-            out.push_str(&string(k, ind, true));
+            out.push_str(&string(k, ind, true, 0));
             out.push(':');
             emit_child(&m[k], ind, true, out);
         }
@@ -510,13 +515,14 @@ mod yaml {
             }
             other => {
                 out.push(' ');
-                out.push_str(&scalar(other, ind));
+                let col = out.rsplit('\n').next().map_or(0, |l| l.chars().count());
+                out.push_str(&scalar(other, ind, col));
                 out.push('\n');
             }
         }
     }
 
-    fn scalar(v: &Value, ind: usize) -> String {
+    fn scalar(v: &Value, ind: usize, col: usize) -> String {
         match v {
             Value::Null => "null".into(),
             Value::Bool(b) => b.to_string(),
@@ -534,7 +540,7 @@ mod yaml {
                     }
                 }
             }
-            Value::String(s) => string(s, ind, false),
+            Value::String(s) => string(s, ind, false, col),
             Value::Object(_) => "{}".into(),
             Value::Array(_) => "[]".into(),
         }
@@ -685,20 +691,59 @@ mod yaml {
         s.chars().all(|c| !c.is_control() && c != '\u{feff}')
     }
 
-    fn string(s: &str, ind: usize, key: bool) -> String {
+    /// yaml.v2's line width: a value's plain or single-quoted scalar is
+    /// broken at a space once the line is past this column.
+    const BEST_WIDTH: usize = 80;
+
+    /// `col` is the column the scalar starts at (values only; keys never fold).
+    fn string(s: &str, ind: usize, key: bool, col: usize) -> String {
         if !key && s.contains('\n') {
             return literal(s, ind);
         }
-        if resolves_non_string(s) {
+        if resolves_non_string(s) || s.chars().any(char::is_control) {
             return double_quoted(s);
         }
         if plain_allowed(s, key) {
-            return s.to_string();
+            return if key { s.to_string() } else { fold(s, col, ind + 2, false) };
         }
-        if s.chars().any(|c| c.is_control() && c != '\t') {
-            return double_quoted(s);
+        let quoted = format!("'{}'", s.replace('\'', "''"));
+        if key {
+            quoted
+        } else {
+            fold(&quoted, col, ind + 2, true)
         }
-        format!("'{}'", s.replace('\'', "''"))
+    }
+
+    /// Breaks a scalar at single spaces past [`BEST_WIDTH`], continuing at
+    /// `indent`, as yaml.v2's plain and single-quoted writers do (a quoted
+    /// scalar never breaks at its first or last character).
+    fn fold(s: &str, col: usize, indent: usize, quoted: bool) -> String {
+        let chars: Vec<char> = s.chars().collect();
+        let mut out = String::with_capacity(s.len());
+        let mut column = col;
+        let mut spaces = false;
+        for (i, &c) in chars.iter().enumerate() {
+            if c == ' ' {
+                let next_space = chars.get(i + 1) == Some(&' ');
+                let edge = quoted && (i == 1 || i + 2 == chars.len());
+                if !spaces && column > BEST_WIDTH && !next_space && !edge {
+                    out.push('\n');
+                    for _ in 0..indent {
+                        out.push(' ');
+                    }
+                    column = indent;
+                } else {
+                    out.push(c);
+                    column += 1;
+                }
+                spaces = true;
+            } else {
+                out.push(c);
+                column += 1;
+                spaces = false;
+            }
+        }
+        out
     }
 
     fn double_quoted(s: &str) -> String {

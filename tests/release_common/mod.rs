@@ -241,6 +241,64 @@ pub fn notes_chart(dir: &Path, version: &str) -> PathBuf {
     c
 }
 
+/// A values file with what trips up YAML and JSON printers: long strings
+/// (yaml.v2 folds at 80 columns), numbers past 2^53, tiny floats, strings
+/// that look like other types, quoting triggers, multi-line text.
+pub fn tricky_values(dir: &Path) -> PathBuf {
+    let p = dir.join("tricky.yaml");
+    std::fs::write(
+        &p,
+        r#"long: "aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr ssss tttt uuuu"
+deep: {deeper: {deepest: "aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr"}}
+longquoted: "- aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr"
+longnospace: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+list: ["aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr", {k: v}]
+f1: 1.5
+f2: 1e6
+f4: 0.000001
+f5: 12345678901234567890
+f7: 1e-9
+f8: 1e300
+i1: 9007199254740993
+neg: -3
+nul: null
+empty: ""
+sp: " lead"
+colon: "a: b"
+hash: "a #b"
+dash: "- x"
+star: "*x"
+quote: "it's"
+dq: 'say "hi"'
+multi: "line1
+line2
+"
+multi2: "line1
+  line2"
+multi3: "trail
+
+"
+tab: "a	b"
+uni: "héllo ✓ <&>"
+ts: "2020-01-01"
+oct: "0777"
+hex: "0x1F"
+yes: "yes"
+tilde: "~"
+bools: [true, false, "true"]
+nested: {deep: {deeper: [1, {x: y}, [a, b], []]}, em: {}}
+"key with space": 1
+"123": numkey
+ver: 1.10
+pct: "50%"
+brace: "{x}"
+trailingcolon: "x:"
+"#,
+    )
+    .unwrap();
+    p
+}
+
 /// Lists the JSON paths where two values differ ("field by field").
 pub fn json_diff(path: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
     use serde_json::Value;
