@@ -180,9 +180,11 @@ fn check_rows(db: &TestDb, writer_major: u8, failures: &mut Vec<String>) -> usiz
             if let Some(ch) = theirs.get_mut("chart").and_then(|c| c.as_object_mut()) {
                 ch.remove("modtime");
                 ch.remove("schemamodtime");
-                if let Some(ts) = ch.get_mut("templates").and_then(|t| t.as_array_mut()) {
-                    for t in ts {
-                        t.as_object_mut().unwrap().remove("modtime");
+                for list in ["templates", "files"] {
+                    if let Some(ts) = ch.get_mut(list).and_then(|t| t.as_array_mut()) {
+                        for t in ts {
+                            t.as_object_mut().unwrap().remove("modtime");
+                        }
                     }
                 }
             }
@@ -440,6 +442,30 @@ fn rudder_writes_helm_reads(major: u8) {
         }
     }
     eprintln!("rudder-written records: {passed}/{n} commands print identically with helm{major}");
+
+    // The same records copied into the embedded file store print the same.
+    if major == 3 {
+        let fdir = tempfile::tempdir().unwrap();
+        let file = rudder::release::store::file::FileStore::open(fdir.path()).unwrap();
+        let pg = PgStore::connect(&db.url()).unwrap();
+        for r in pg.list_all(None).unwrap() {
+            file.create(&r).unwrap();
+        }
+        let store = format!("file:{}", fdir.path().display());
+        let (mut nf, mut pf) = (0, 0);
+        for args in read_commands(&revs) {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            nf += 1;
+            let ho = helm.run(&a);
+            let ro = rudder(&store, &a);
+            if ho.stdout == ro.stdout && ho.ok == ro.ok {
+                pf += 1;
+            } else {
+                failures.push(format!("file store {a:?}:\n{}\n--- rudder:\n{}", ho.stdout, ro.stdout));
+            }
+        }
+        eprintln!("same records in the file store: {pf}/{nf} commands print as helm3");
+    }
 
     // Helm takes over: upgrade and roll back the release rudder wrote.
     let c = chart.to_str().unwrap();

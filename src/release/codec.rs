@@ -399,6 +399,15 @@ mod tests {
     }
 
     #[test]
+    fn helm_record_of_a_chart_without_templates() {
+        // Written by helm v3.17.2 for a chart with only Chart.yaml.
+        let json = r#"{"name":"empty","info":{"first_deployed":"2026-11-30T00:43:41.283240785Z","last_deployed":"2026-11-30T00:43:41.283240785Z","deleted":"","description":"Install complete","status":"deployed"},"chart":{"metadata":{"name":"empty","version":"0.1.0","apiVersion":"v2"},"lock":null,"templates":null,"values":null,"schema":null,"files":null},"version":1,"namespace":"default"}"#;
+        let r = decode_bytes(json.as_bytes()).unwrap();
+        assert_eq!(r.chart_label(), "empty-0.1.0");
+        assert_eq!(go_json(&r).unwrap(), json);
+    }
+
+    #[test]
     fn keys() {
         assert_eq!(key("my.rel", 12), "sh.helm.release.v1.my.rel.v12");
         assert_eq!(

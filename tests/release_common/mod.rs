@@ -220,7 +220,17 @@ pub fn notes_chart(dir: &Path, version: &str) -> PathBuf {
     std::fs::create_dir_all(c.join("templates")).unwrap();
     std::fs::write(
         c.join("Chart.yaml"),
-        format!("apiVersion: v2\nname: notes\ndescription: NOTES only\nversion: {version}\nappVersion: \"1.0\"\n"),
+        format!("apiVersion: v2\nname: notes\ndescription: NOTES only\nversion: {version}\nappVersion: \"1.0\"\n\
+home: https://example.com/notes\nsources: [https://example.com/src]\nkeywords: [notes, test]\n\
+maintainers:\n- name: Ann\n  email: ann@example.com\n- name: Bob\n  url: https://bob.example.com\n\
+icon: https://example.com/icon.png\nkubeVersion: \">=1.20.0-0\"\ntype: application\n\
+annotations:\n  category: Testing\n  example.com/x: \"1\"\n"),
+    )
+    .unwrap();
+    std::fs::write(c.join("README.md"), "# notes\n\nA chart with <only> notes & a test hook.\n").unwrap();
+    std::fs::write(
+        c.join("values.schema.json"),
+        "{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"type\": \"object\"}\n",
     )
     .unwrap();
     std::fs::write(

@@ -257,6 +257,8 @@ impl FileStore {
                 out.push(r);
             }
         }
+        // Directory order is the filesystem's; make listings deterministic.
+        out.sort_by(|a, b| a.name.cmp(&b.name).then(a.version.cmp(&b.version)));
         Ok(out)
     }
 }
