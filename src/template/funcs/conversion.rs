@@ -92,7 +92,10 @@ mod tests {
         assert_eq!(show("atoi", &[s("x")]), "0");
         assert_eq!(show("atoi", &[s("3.5")]), "0");
         assert_eq!(show("atoi", &[s(" 4")]), "0");
-        assert_eq!(show("atoi", &[s("99999999999999999999")]), "9223372036854775807");
+        assert_eq!(
+            show("atoi", &[s("99999999999999999999")]),
+            "9223372036854775807"
+        );
         assert_eq!(show("int", &[f(1.9)]), "1");
         assert_eq!(show("int", &[s("1e3")]), "0");
         assert_eq!(show("int64", &[f(1e21)]), "-9223372036854775808");

@@ -35,7 +35,11 @@ fn empty(_: &mut dyn super::CallContext, args: &[Value]) -> FuncResult {
 }
 
 fn coalesce(_: &mut dyn super::CallContext, args: &[Value]) -> FuncResult {
-    Ok(args.iter().find(|v| !is_empty(v)).cloned().unwrap_or(Value::Nil))
+    Ok(args
+        .iter()
+        .find(|v| !is_empty(v))
+        .cloned()
+        .unwrap_or(Value::Nil))
 }
 
 fn all(_: &mut dyn super::CallContext, args: &[Value]) -> FuncResult {
@@ -94,7 +98,10 @@ mod tests {
         assert_eq!(show("default", &[s("d"), s("")]), "d");
         assert_eq!(show("default", &[i(5), f(0.0)]), "5");
         assert_eq!(show("default", &[s("d")]), "d");
-        assert_eq!(show("default", &[Value::Bool(true), Value::Bool(false)]), "true");
+        assert_eq!(
+            show("default", &[Value::Bool(true), Value::Bool(false)]),
+            "true"
+        );
         assert_eq!(show("default", &[s("d"), l(vec![s("a")])]), "[a]");
         assert_eq!(show("default", &[s("d"), s("x"), s("y")]), "x");
     }

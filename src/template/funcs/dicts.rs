@@ -81,7 +81,9 @@ pub fn interface_conversion(v: &Value, want: &str) -> FuncError {
         Value::Nil => "nil".to_string(),
         other => other.type_name(),
     };
-    err(format!("interface conversion: interface {{}} is {got}, not {want}"))
+    err(format!(
+        "interface conversion: interface {{}} is {got}, not {want}"
+    ))
 }
 
 fn map_arg(args: &[Value], i: usize) -> Option<MapRef> {
@@ -267,7 +269,12 @@ pub fn register(r: &mut Registry) {
     r.add("pick", &[Param::Map], Some(Param::String), pick);
     r.add("omit", &[Param::Map], Some(Param::String), omit);
     r.add("merge", &[Param::Map], Some(Param::Map), merge);
-    r.add("mergeOverwrite", &[Param::Map], Some(Param::Map), merge_overwrite);
+    r.add(
+        "mergeOverwrite",
+        &[Param::Map],
+        Some(Param::Map),
+        merge_overwrite,
+    );
     r.add("mustMerge", &[Param::Map], Some(Param::Map), merge);
     r.add(
         "mustMergeOverwrite",
@@ -301,7 +308,17 @@ mod tests {
         assert_eq!(show("dict", &[s("b"), i(2), s("a"), i(1)]), "map[a:1 b:2]");
         assert_eq!(show("dict", &[s("a"), i(1), s("b")]), "map[a:1 b:]");
         assert_eq!(
-            show("dict", &[i(1), s("one"), Value::Bool(true), s("t"), Value::Nil, s("n")]),
+            show(
+                "dict",
+                &[
+                    i(1),
+                    s("one"),
+                    Value::Bool(true),
+                    s("t"),
+                    Value::Nil,
+                    s("n")
+                ]
+            ),
             "map[1:one <nil>:n true:t]"
         );
     }
@@ -321,19 +338,26 @@ mod tests {
     #[test]
     fn merging() {
         let a = d(&[("a", i(1)), ("n", d(&[("x", i(1))]))]);
-        let b = d(&[("a", i(2)), ("b", i(2)), ("n", d(&[("x", i(2)), ("y", i(2))]))]);
-        assert_eq!(show("merge", &[a.clone(), b]), "map[a:1 b:2 n:map[x:1 y:2]]");
+        let b = d(&[
+            ("a", i(2)),
+            ("b", i(2)),
+            ("n", d(&[("x", i(2)), ("y", i(2))])),
+        ]);
+        assert_eq!(
+            show("merge", &[a.clone(), b]),
+            "map[a:1 b:2 n:map[x:1 y:2]]"
+        );
         let a = d(&[("a", i(1)), ("n", d(&[("x", i(1)), ("k", i(0))]))]);
         let b = d(&[("a", i(2)), ("n", d(&[("x", i(2))]))]);
-        assert_eq!(
-            show("mergeOverwrite", &[a, b]),
-            "map[a:2 n:map[k:0 x:2]]"
-        );
+        assert_eq!(show("mergeOverwrite", &[a, b]), "map[a:2 n:map[k:0 x:2]]");
         let a = d(&[("a", i(1)), ("b", s("x")), ("c", l(vec![i(1)]))]);
         let b = d(&[("a", i(0)), ("b", s("")), ("c", l(vec![]))]);
         assert_eq!(show("mergeOverwrite", &[a, b]), "map[a:0 b: c:[]]");
         let a = d(&[("a", i(0))]);
-        assert_eq!(show("merge", &[a.clone(), d(&[("a", i(3)), ("z", Value::Nil)])]), "map[a:3]");
+        assert_eq!(
+            show("merge", &[a.clone(), d(&[("a", i(3)), ("z", Value::Nil)])]),
+            "map[a:3]"
+        );
     }
 
     #[test]
@@ -355,10 +379,16 @@ mod tests {
     #[test]
     fn pick_omit_pluck() {
         let m = d(&[("a", i(1)), ("b", i(2)), ("c", i(3))]);
-        assert_eq!(show("pick", &[m.clone(), s("a"), s("c"), s("zz")]), "map[a:1 c:3]");
+        assert_eq!(
+            show("pick", &[m.clone(), s("a"), s("c"), s("zz")]),
+            "map[a:1 c:3]"
+        );
         assert_eq!(show("omit", &[m.clone(), s("a"), s("zz")]), "map[b:2 c:3]");
-        assert_eq!(show("pluck", &[s("a"), m.clone(), d(&[("a", i(9))])]), "[1 9]");
-        assert_eq!(show("keys", &[m.clone()]), "[a b c]");
+        assert_eq!(
+            show("pluck", &[s("a"), m.clone(), d(&[("a", i(9))])]),
+            "[1 9]"
+        );
+        assert_eq!(show("keys", std::slice::from_ref(&m)), "[a b c]");
         assert_eq!(show("values", &[m]), "[1 2 3]");
     }
 }

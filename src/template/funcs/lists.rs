@@ -99,7 +99,9 @@ fn reverse(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 
 fn compact(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let l = items(&arg(a, 0), "Cannot compact on type %s")?;
-    Ok(Value::list(l.into_iter().filter(|v| !is_empty(v)).collect()))
+    Ok(Value::list(
+        l.into_iter().filter(|v| !is_empty(v)).collect(),
+    ))
 }
 
 fn in_list(hay: &[Value], needle: &Value) -> bool {
@@ -215,19 +217,36 @@ mod tests {
     #[test]
     fn basics() {
         assert_eq!(
-            show("list", &[i(1), s("a"), f(2.5), Value::Nil, Value::Bool(true)]),
+            show(
+                "list",
+                &[i(1), s("a"), f(2.5), Value::Nil, Value::Bool(true)]
+            ),
             "[1 a 2.5 <nil> true]"
         );
         assert_eq!(show("rest", &[l(vec![i(1), i(2), i(3)])]), "[2 3]");
         assert_eq!(show("initial", &[l(vec![i(1), i(2), i(3)])]), "[1 2]");
         assert_eq!(show("rest", &[l(vec![])]), "[]");
-        assert_eq!(show("first", &[s("abc")]), "ERR: Cannot find first on type string");
+        assert_eq!(
+            show("first", &[s("abc")]),
+            "ERR: Cannot find first on type string"
+        );
         assert_eq!(show("first", &[Value::Nil]), format!("ERR: {NIL_DEREF}"));
-        assert_eq!(show("mustFirst", &[i(3)]), "ERR: Cannot find first on type int");
+        assert_eq!(
+            show("mustFirst", &[i(3)]),
+            "ERR: Cannot find first on type int"
+        );
         assert_eq!(show("append", &[l(vec![i(1), i(2)]), i(3)]), "[1 2 3]");
         assert_eq!(show("prepend", &[l(vec![i(1), i(2)]), i(0)]), "[0 1 2]");
         assert_eq!(
-            show("concat", &[l(vec![i(1), i(2)]), l(vec![i(3)]), l(vec![]), l(vec![i(4), i(5)])]),
+            show(
+                "concat",
+                &[
+                    l(vec![i(1), i(2)]),
+                    l(vec![i(3)]),
+                    l(vec![]),
+                    l(vec![i(4), i(5)])
+                ]
+            ),
             "[1 2 3 4 5]"
         );
         assert_eq!(show("reverse", &[l(vec![i(1), i(2), i(3)])]), "[3 2 1]");
@@ -236,18 +255,36 @@ mod tests {
     #[test]
     fn equality_based() {
         assert_eq!(
-            show("uniq", &[l(vec![i(1), i(1), s("1"), i(2), s("a"), s("a"), f(1.0)])]),
+            show(
+                "uniq",
+                &[l(vec![i(1), i(1), s("1"), i(2), s("a"), s("a"), f(1.0)])]
+            ),
             "[1 1 2 a 1]"
         );
-        assert_eq!(show("without", &[l(vec![i(1), i(2), i(3), i(2)]), i(2)]), "[1 3]");
-        assert_eq!(show("without", &[l(vec![i(1), i(2), i(3)]), i(1), i(3)]), "[2]");
+        assert_eq!(
+            show("without", &[l(vec![i(1), i(2), i(3), i(2)]), i(2)]),
+            "[1 3]"
+        );
+        assert_eq!(
+            show("without", &[l(vec![i(1), i(2), i(3)]), i(1), i(3)]),
+            "[2]"
+        );
         assert_eq!(show("has", &[i(4), l(vec![i(1), i(4)])]), "true");
         assert_eq!(show("has", &[s("4"), l(vec![i(1), i(4)])]), "false");
         assert_eq!(show("has", &[i(1), Value::Nil]), "false");
         assert_eq!(
             show(
                 "compact",
-                &[l(vec![i(1), i(0), s(""), Value::Nil, Value::Bool(false), s("a"), l(vec![]), Value::empty_map()])]
+                &[l(vec![
+                    i(1),
+                    i(0),
+                    s(""),
+                    Value::Nil,
+                    Value::Bool(false),
+                    s("a"),
+                    l(vec![]),
+                    Value::empty_map()
+                ])]
             ),
             "[1 a]"
         );
@@ -261,7 +298,10 @@ mod tests {
         );
         assert_eq!(show("chunk", &[i(3), l(vec![])]), "[]");
         assert_eq!(show("slice", &[l(vec![i(1), i(2), i(3)]), i(1)]), "[2 3]");
-        assert_eq!(show("slice", &[l(vec![i(1), i(2), i(3)]), i(1), i(2)]), "[2]");
+        assert_eq!(
+            show("slice", &[l(vec![i(1), i(2), i(3)]), i(1), i(2)]),
+            "[2]"
+        );
         assert_eq!(
             show("slice", &[s("abc"), i(1), i(2)]),
             "ERR: list should be type of slice or array but string"

@@ -18,7 +18,8 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
         (Value::List(x, kx), Value::List(y, ky)) => {
             kx == ky
                 && (Rc::ptr_eq(x, y)
-                    || (x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| deep_equal(p, q))))
+                    || (x.len() == y.len()
+                        && x.iter().zip(y.iter()).all(|(p, q)| deep_equal(p, q))))
         }
         (Value::Map(x, kx), Value::Map(y, ky)) => {
             if kx != ky {
@@ -33,8 +34,7 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
                     .all(|(k, v)| y.get(k).is_some_and(|w| deep_equal(v, w)))
         }
         (Value::Object(x), Value::Object(y)) => {
-            Rc::ptr_eq(x, y)
-                || (x.type_name() == y.type_name() && a.to_string() == b.to_string())
+            Rc::ptr_eq(x, y) || (x.type_name() == y.type_name() && a.to_string() == b.to_string())
         }
         _ => false,
     }
@@ -99,9 +99,18 @@ mod tests {
 
     #[test]
     fn deep_equality() {
-        assert_eq!(show("deepEqual", &[l(vec![i(1), i(2)]), l(vec![i(1), i(2)])]), "true");
+        assert_eq!(
+            show("deepEqual", &[l(vec![i(1), i(2)]), l(vec![i(1), i(2)])]),
+            "true"
+        );
         assert_eq!(show("deepEqual", &[i(1), f(1.0)]), "false");
-        assert_eq!(show("deepEqual", &[l(vec![f(1.0)]), l(vec![i(1)])]), "false");
-        assert_eq!(show("deepEqual", &[Value::empty_map(), Value::empty_map()]), "true");
+        assert_eq!(
+            show("deepEqual", &[l(vec![f(1.0)]), l(vec![i(1)])]),
+            "false"
+        );
+        assert_eq!(
+            show("deepEqual", &[Value::empty_map(), Value::empty_map()]),
+            "true"
+        );
     }
 }

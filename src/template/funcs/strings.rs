@@ -453,7 +453,11 @@ fn next_word(ch: &[char], pos: usize) -> (Wt, usize, usize) {
         rem += size;
         while rem < n {
             (r, size) = next_valid(ch, rem, r);
-            let same = if conn { is_connector(r) } else { go_is_punct(r) };
+            let same = if conn {
+                is_connector(r)
+            } else {
+                go_is_punct(r)
+            };
             if !same {
                 break;
             }
@@ -522,8 +526,7 @@ fn next_word(ch: &[char], pos: usize) -> (Wt, usize, usize) {
         rem += size;
         while rem < n {
             (r, size) = next_valid(ch, rem, r);
-            if size == 0 || is_connector(r) || is_alphabet(r) || go_is_number(r) || go_is_punct(r)
-            {
+            if size == 0 || is_connector(r) || is_alphabet(r) || go_is_number(r) || go_is_punct(r) {
                 break;
             }
             offset += size;
@@ -688,7 +691,12 @@ fn wrap(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 }
 
 fn wrap_with(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    bytes_ok(&wrap_custom(&arg_str(a, 2), arg_int(a, 0), &arg_str(a, 1), true))
+    bytes_ok(&wrap_custom(
+        &arg_str(a, 2),
+        arg_int(a, 0),
+        &arg_str(a, 1),
+        true,
+    ))
 }
 
 fn contains(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
@@ -696,7 +704,9 @@ fn contains(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 }
 
 fn has_prefix(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    Ok(Value::Bool(arg_str(a, 1).starts_with(arg_str(a, 0).as_ref())))
+    Ok(Value::Bool(
+        arg_str(a, 1).starts_with(arg_str(a, 0).as_ref()),
+    ))
 }
 
 fn has_suffix(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
@@ -766,7 +776,11 @@ fn split(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 }
 
 fn splitn(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    Ok(split_map(go_split_n(&arg_str(a, 2), &arg_str(a, 0), arg_int(a, 1))))
+    Ok(split_map(go_split_n(
+        &arg_str(a, 2),
+        &arg_str(a, 0),
+        arg_int(a, 1),
+    )))
 }
 
 fn split_list(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
@@ -881,7 +895,10 @@ mod tests {
             show("title", &[s("hello wORLD-foo bar_baz 1st")]),
             "Hello WORLD-Foo Bar_baz 1st"
         );
-        assert_eq!(show("title", &[s("don't stop o'neil")]), "Don'T Stop O'Neil");
+        assert_eq!(
+            show("title", &[s("don't stop o'neil")]),
+            "Don'T Stop O'Neil"
+        );
         assert_eq!(show("untitle", &[s("Hello World")]), "hello world");
         assert_eq!(show("swapcase", &[s("Hello World ÉÀ")]), "hELLO wORLD éà");
     }
@@ -937,7 +954,10 @@ mod tests {
             show("wrap", &[i(5), s("hello world foo bar")]),
             "hello\nworld\nfoo\nbar"
         );
-        assert_eq!(show("wrapWith", &[i(5), s("\t"), s("Hello World")]), "Hello\tWorld");
+        assert_eq!(
+            show("wrapWith", &[i(5), s("\t"), s("Hello World")]),
+            "Hello\tWorld"
+        );
         assert_eq!(show("indent", &[i(2), s("a\nb\n")]), "  a\n  b\n  ");
         assert_eq!(show("nindent", &[i(2), s("x")]), "\n  x");
         assert_eq!(show("plural", &[s("one"), s("many"), i(1)]), "one");
@@ -946,12 +966,18 @@ mod tests {
             show("cat", &[s("a"), i(1), s("b"), Value::Nil, f(2.5)]),
             "a 1 b 2.5"
         );
-        assert_eq!(show("quote", &[f(1e6), Value::Nil, s("a\"b")]), "\"1e+06\" \"a\\\"b\"");
+        assert_eq!(
+            show("quote", &[f(1e6), Value::Nil, s("a\"b")]),
+            "\"1e+06\" \"a\\\"b\""
+        );
         assert_eq!(show("squote", &[s("a"), i(2)]), "'a' '2'");
         assert_eq!(show("contains", &[s("cat"), s("catch")]), "true");
         assert_eq!(show("contains", &[s("catch"), s("cat")]), "false");
         assert_eq!(show("abbrev", &[i(5), s("hello world")]), "he...");
-        assert_eq!(show("abbrevboth", &[i(5), i(10), s("1234 5678 9123")]), "...5678...");
+        assert_eq!(
+            show("abbrevboth", &[i(5), i(10), s("1234 5678 9123")]),
+            "...5678..."
+        );
         assert_eq!(show("nospace", &[s("h e l l o")]), "hello");
         assert_eq!(show("repeat", &[i(3), s("ab")]), "ababab");
     }
@@ -961,14 +987,26 @@ mod tests {
         assert_eq!(show("splitList", &[s(","), s("a,b,,c")]), "[a b  c]");
         assert_eq!(show("splitList", &[s(","), s("")]), "[]");
         assert_eq!(show("split", &[s("/"), s("foo/bar")]), "map[_0:foo _1:bar]");
-        assert_eq!(show("splitn", &[s("/"), i(2), s("a/b/c")]), "map[_0:a _1:b/c]");
+        assert_eq!(
+            show("splitn", &[s("/"), i(2), s("a/b/c")]),
+            "map[_0:a _1:b/c]"
+        );
         assert_eq!(show("splitList", &[s(""), s("abc")]), "[a b c]");
         assert_eq!(
-            show("join", &[s(","), l(vec![s("a"), i(1), f(2.5), Value::Nil, Value::Bool(true)])]),
+            show(
+                "join",
+                &[
+                    s(","),
+                    l(vec![s("a"), i(1), f(2.5), Value::Nil, Value::Bool(true)])
+                ]
+            ),
             "a,1,2.5,true"
         );
         assert_eq!(
-            show("sortAlpha", &[l(vec![s("b"), s("A"), s("a"), s("10"), s("9")])]),
+            show(
+                "sortAlpha",
+                &[l(vec![s("b"), s("A"), s("a"), s("10"), s("9")])]
+            ),
             "[10 9 A a b]"
         );
         assert_eq!(show("sortAlpha", &[Value::Nil]), "[<nil>]");

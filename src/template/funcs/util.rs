@@ -103,7 +103,9 @@ pub fn strval(v: &Value) -> String {
 /// Go's `float64 -> int64` conversion on amd64: truncation, and
 /// `-9223372036854775808` for NaN and values out of range.
 pub fn float_to_int64(f: f64) -> i64 {
-    if f.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&f) {
+    // 2^63 is exactly representable; the valid range is [-2^63, 2^63).
+    const TWO63: f64 = 9_223_372_036_854_775_808.0;
+    if f.is_nan() || !(-TWO63..TWO63).contains(&f) {
         i64::MIN
     } else {
         f.trunc() as i64
@@ -212,7 +214,7 @@ fn underscore_ok(s: &str) -> bool {
     if b.len() >= 2 && b[0] == b'0' && matches!(b[1].to_ascii_lowercase(), b'b' | b'o' | b'x') {
         i = 2;
         saw = b'd';
-        hex = b[1].to_ascii_lowercase() == b'x';
+        hex = b[1].eq_ignore_ascii_case(&b'x');
     }
     while i < b.len() {
         let c = b[i];
@@ -246,7 +248,13 @@ pub fn parse_go_float(s: &str) -> Option<f64> {
     }
     match unsigned {
         "inf" | "infinity" => return s.parse::<f64>().ok(),
-        "nan" => return if unsigned.len() == lower.len() { Some(f64::NAN) } else { None },
+        "nan" => {
+            return if unsigned.len() == lower.len() {
+                Some(f64::NAN)
+            } else {
+                None
+            }
+        }
         _ => {}
     }
     if unsigned.starts_with("0x") {
@@ -354,7 +362,10 @@ pub fn string_list(items: Vec<String>) -> Value {
 
 /// A `[]int` value.
 pub fn int_list(items: Vec<i64>) -> Value {
-    Value::List(Rc::new(items.into_iter().map(Value::Int).collect()), ListKind::Int)
+    Value::List(
+        Rc::new(items.into_iter().map(Value::Int).collect()),
+        ListKind::Int,
+    )
 }
 
 /// The elements of a Go slice value (`[]byte` gives its bytes as `uint8`
@@ -703,7 +714,10 @@ mod tests {
         assert_eq!(to_int64(&Value::str("-9223372036854775808")), i64::MIN);
         assert_eq!(to_int64(&Value::str("9223372036854775808")), 0);
         assert_eq!(to_int64(&Value::Float(1e21)), i64::MIN);
-        assert_eq!(to_int64(&Value::Float(9.223372036854775807e18)), i64::MIN);
+        assert_eq!(
+            to_int64(&Value::Float(9_223_372_036_854_775_807.0)),
+            i64::MIN
+        );
         assert_eq!(to_int64(&Value::Float(-42.9)), -42);
         assert_eq!(to_int64(&Value::Bool(true)), 1);
         assert_eq!(to_int64(&Value::Nil), 0);
@@ -738,7 +752,12 @@ mod tests {
 
     #[test]
     fn to_strings_rules() {
-        let l = Value::list(vec![Value::Int(1), Value::str("a"), Value::Nil, Value::Float(2.5)]);
+        let l = Value::list(vec![
+            Value::Int(1),
+            Value::str("a"),
+            Value::Nil,
+            Value::Float(2.5),
+        ]);
         assert_eq!(strslice(&l), vec!["1", "a", "2.5"]);
         assert!(strslice(&Value::Nil).is_empty());
         assert_eq!(strslice(&Value::Int(3)), vec!["3"]);
