@@ -3,6 +3,8 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod release;
+
 /// rudder: build, render and release Helm charts.
 #[derive(Debug, Parser)]
 #[command(name = "rudder", version, about)]
@@ -12,10 +14,26 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// List releases (as `helm list`).
+    #[command(visible_alias = "ls")]
+    List(release::ListArgs),
+    /// Fetch release history (as `helm history`).
+    #[command(visible_alias = "hist")]
+    History(release::HistoryArgs),
+    /// Display the status of the named release (as `helm status`).
+    Status(release::StatusArgs),
+    /// Download extended information of a named release (as `helm get`).
+    Get(release::GetArgs),
+}
 
 /// Parses the command line, runs it and maps errors to Helm's `Error: ...` form.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::List(a) => release::list(a),
+        Command::History(a) => release::history(a),
+        Command::Status(a) => release::status(a),
+        Command::Get(a) => release::get(a),
+    }
 }

@@ -1,1 +1,3 @@
 //! Kubernetes objects: parse, split, identity and install order.
+pub mod order;
+pub mod split;

@@ -21,6 +21,7 @@ pub mod urls;
 pub mod semver;
 pub mod defaults;
 pub mod dates;
+pub mod gotime;
 pub mod random;
 pub mod crypto;
 pub mod network;
