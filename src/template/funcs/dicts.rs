@@ -35,8 +35,7 @@ pub fn deep_copy(v: &Value) -> Value {
 /// nested maps merge recursively in place; without overwrite a key is only
 /// set when `dst` lacks it or holds an empty value; with overwrite every
 /// source value wins (also empty ones and nil), except that a non-empty
-/// destination is kept when the source value is a map or a list (a map is
-/// merged into it instead).
+/// destination map receiving a map is merged into instead.
 pub fn merge_maps(dst: &MapRef, src: &MapRef, overwrite: bool) {
     if Rc::ptr_eq(dst, src) {
         return;
@@ -62,9 +61,12 @@ pub fn merge_maps(dst: &MapRef, src: &MapRef, overwrite: bool) {
         if let (Some(Value::Map(dm, _)), Value::Map(sm, _)) = (&dv, &sv) {
             merge_maps(dm, sm, overwrite);
         }
-        let src_is_collection = matches!(sv, Value::Map(..) | Value::List(..) | Value::Bytes(_));
+        // A non-empty destination is kept for a source list, and for a
+        // source map when it is a map itself (merged in place above).
         if let Some(d) = &dv {
-            if !is_empty(d) && src_is_collection {
+            let keep = matches!(sv, Value::List(..) | Value::Bytes(_))
+                || (matches!(sv, Value::Map(..)) && matches!(d, Value::Map(..)));
+            if keep && !is_empty(d) {
                 continue;
             }
         }

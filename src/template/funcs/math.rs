@@ -442,6 +442,10 @@ mod tests {
         assert_eq!(show("divf", &[i(1), i(3)]), "0.3333333333333333");
         assert_eq!(show("divf", &[i(1), i(0)]), "ERR: decimal division by 0");
         assert_eq!(show("add1f", &[f(1.5)]), "2.5");
+        assert_eq!(show("divf", &[i(1), f(3e10)]), "3.33333e-11");
+        assert_eq!(show("mulf", &[f(0.1), f(0.2)]), "0.02");
+        assert_eq!(show("addf", &[f(1e20), i(1)]), "1e+20");
+        assert_eq!(show("round", &[f(2.5), i(0), f(0.6)]), "2");
         assert_eq!(show("floor", &[f(1.7)]), "1");
         assert_eq!(show("ceil", &[f(1.2)]), "2");
         assert_eq!(show("round", &[f(1.5), i(0)]), "2");

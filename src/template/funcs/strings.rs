@@ -946,6 +946,16 @@ mod tests {
         assert_eq!(show("snakecase", &[s("HTTP20xOK")]), "http_20x_ok");
         assert_eq!(show("snakecase", &[s("Duration2m3s")]), "duration_2m3s");
         assert_eq!(show("snakecase", &[s("Bld4Floor3rd")]), "bld4_floor_3rd");
+        // Checked against Helm 3.17: the lone connector is written twice.
+        assert_eq!(show("camelcase", &[s("_")]), "__");
+        assert_eq!(show("snakecase", &[s("ABC123def")]), "abc_123def");
+        assert_eq!(show("kebabcase", &[s("a.b-c d__e")]), "a.b-c-d--e");
+        assert_eq!(show("swapcase", &[s("hELLO world")]), "Hello WORLD");
+        assert_eq!(show("untitle", &[s("Hello WORLD")]), "hello wORLD");
+        assert_eq!(
+            show("wrapWith", &[i(3), s("-"), s("abcdefgh")]),
+            "abc-def-gh"
+        );
     }
 
     #[test]
