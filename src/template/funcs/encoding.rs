@@ -316,6 +316,10 @@ mod tests {
         assert_eq!(show("b32dec", &[s("NBSWY3DP")]), "hello");
         assert_eq!(show("b32dec", &[s("ME======")]), "a");
         assert_eq!(
+            show("b32dec", &[s("ME=====A")]),
+            "illegal base32 data at input byte 6"
+        );
+        assert_eq!(
             show("b32dec", &[s("???")]),
             "illegal base32 data at input byte 0"
         );

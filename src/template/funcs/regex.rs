@@ -479,6 +479,14 @@ mod tests {
         assert_eq!(show("regexSplit", &[s("z+"), s("pizza"), i(1)]), "[pizza]");
         assert_eq!(show("regexSplit", &[s(""), s("abc"), i(-1)]), "[a b c]");
         assert_eq!(
+            show("regexFindAll", &[s("a*"), s("baaab"), i(-1)]),
+            "[ aaa ]"
+        );
+        assert_eq!(
+            show("regexReplaceAll", &[s("(a)"), s("xa"), s("$1x|${1}x|$")]),
+            "x|ax|$"
+        );
+        assert_eq!(
             show("regexQuoteMeta", &[s("1.2.3[a]*")]),
             "1\\.2\\.3\\[a\\]\\*"
         );
