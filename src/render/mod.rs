@@ -1,1 +1,19 @@
 //! Rendering: chart + values -> manifests, exactly as `helm template`.
+//!
+//! The stage owns Helm's built-in objects ([`objects`]), values coalescing
+//! ([`values`], [`strvals`]), schema validation ([`schema`]), the render loop
+//! ([`pipeline`]) and the manifest post-processing ([`manifests`]); the
+//! template language itself is [`crate::template`]'s, and the document split
+//! and kind order are [`crate::manifest`]'s.
+pub(crate) mod compat;
+pub mod glob;
+pub mod manifests;
+pub mod objects;
+pub mod pipeline;
+pub mod schema;
+pub mod strvals;
+pub mod values;
+
+pub use manifests::{Head, Hook, HookEvent, Manifest};
+pub use pipeline::{render_with, CrdFile, RenderError, RenderOptions, Rendered, TemplateSet};
+pub mod output;

@@ -7,10 +7,12 @@
 pub mod builtins;
 pub mod conversion;
 pub mod crypto;
+pub mod crypto_x509;
 pub mod dates;
 pub mod defaults;
 pub mod dicts;
 pub mod encoding;
+pub mod gotime;
 pub mod helm;
 pub mod lists;
 pub mod math;

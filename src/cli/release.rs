@@ -1,0 +1,269 @@
+//! `rudder list`, `history`, `status` and `get`: the read side of release
+//! records, printed as Helm v3.17.2 prints them.
+use clap::{Args, Subcommand};
+use rudder::release::view::{self, Format, StatusOptions};
+use rudder::release::{self, ListQuery, Releases, Status};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Where records are and which namespace to look in.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// Release store: `file:DIR` (embedded, the default), `memory:` or `postgresql://...`.
+    #[arg(long, default_value = "file:.rudder")]
+    store: String,
+    /// Namespace of the release.
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+}
+
+/// `-o table|json|yaml`.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Prints the output in the specified format. Allowed values: table, json, yaml.
+    #[arg(short = 'o', long, default_value = "table")]
+    output: String,
+}
+
+impl OutputArgs {
+    fn format(&self) -> Result<Format, String> {
+        Format::parse(&self.output).ok_or_else(|| "invalid format type".to_string())
+    }
+}
+
+/// `rudder list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    #[command(flatten)]
+    out: OutputArgs,
+    /// List releases across all namespaces.
+    #[arg(short = 'A', long)]
+    all_namespaces: bool,
+    /// Show all releases without any filter applied.
+    #[arg(short = 'a', long)]
+    all: bool,
+    /// Show uninstalled releases.
+    #[arg(long)]
+    uninstalled: bool,
+    /// Show superseded releases.
+    #[arg(long)]
+    superseded: bool,
+    /// Show failed releases.
+    #[arg(long)]
+    failed: bool,
+    /// Show pending releases.
+    #[arg(long)]
+    pending: bool,
+    /// Show deployed releases.
+    #[arg(long)]
+    deployed: bool,
+    /// Show releases being uninstalled.
+    #[arg(long)]
+    uninstalling: bool,
+    /// Output short (quiet) listing format.
+    #[arg(short = 'q', long)]
+    short: bool,
+}
+
+/// `rudder history NAME`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Release name.
+    name: String,
+    #[command(flatten)]
+    store: StoreArgs,
+    #[command(flatten)]
+    out: OutputArgs,
+    /// Maximum number of revisions to include in history.
+    #[arg(long, default_value_t = 256)]
+    max: usize,
+}
+
+/// `rudder status NAME`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Release name.
+    name: String,
+    #[command(flatten)]
+    store: StoreArgs,
+    #[command(flatten)]
+    out: OutputArgs,
+    /// Display the status of this revision.
+    #[arg(long, default_value_t = 0)]
+    revision: u64,
+    /// Display the description message of the release.
+    #[arg(long)]
+    show_desc: bool,
+}
+
+/// `rudder get ...`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    #[command(subcommand)]
+    what: GetWhat,
+}
+
+/// Flags shared by the `get` sub-commands.
+#[derive(Debug, Args)]
+pub struct GetCommon {
+    /// Release name.
+    name: String,
+    #[command(flatten)]
+    store: StoreArgs,
+    /// Get the named release with this revision.
+    #[arg(long, default_value_t = 0)]
+    revision: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum GetWhat {
+    /// The values of a release.
+    Values {
+        #[command(flatten)]
+        common: GetCommon,
+        #[command(flatten)]
+        out: OutputArgs,
+        /// Dump all (computed) values.
+        #[arg(short = 'a', long)]
+        all: bool,
+    },
+    /// The manifest of a release.
+    Manifest {
+        #[command(flatten)]
+        common: GetCommon,
+    },
+    /// The notes of a release.
+    Notes {
+        #[command(flatten)]
+        common: GetCommon,
+    },
+    /// The hooks of a release.
+    Hooks {
+        #[command(flatten)]
+        common: GetCommon,
+    },
+    /// Everything about a release.
+    All {
+        #[command(flatten)]
+        common: GetCommon,
+    },
+}
+
+fn finish(r: Result<String, String>) -> ExitCode {
+    match r {
+        Ok(s) => {
+            let mut o = std::io::stdout().lock();
+            let _ = o.write_all(s.as_bytes());
+            let _ = o.flush();
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn open(s: &StoreArgs) -> Result<Box<dyn release::Store>, String> {
+    release::open(&s.store).map_err(|e| e.to_string())
+}
+
+/// Runs `rudder list`.
+pub fn list(a: ListArgs) -> ExitCode {
+    finish((|| {
+        let fmt = a.out.format()?;
+        let store = open(&a.store)?;
+        let mut statuses = Vec::new();
+        let flags = [
+            (a.deployed, vec![Status::Deployed]),
+            (a.uninstalled, vec![Status::Uninstalled]),
+            (a.uninstalling, vec![Status::Uninstalling]),
+            (
+                a.pending,
+                vec![
+                    Status::PendingInstall,
+                    Status::PendingUpgrade,
+                    Status::PendingRollback,
+                ],
+            ),
+            (a.failed, vec![Status::Failed]),
+            (a.superseded, vec![Status::Superseded]),
+        ];
+        for (on, s) in flags {
+            if on {
+                statuses.extend(s);
+            }
+        }
+        let q = ListQuery {
+            namespace: (!a.all_namespaces).then(|| a.store.namespace.clone()),
+            statuses,
+            all: a.all,
+        };
+        let rels = Releases::new(store.as_ref())
+            .list(&q)
+            .map_err(|e| e.to_string())?;
+        if a.short {
+            let names: Vec<&str> = rels.iter().map(|r| r.name.as_str()).collect();
+            return Ok(match fmt {
+                Format::Json => view::go_json(&names),
+                Format::Yaml => view::go_yaml(&names),
+                Format::Table => names.iter().map(|n| format!("{n}\n")).collect(),
+            });
+        }
+        Ok(view::list(&rels, fmt))
+    })())
+}
+
+/// Runs `rudder history`.
+pub fn history(a: HistoryArgs) -> ExitCode {
+    finish((|| {
+        let fmt = a.out.format()?;
+        let store = open(&a.store)?;
+        let h = Releases::new(store.as_ref())
+            .history(&a.store.namespace, &a.name)
+            .map_err(|e| e.to_string())?;
+        Ok(view::history(&h, a.max, fmt))
+    })())
+}
+
+/// Runs `rudder status`.
+pub fn status(a: StatusArgs) -> ExitCode {
+    finish((|| {
+        let fmt = a.out.format()?;
+        let store = open(&a.store)?;
+        let r = Releases::new(store.as_ref())
+            .get(&a.store.namespace, &a.name, a.revision)
+            .map_err(|e| e.to_string())?;
+        Ok(view::status(
+            &r,
+            fmt,
+            StatusOptions {
+                show_description: a.show_desc,
+                ..StatusOptions::default()
+            },
+        ))
+    })())
+}
+
+fn load(c: &GetCommon) -> Result<release::Release, String> {
+    let store = open(&c.store)?;
+    Releases::new(store.as_ref())
+        .get(&c.store.namespace, &c.name, c.revision)
+        .map_err(|e| e.to_string())
+}
+
+/// Runs `rudder get`.
+pub fn get(a: GetArgs) -> ExitCode {
+    finish((|| match a.what {
+        GetWhat::Values { common, out, all } => {
+            let fmt = out.format()?;
+            Ok(view::values(&load(&common)?, all, fmt))
+        }
+        GetWhat::Manifest { common } => Ok(view::manifest(&load(&common)?)),
+        GetWhat::Notes { common } => Ok(view::notes(&load(&common)?)),
+        GetWhat::Hooks { common } => Ok(view::hooks(&load(&common)?)),
+        GetWhat::All { common } => Ok(view::all(&load(&common)?)),
+    })())
+}

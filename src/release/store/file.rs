@@ -1,0 +1,357 @@
+//! The embedded default store: one file per revision under a directory
+//! (`.rudder/` unless `--store file:DIR` says otherwise).
+//!
+//! # On-disk format
+//!
+//! ```text
+//! DIR/
+//!   <namespace>/
+//!     .lock                                  advisory lock (flock) for writers
+//!     sh.helm.release.v1.<name>.v<version>   one record per revision
+//!     .tmp-*                                 leftovers of interrupted writes (ignored)
+//! ```
+//!
+//! Each record file is one JSON object, the same information Helm's
+//! Secrets driver puts on a Secret:
+//!
+//! ```json
+//! {"key":"sh.helm.release.v1.web.v2","namespace":"default","type":"helm.sh/release.v1",
+//!  "labels":{"createdAt":"1795997026","name":"web","owner":"helm","status":"deployed","version":"2"},
+//!  "body":"H4sIAAAAAAAC/..."}
+//! ```
+//!
+//! `body` is Helm's encoding, `base64(gzip(json(release)))`, so a record can
+//! be copied into a Secret, ConfigMap or `releases_v1` row unchanged.
+//! `labels` are the storage labels exactly as Helm's Kubernetes drivers set
+//! them (system labels, `createdAt` on create, `modifiedAt` on update, user
+//! labels).
+//!
+//! # Crash safety
+//!
+//! Every write goes to a fresh `.tmp-*` file in the same directory, which is
+//! fsynced before it becomes visible: a new revision is published with
+//! `link(2)` (which fails if the revision exists, so creates never overwrite),
+//! an update with `rename(2)` (atomic replace); then the directory is
+//! fsynced. A crash at any point leaves either the old record or the new
+//! one, plus at most a stray `.tmp-*` file that readers ignore and the next
+//! writer removes. Writers of a namespace serialise on `.lock`, so an update
+//! compares the stored record with the caller's copy and swaps it atomically
+//! with respect to other processes.
+use super::{check_name, same_record, sort_by_version, Store, StoreError};
+use crate::release::codec::{self, Write};
+use crate::release::model::Release;
+use crate::release::time::HelmTime;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// The JSON object stored in each record file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordFile {
+    /// `sh.helm.release.v1.<name>.v<version>`.
+    pub key: String,
+    /// The release namespace.
+    pub namespace: String,
+    /// `helm.sh/release.v1`.
+    #[serde(rename = "type")]
+    pub record_type: String,
+    /// Storage labels, as on Helm's Secrets.
+    pub labels: BTreeMap<String, String>,
+    /// `base64(gzip(json(release)))`.
+    pub body: String,
+}
+
+/// Counts the steps of file writes and fails one of them, to test that a
+/// crash at any step leaves the old or the new state. After the injected
+/// failure every later step fails too: the process is considered dead.
+#[derive(Debug, Default)]
+pub struct FaultInjector {
+    step: AtomicUsize,
+    fail_at: AtomicUsize,
+}
+
+impl FaultInjector {
+    /// Fails the `n`-th write step (0-based) and all after it; `usize::MAX` never fails.
+    pub fn fail_at(n: usize) -> Arc<Self> {
+        Arc::new(FaultInjector {
+            step: AtomicUsize::new(0),
+            fail_at: AtomicUsize::new(n),
+        })
+    }
+
+    /// How many steps were attempted so far.
+    pub fn steps(&self) -> usize {
+        self.step.load(Ordering::SeqCst)
+    }
+
+    fn check(&self, what: &'static str, path: &Path) -> Result<(), StoreError> {
+        let n = self.step.fetch_add(1, Ordering::SeqCst);
+        if n >= self.fail_at.load(Ordering::SeqCst) {
+            return Err(StoreError::io(
+                what,
+                path,
+                std::io::Error::other("injected crash"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The file store. See the module documentation for the format.
+#[derive(Debug)]
+pub struct FileStore {
+    root: PathBuf,
+    faults: Option<Arc<FaultInjector>>,
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl FileStore {
+    /// Opens (and creates) a store directory.
+    pub fn open(dir: impl AsRef<Path>) -> Result<FileStore, StoreError> {
+        let root = dir.as_ref().to_path_buf();
+        fs::create_dir_all(&root).map_err(|e| StoreError::io("create directory", &root, e))?;
+        Ok(FileStore { root, faults: None })
+    }
+
+    /// Opens a store whose writes fail at a chosen step (crash testing).
+    pub fn open_with_faults(
+        dir: impl AsRef<Path>,
+        faults: Arc<FaultInjector>,
+    ) -> Result<FileStore, StoreError> {
+        let mut s = FileStore::open(dir)?;
+        s.faults = Some(faults);
+        Ok(s)
+    }
+
+    /// The store's directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn step(&self, what: &'static str, path: &Path) -> Result<(), StoreError> {
+        match &self.faults {
+            Some(f) => f.check(what, path),
+            None => Ok(()),
+        }
+    }
+
+    fn ns_dir(&self, namespace: &str) -> Result<PathBuf, StoreError> {
+        check_name(namespace)?;
+        Ok(self.root.join(namespace))
+    }
+
+    fn record_path(
+        &self,
+        namespace: &str,
+        name: &str,
+        version: u64,
+    ) -> Result<PathBuf, StoreError> {
+        check_name(name)?;
+        Ok(self.ns_dir(namespace)?.join(codec::key(name, version)))
+    }
+
+    /// Takes the namespace's writer lock (released when the file is dropped).
+    #[allow(clippy::incompatible_msrv)]
+    fn lock(&self, dir: &Path) -> Result<File, StoreError> {
+        fs::create_dir_all(dir).map_err(|e| StoreError::io("create directory", dir, e))?;
+        let p = dir.join(".lock");
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&p)
+            .map_err(|e| StoreError::io("open lock", &p, e))?;
+        f.lock().map_err(|e| StoreError::io("lock", &p, e))?;
+        Ok(f)
+    }
+
+    fn encode_file(&self, rel: &Release, w: Write) -> Result<Vec<u8>, StoreError> {
+        let rec = RecordFile {
+            key: codec::key(&rel.name, rel.version),
+            namespace: rel.namespace.clone(),
+            record_type: codec::RELEASE_TYPE.into(),
+            labels: codec::storage_labels(rel, w, HelmTime::now().unix()),
+            body: codec::encode(rel)?,
+        };
+        let mut out = serde_json::to_vec(&rec).map_err(codec::CodecError::from)?;
+        out.push(b'\n');
+        Ok(out)
+    }
+
+    /// Writes `data` to a new temp file in `dir` and fsyncs it.
+    fn write_tmp(&self, dir: &Path, data: &[u8]) -> Result<PathBuf, StoreError> {
+        let tmp = dir.join(format!(
+            ".tmp-{}-{}",
+            std::process::id(),
+            TMP_COUNTER.fetch_add(1, Ordering::SeqCst)
+        ));
+        self.step("create temp file", &tmp)?;
+        let mut f = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&tmp)
+            .map_err(|e| StoreError::io("create temp file", &tmp, e))?;
+        self.step("write temp file", &tmp)?;
+        f.write_all(data)
+            .map_err(|e| StoreError::io("write temp file", &tmp, e))?;
+        self.step("fsync temp file", &tmp)?;
+        f.sync_all()
+            .map_err(|e| StoreError::io("fsync temp file", &tmp, e))?;
+        Ok(tmp)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        self.step("fsync directory", dir)?;
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| StoreError::io("fsync directory", dir, e))
+    }
+
+    fn read_record(path: &Path) -> Result<Option<Release>, StoreError> {
+        let data = match fs::read(path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io("read", path, e)),
+        };
+        let rec: RecordFile = serde_json::from_slice(&data).map_err(codec::CodecError::from)?;
+        let mut rel = codec::decode(&rec.body)?;
+        rel.labels = rec.labels;
+        Ok(Some(rel))
+    }
+
+    /// Removes leftovers of interrupted writes (caller holds the lock).
+    fn clean_tmp(dir: &Path) {
+        if let Ok(rd) = fs::read_dir(dir) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with(".tmp-") {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+
+    fn read_dir_records(&self, dir: &Path, name: Option<&str>) -> Result<Vec<Release>, StoreError> {
+        let rd = match fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(StoreError::io("read directory", dir, e)),
+        };
+        let mut out = Vec::new();
+        for e in rd {
+            let e = e.map_err(|err| StoreError::io("read directory", dir, err))?;
+            let fname = e.file_name().to_string_lossy().into_owned();
+            let Some((n, _)) = codec::parse_key(&fname) else {
+                continue;
+            };
+            if name.is_some_and(|want| want != n) {
+                continue;
+            }
+            // As Helm's drivers do, a record that does not decode is skipped
+            // in listings rather than hiding every other release.
+            if let Ok(Some(r)) = Self::read_record(&e.path()) {
+                out.push(r);
+            }
+        }
+        // Directory order is the filesystem's; make listings deterministic.
+        out.sort_by(|a, b| a.name.cmp(&b.name).then(a.version.cmp(&b.version)));
+        Ok(out)
+    }
+}
+
+impl Store for FileStore {
+    fn create(&self, rel: &Release) -> Result<(), StoreError> {
+        let path = self.record_path(&rel.namespace, &rel.name, rel.version)?;
+        let dir = self.ns_dir(&rel.namespace)?;
+        let data = self.encode_file(rel, Write::Create)?;
+        let _lock = self.lock(&dir)?;
+        Self::clean_tmp(&dir);
+        let tmp = self.write_tmp(&dir, &data)?;
+        self.step("link record", &path)?;
+        let linked = fs::hard_link(&tmp, &path);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::AlreadyExists)
+            }
+            Err(e) => return Err(StoreError::io("link record", &path, e)),
+        }
+        self.sync_dir(&dir)
+    }
+
+    fn update(&self, expected: &Release, new: &Release) -> Result<(), StoreError> {
+        let path = self.record_path(&new.namespace, &new.name, new.version)?;
+        let dir = self.ns_dir(&new.namespace)?;
+        let data = self.encode_file(new, Write::Update)?;
+        let _lock = self.lock(&dir)?;
+        let cur = Self::read_record(&path)?.ok_or(StoreError::NotFound)?;
+        if !same_record(&cur, expected) {
+            return Err(StoreError::Conflict {
+                key: codec::key(&new.name, new.version),
+                namespace: new.namespace.clone(),
+            });
+        }
+        Self::clean_tmp(&dir);
+        let tmp = self.write_tmp(&dir, &data)?;
+        self.step("rename record", &path)?;
+        if let Err(e) = fs::rename(&tmp, &path) {
+            let _ = fs::remove_file(&tmp);
+            return Err(StoreError::io("rename record", &path, e));
+        }
+        self.sync_dir(&dir)
+    }
+
+    fn get(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {
+        let path = self.record_path(namespace, name, version)?;
+        Self::read_record(&path)?.ok_or(StoreError::NotFound)
+    }
+
+    fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
+        check_name(name)?;
+        let mut v = self.read_dir_records(&self.ns_dir(namespace)?, Some(name))?;
+        v.retain(|r| r.name == name);
+        sort_by_version(&mut v);
+        Ok(v)
+    }
+
+    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
+        match namespace {
+            Some(ns) => self.read_dir_records(&self.ns_dir(ns)?, None),
+            None => {
+                let mut out = Vec::new();
+                let rd = match fs::read_dir(&self.root) {
+                    Ok(rd) => rd,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+                    Err(e) => return Err(StoreError::io("read directory", &self.root, e)),
+                };
+                let mut dirs: Vec<PathBuf> = rd
+                    .flatten()
+                    .filter(|e| e.path().is_dir())
+                    .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                    .map(|e| e.path())
+                    .collect();
+                dirs.sort();
+                for d in dirs {
+                    out.extend(self.read_dir_records(&d, None)?);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn delete(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {
+        let path = self.record_path(namespace, name, version)?;
+        let dir = self.ns_dir(namespace)?;
+        let _lock = self.lock(&dir)?;
+        let rel = Self::read_record(&path)?.ok_or(StoreError::NotFound)?;
+        self.step("remove record", &path)?;
+        fs::remove_file(&path).map_err(|e| StoreError::io("remove record", &path, e))?;
+        self.sync_dir(&dir)?;
+        Ok(rel)
+    }
+}

@@ -1,0 +1,178 @@
+//! Where release records live: the [`Store`] trait and its backends.
+//!
+//! A store keeps revisions by (namespace, name, version), exactly like
+//! Helm's storage drivers, and adds what Helm lacks: a writer that read a
+//! record and finds it changed when it writes back gets
+//! [`StoreError::Conflict`] instead of overwriting it, and creating a
+//! revision that exists fails, so two upgraders of one release cannot both
+//! proceed. Backends:
+//!
+//! - [`memory::MemoryStore`]: in process, for tests and dry runs;
+//! - [`file::FileStore`]: the embedded default (`file:.rudder`), crash-safe;
+//! - [`postgres::PgStore`]: Helm's SQL driver schema (`postgresql://...`).
+//!
+//! The record lifecycle (install, upgrade, rollback, uninstall, history
+//! pruning) is in [`ops`], on top of any store.
+use super::codec::{self, CodecError};
+use super::model::Release;
+use std::collections::BTreeMap;
+
+pub mod file;
+pub mod memory;
+pub mod ops;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+
+/// What can go wrong reading or writing records. Messages follow Helm's
+/// where Helm has one.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// No such record (Helm: `release: not found`).
+    #[error("release: not found")]
+    NotFound,
+    /// The revision already exists (Helm: `release: already exists`).
+    #[error("release: already exists")]
+    AlreadyExists,
+    /// The record changed since it was read: another writer got there first.
+    #[error("release {key} in namespace {namespace:?} was changed by another writer since it was read; reload and retry")]
+    Conflict {
+        /// The storage key.
+        key: String,
+        /// The namespace.
+        namespace: String,
+    },
+    /// A record body could not be encoded or decoded.
+    #[error("{0}")]
+    Codec(#[from] CodecError),
+    /// A file store operation failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file or directory.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A PostgreSQL operation failed.
+    #[error("postgresql: {0}")]
+    Sql(String),
+    /// The `--store` URL is not understood.
+    #[error("invalid store {0:?}: want file:DIR, memory: or postgresql://...")]
+    InvalidUrl(String),
+    /// A name or namespace cannot be stored (empty, or contains `/`).
+    #[error("invalid release name or namespace {0:?}")]
+    InvalidName(String),
+}
+
+impl StoreError {
+    pub(crate) fn io(op: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
+        StoreError::Io {
+            op,
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// A place that keeps release records.
+///
+/// Reads return records with their storage labels in [`Release::labels`].
+/// All writes are atomic per record.
+pub trait Store: Send + Sync {
+    /// Stores a new revision. An existing revision is
+    /// [`StoreError::AlreadyExists`] (never overwritten).
+    fn create(&self, rel: &Release) -> Result<(), StoreError>;
+
+    /// Replaces a stored revision with `new`, but only if it still equals
+    /// `expected` (the copy the caller read); otherwise [`StoreError::Conflict`].
+    /// A missing revision is [`StoreError::NotFound`].
+    fn update(&self, expected: &Release, new: &Release) -> Result<(), StoreError>;
+
+    /// One revision.
+    fn get(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError>;
+
+    /// Every revision of a release, oldest first (empty when there is none).
+    fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError>;
+
+    /// Every record of every release in a namespace, or in all namespaces
+    /// (`None`), in no particular order.
+    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError>;
+
+    /// Removes a revision and returns it.
+    fn delete(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError>;
+}
+
+/// Whether two reads are the same stored record: same JSON body and same
+/// user labels (system labels are derived from the body or the write time).
+pub fn same_record(a: &Release, b: &Release) -> bool {
+    if codec::user_labels(&a.labels) != codec::user_labels(&b.labels) {
+        return false;
+    }
+    match (serde_json::to_vec(a), serde_json::to_vec(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Rejects names that cannot be a path component or storage key part.
+pub(crate) fn check_name(s: &str) -> Result<(), StoreError> {
+    if s.is_empty()
+        || s.len() > 253
+        || s.starts_with('.')
+        || s.contains(['/', '\\', '\0'])
+        || s.chars().any(char::is_control)
+    {
+        return Err(StoreError::InvalidName(s.to_string()));
+    }
+    Ok(())
+}
+
+/// Opens a store from a URL: `file:DIR` (also a bare path), `memory:`, or
+/// `postgresql://...`/`postgres://...` (also `postgresql:` alone, which
+/// takes every parameter from the `PG*` variables).
+pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
+    if let Some(dir) = url.strip_prefix("file:") {
+        let dir = dir.strip_prefix("//").unwrap_or(dir);
+        if dir.is_empty() {
+            return Err(StoreError::InvalidUrl(url.to_string()));
+        }
+        return Ok(Box::new(file::FileStore::open(dir)?));
+    }
+    if url == "memory:" {
+        return Ok(Box::new(memory::MemoryStore::new()));
+    }
+    if url.starts_with("postgresql:") || url.starts_with("postgres:") {
+        #[cfg(feature = "postgres")]
+        {
+            return Ok(Box::new(postgres::PgStore::connect(url)?));
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            return Err(StoreError::Sql(
+                "this rudder was built without the postgres feature".into(),
+            ));
+        }
+    }
+    if url.contains("://") || url.is_empty() {
+        return Err(StoreError::InvalidUrl(url.to_string()));
+    }
+    Ok(Box::new(file::FileStore::open(url)?))
+}
+
+/// Sorts records by version, oldest first.
+pub(crate) fn sort_by_version(v: &mut [Release]) {
+    v.sort_by_key(|r| r.version);
+}
+
+/// Labels as Helm's SQL driver returns them from `List`: the user labels
+/// plus the system labels rebuilt from the record.
+pub(crate) fn with_system_labels(mut rel: Release) -> Release {
+    let mut l: BTreeMap<String, String> = codec::user_labels(&rel.labels);
+    l.insert("name".into(), rel.name.clone());
+    l.insert("owner".into(), codec::OWNER.into());
+    l.insert("status".into(), rel.info.status.as_str().into());
+    l.insert("version".into(), rel.version.to_string());
+    rel.labels = l;
+    rel
+}

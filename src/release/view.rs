@@ -1,0 +1,821 @@
+//! What `helm list`, `history`, `status` and `get` print, as data and text.
+//!
+//! The layouts are Helm v3.17.2's: tables are `gosuri/uitable` (every cell
+//! padded to its column's width, cells joined by a tab), JSON is Go's
+//! `encoding/json` encoder (HTML characters escaped, newline at the end) and
+//! YAML is `sigs.k8s.io/yaml` (the JSON re-read and emitted by yaml.v2).
+use super::model::{Release, Status};
+use super::time::HelmTime;
+use crate::yaml::Node;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Output format of `-o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Human-readable (Helm's `table`).
+    #[default]
+    Table,
+    /// JSON.
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+impl Format {
+    /// Parses `table`, `json` or `yaml`.
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "table" => Some(Format::Table),
+            "json" => Some(Format::Json),
+            "yaml" => Some(Format::Yaml),
+            _ => None,
+        }
+    }
+}
+
+/// A `gosuri/uitable` table: cells padded to the column width, joined by
+/// tabs, rows by newlines, plus the final newline Helm's `EncodeTable` adds.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0usize; cols];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (ri, r) in rows.iter().enumerate() {
+        if ri > 0 {
+            out.push('\n');
+        }
+        for (i, c) in r.iter().enumerate() {
+            if i > 0 {
+                out.push('\t');
+            }
+            out.push_str(c);
+            for _ in c.chars().count()..widths[i] {
+                out.push(' ');
+            }
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// Go's `json.Encoder.Encode`: compact JSON with `<`, `>`, `&`, U+2028 and
+/// U+2029 escaped, and a trailing newline.
+pub fn go_json<T: Serialize + ?Sized>(v: &T) -> String {
+    let mut s = super::codec::go_json(v).unwrap_or_else(|_| "null".into());
+    s.push('\n');
+    s
+}
+
+/// `sigs.k8s.io/yaml.Marshal`: the value's JSON, emitted as yaml.v2 does.
+pub fn go_yaml<T: Serialize + ?Sized>(v: &T) -> String {
+    // Through Go's JSON spelling, as sigs.k8s.io/yaml goes through
+    // encoding/json: the numbers yaml.v2 re-reads are Go's.
+    let j = super::codec::go_json(v)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let mut out = String::new();
+    yaml::emit_top(&j, &mut out);
+    out
+}
+
+/// One row of `helm list -o json|yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ListRow {
+    /// Release name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Revision, as a string (as Helm writes it).
+    pub revision: String,
+    /// Last deployed, Go's `Time.String()` or `-`.
+    pub updated: String,
+    /// Status.
+    pub status: String,
+    /// `<chart>-<version>`.
+    pub chart: String,
+    /// The chart's appVersion.
+    pub app_version: String,
+}
+
+/// `helm list` rows for these releases.
+pub fn list_rows(rels: &[Release]) -> Vec<ListRow> {
+    rels.iter()
+        .map(|r| ListRow {
+            name: r.name.clone(),
+            namespace: r.namespace.clone(),
+            revision: r.version.to_string(),
+            updated: if r.info.last_deployed.is_zero() {
+                "-".into()
+            } else {
+                r.info.last_deployed.to_go_string()
+            },
+            status: r.info.status.to_string(),
+            chart: r.chart_label(),
+            app_version: r.app_version(),
+        })
+        .collect()
+}
+
+/// `helm list` output.
+pub fn list(rels: &[Release], format: Format) -> String {
+    let rows = list_rows(rels);
+    match format {
+        Format::Json => go_json(&rows),
+        Format::Yaml => go_yaml(&rows),
+        Format::Table => {
+            let mut t = vec![[
+                "NAME",
+                "NAMESPACE",
+                "REVISION",
+                "UPDATED",
+                "STATUS",
+                "CHART",
+                "APP VERSION",
+            ]
+            .map(String::from)
+            .to_vec()];
+            for r in rows {
+                t.push(vec![
+                    r.name,
+                    r.namespace,
+                    r.revision,
+                    r.updated,
+                    r.status,
+                    r.chart,
+                    r.app_version,
+                ]);
+            }
+            table(&t)
+        }
+    }
+}
+
+/// One row of `helm history -o json|yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryRow {
+    /// Revision.
+    pub revision: u64,
+    /// Last deployed (`""` when unset).
+    pub updated: HelmTime,
+    /// Status.
+    pub status: String,
+    /// `<chart>-<version>`.
+    pub chart: String,
+    /// The chart's appVersion.
+    pub app_version: String,
+    /// Description.
+    pub description: String,
+}
+
+/// `helm history` rows: the newest `max` revisions, oldest first.
+pub fn history_rows(hist: &[Release], max: usize) -> Vec<HistoryRow> {
+    let mut v: Vec<&Release> = hist.iter().collect();
+    v.sort_by_key(|r| std::cmp::Reverse(r.version));
+    v.truncate(max);
+    v.reverse();
+    v.into_iter()
+        .map(|r| HistoryRow {
+            revision: r.version,
+            updated: r.info.last_deployed,
+            status: r.info.status.to_string(),
+            chart: r.chart_label(),
+            app_version: r.app_version(),
+            description: r.info.description.clone(),
+        })
+        .collect()
+}
+
+/// `helm history` output.
+pub fn history(hist: &[Release], max: usize, format: Format) -> String {
+    let rows = history_rows(hist, max);
+    match format {
+        Format::Json => go_json(&rows),
+        Format::Yaml => go_yaml(&rows),
+        Format::Table => {
+            let mut t = vec![[
+                "REVISION",
+                "UPDATED",
+                "STATUS",
+                "CHART",
+                "APP VERSION",
+                "DESCRIPTION",
+            ]
+            .map(String::from)
+            .to_vec()];
+            for r in rows {
+                t.push(vec![
+                    r.revision.to_string(),
+                    r.updated.to_ansic(),
+                    r.status,
+                    r.chart,
+                    r.app_version,
+                    r.description,
+                ]);
+            }
+            table(&t)
+        }
+    }
+}
+
+/// Options of the status printer (`helm status`, `helm get all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StatusOptions {
+    /// `--show-desc`.
+    pub show_description: bool,
+    /// `get all`: chart name, version and app version.
+    pub show_metadata: bool,
+    /// `get all`: values, hooks and manifest.
+    pub debug: bool,
+}
+
+fn config_value(c: &BTreeMap<String, Node>) -> Option<&BTreeMap<String, Node>> {
+    // Go marshals a nil map as null; Helm's record decoding leaves an
+    // absent `config` nil.
+    if c.is_empty() {
+        None
+    } else {
+        Some(c)
+    }
+}
+
+/// `helm status` output (`-o json|yaml` print the record without its chart).
+pub fn status(rel: &Release, format: Format, opts: StatusOptions) -> String {
+    match format {
+        Format::Json => go_json(&v3_status_record(rel)),
+        Format::Yaml => go_yaml(&v3_status_record(rel)),
+        Format::Table => status_table(rel, opts),
+    }
+}
+
+/// The record as `helm status -o json` (v3) prints it: no chart, and no
+/// Helm 4 `apply_method` (v3 does not know the field).
+fn v3_status_record(rel: &Release) -> Release {
+    let mut r = rel.clone();
+    r.chart = None;
+    r.apply_method.clear();
+    r
+}
+
+fn status_table(rel: &Release, opts: StatusOptions) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("NAME: {}\n", rel.name));
+    if !rel.info.last_deployed.is_zero() {
+        out.push_str(&format!(
+            "LAST DEPLOYED: {}\n",
+            rel.info.last_deployed.to_ansic()
+        ));
+    }
+    out.push_str(&format!("NAMESPACE: {}\n", rel.namespace));
+    out.push_str(&format!("STATUS: {}\n", rel.info.status));
+    out.push_str(&format!("REVISION: {}\n", rel.version));
+    if opts.show_metadata {
+        let m = rel
+            .chart
+            .as_ref()
+            .map(|c| c.metadata.clone())
+            .unwrap_or_default();
+        out.push_str(&format!("CHART: {}\n", m.name));
+        out.push_str(&format!("VERSION: {}\n", m.version));
+        out.push_str(&format!("APP_VERSION: {}\n", m.app_version));
+    }
+    if opts.show_description {
+        out.push_str(&format!("DESCRIPTION: {}\n", rel.info.description));
+    }
+    let tests: Vec<_> = rel
+        .hooks
+        .iter()
+        .filter(|h| h.events.iter().any(|e| e == "test"))
+        .collect();
+    if tests.is_empty() {
+        out.push_str("TEST SUITE: None\n");
+    } else {
+        for h in tests {
+            if h.last_run.started_at.is_zero() {
+                continue;
+            }
+            out.push_str(&format!(
+                "TEST SUITE:     {}\nLast Started:   {}\nLast Completed: {}\nPhase:          {}\n",
+                h.name,
+                h.last_run.started_at.to_ansic(),
+                h.last_run.completed_at.to_ansic(),
+                h.last_run.phase
+            ));
+        }
+    }
+    if opts.debug {
+        out.push_str("USER-SUPPLIED VALUES:\n");
+        out.push_str(&go_yaml(&config_value(&rel.config)));
+        out.push('\n');
+        out.push_str("COMPUTED VALUES:\n");
+        out.push_str(&go_yaml(&computed_values(rel)));
+        out.push('\n');
+    }
+    if rel
+        .info
+        .description
+        .eq_ignore_ascii_case("Dry run complete")
+        || opts.debug
+    {
+        out.push_str("HOOKS:\n");
+        for h in &rel.hooks {
+            out.push_str(&format!("---\n# Source: {}\n{}\n", h.path, h.manifest));
+        }
+        out.push_str(&format!("MANIFEST:\n{}\n", rel.manifest));
+    }
+    if !rel.info.notes.is_empty() {
+        out.push_str(&format!("NOTES:\n{}\n", rel.info.notes.trim()));
+    }
+    out
+}
+
+/// `helm get values` output; `all` prints the computed values (chart
+/// defaults coalesced with the user's, as Helm's `CoalesceValues`).
+pub fn values(rel: &Release, all: bool, format: Format) -> String {
+    let computed;
+    let v: Option<&BTreeMap<String, Node>> = if all {
+        computed = computed_values(rel);
+        Some(&computed)
+    } else {
+        config_value(&rel.config)
+    };
+    match format {
+        Format::Json => go_json(&v),
+        Format::Yaml => go_yaml(&v),
+        Format::Table => {
+            let head = if all {
+                "COMPUTED VALUES:\n"
+            } else {
+                "USER-SUPPLIED VALUES:\n"
+            };
+            format!("{head}{}", go_yaml(&v))
+        }
+    }
+}
+
+/// `helm get manifest` output.
+pub fn manifest(rel: &Release) -> String {
+    format!("{}\n", rel.manifest)
+}
+
+/// `helm get notes` output (nothing when there are no notes).
+pub fn notes(rel: &Release) -> String {
+    if rel.info.notes.is_empty() {
+        String::new()
+    } else {
+        format!("NOTES:\n{}\n", rel.info.notes)
+    }
+}
+
+/// `helm get hooks` output.
+pub fn hooks(rel: &Release) -> String {
+    rel.hooks
+        .iter()
+        .map(|h| format!("---\n# Source: {}\n{}\n", h.path, h.manifest))
+        .collect()
+}
+
+/// `helm get all` output.
+pub fn all(rel: &Release) -> String {
+    status_table(
+        rel,
+        StatusOptions {
+            show_description: false,
+            show_metadata: true,
+            debug: true,
+        },
+    )
+}
+
+/// The chart's default values coalesced with the user's, as Helm's
+/// `chartutil.CoalesceValues` does for a stored release (whose chart has no
+/// loaded subcharts): user values win, a user `null` deletes the key.
+pub fn computed_values(rel: &Release) -> BTreeMap<String, Node> {
+    let mut v = rel.config.clone();
+    let defaults = match rel.chart.as_ref().and_then(|c| c.values.as_ref()) {
+        Some(Node::Map(m)) => m.clone(),
+        _ => BTreeMap::new(),
+    };
+    for (k, dv) in defaults {
+        match v.get_mut(&k) {
+            Some(Node::Null) => {
+                v.remove(&k);
+            }
+            Some(Node::Map(dst)) => {
+                if let Node::Map(src) = dv {
+                    coalesce_tables(dst, &src);
+                }
+            }
+            Some(_) => {}
+            None => {
+                v.insert(k, dv);
+            }
+        }
+    }
+    v
+}
+
+fn coalesce_tables(dst: &mut BTreeMap<String, Node>, src: &BTreeMap<String, Node>) {
+    for (k, sv) in src {
+        match dst.get_mut(k) {
+            Some(Node::Null) => {
+                dst.remove(k);
+            }
+            None => {
+                dst.insert(k.clone(), sv.clone());
+            }
+            Some(Node::Map(d)) => {
+                if let Node::Map(s) = sv {
+                    coalesce_tables(d, s);
+                }
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// Helm's `ListStates` names accepted by `--status`-like filters.
+pub fn parse_status(s: &str) -> Option<Status> {
+    Status::parse(s)
+}
+
+mod yaml {
+    //! A yaml.v2 emitter for JSON data (what `sigs.k8s.io/yaml.Marshal`
+    //! does after its JSON round trip): sorted keys, block style, sequences
+    //! not indented under their key, strings quoted only when yaml.v2 would.
+    use crate::yaml::format_go_float;
+    use serde_json::Value;
+
+    pub fn emit_top(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(m) if !m.is_empty() => emit_map(m, 0, out),
+            Value::Array(a) if !a.is_empty() => emit_seq(a, 0, out),
+            other => {
+                out.push_str(&scalar(other, 0, 0));
+                out.push('\n');
+            }
+        }
+    }
+
+    fn indent(n: usize, out: &mut String) {
+        for _ in 0..n {
+            out.push(' ');
+        }
+    }
+
+    fn emit_map(m: &serde_json::Map<String, Value>, ind: usize, out: &mut String) {
+        let mut keys: Vec<&String> = m.keys().collect();
+        keys.sort();
+        for (i, k) in keys.into_iter().enumerate() {
+            if i > 0 {
+                indent(ind, out);
+            }
+            out.push_str(&string(k, ind, true, 0));
+            out.push(':');
+            emit_child(&m[k], ind, true, out);
+        }
+    }
+
+    fn emit_seq(a: &[Value], ind: usize, out: &mut String) {
+        for (i, v) in a.iter().enumerate() {
+            if i > 0 {
+                indent(ind, out);
+            }
+            out.push('-');
+            emit_child(v, ind, false, out);
+        }
+    }
+
+    /// Emits the value after `key:` or `-`.
+    fn emit_child(v: &Value, ind: usize, in_map: bool, out: &mut String) {
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                if in_map {
+                    out.push('\n');
+                    indent(ind + 2, out);
+                } else {
+                    out.push(' ');
+                }
+                emit_map(m, ind + 2, out);
+            }
+            Value::Array(a) if !a.is_empty() => {
+                if in_map {
+                    out.push('\n');
+                    indent(ind, out);
+                    emit_seq(a, ind, out);
+                } else {
+                    out.push(' ');
+                    emit_seq(a, ind + 2, out);
+                }
+            }
+            other => {
+                out.push(' ');
+                let col = out.rsplit('\n').next().map_or(0, |l| l.chars().count());
+                out.push_str(&scalar(other, ind, col));
+                out.push('\n');
+            }
+        }
+    }
+
+    fn scalar(v: &Value, ind: usize, col: usize) -> String {
+        match v {
+            Value::Null => "null".into(),
+            Value::Bool(b) => b.to_string(),
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    i.to_string()
+                } else if let Some(u) = n.as_u64() {
+                    u.to_string()
+                } else {
+                    let f = n.as_f64().unwrap_or(0.0);
+                    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e15 {
+                        format!("{}", f as i64)
+                    } else {
+                        format_go_float(f)
+                    }
+                }
+            }
+            Value::String(s) => string(s, ind, false, col),
+            Value::Object(_) => "{}".into(),
+            Value::Array(_) => "[]".into(),
+        }
+    }
+
+    /// Whether yaml.v2 would resolve a plain scalar to something other than a string.
+    fn resolves_non_string(s: &str) -> bool {
+        const SPECIAL: [&str; 22] = [
+            "", "~", "null", "Null", "NULL", "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No",
+            "NO", "true", "True", "TRUE", "on", "On", "ON", "false",
+        ];
+        const MORE: [&str; 5] = ["False", "FALSE", "off", "Off", "OFF"];
+        if SPECIAL.contains(&s) || MORE.contains(&s) || is_timestamp(s) {
+            return true;
+        }
+        if matches!(
+            s,
+            ".inf"
+                | ".Inf"
+                | ".INF"
+                | "+.inf"
+                | "+.Inf"
+                | "+.INF"
+                | "-.inf"
+                | "-.Inf"
+                | "-.INF"
+                | ".nan"
+                | ".NaN"
+                | ".NAN"
+                | "<<"
+        ) {
+            return true;
+        }
+        let t = s.replace('_', "");
+        let body = t.strip_prefix(['+', '-']).unwrap_or(&t);
+        if body.is_empty() {
+            return false;
+        }
+        if let Some(h) = body.strip_prefix("0x") {
+            return !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit());
+        }
+        if let Some(b) = body.strip_prefix("0b") {
+            return !b.is_empty() && b.chars().all(|c| c == '0' || c == '1');
+        }
+        if body.chars().all(|c| c.is_ascii_digit()) {
+            return true;
+        }
+        // Floats: digits with one dot and an optional exponent.
+        let (mant, exp) = match body.find(['e', 'E']) {
+            Some(i) => (&body[..i], Some(&body[i + 1..])),
+            None => (body, None),
+        };
+        let mant_ok = {
+            let parts: Vec<&str> = mant.split('.').collect();
+            match parts.as_slice() {
+                [a] => !a.is_empty() && a.chars().all(|c| c.is_ascii_digit()),
+                [a, b] => {
+                    (!a.is_empty() || !b.is_empty())
+                        && a.chars().all(|c| c.is_ascii_digit())
+                        && b.chars().all(|c| c.is_ascii_digit())
+                }
+                _ => false,
+            }
+        };
+        let exp_ok = match exp {
+            None => true,
+            Some(e) => {
+                let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+                !e.is_empty() && e.chars().all(|c| c.is_ascii_digit())
+            }
+        };
+        // A bare integer-looking mantissa with an exponent is a float too;
+        // a mantissa without '.' and without exponent was handled above.
+        mant_ok && exp_ok && (mant.contains('.') || exp.is_some()) || is_base60(body)
+    }
+
+    /// yaml.v2 resolves these to timestamps, so a string spelled like one is quoted.
+    fn is_timestamp(s: &str) -> bool {
+        static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+        RE.get_or_init(|| {
+            regex::Regex::new(
+                r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(([Tt][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2}))|( [0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?))?$",
+            )
+            .ok()
+        })
+        .as_ref()
+        .is_some_and(|re| re.is_match(s))
+    }
+
+    fn is_base60(s: &str) -> bool {
+        // yaml.v2 treats 1:20 (sexagesimal) as a number when quoting.
+        let parts: Vec<&str> = s.split(':').collect();
+        parts.len() > 1
+            && parts[0].chars().all(|c| c.is_ascii_digit())
+            && !parts[0].is_empty()
+            && parts[1..]
+                .iter()
+                .all(|p| p.len() == 2 && p.chars().all(|c| c.is_ascii_digit()))
+    }
+
+    fn plain_allowed(s: &str, key: bool) -> bool {
+        let b = s.as_bytes();
+        if b.is_empty() {
+            return false;
+        }
+        let first = s.chars().next().unwrap_or(' ');
+        if matches!(
+            first,
+            '-' | '?'
+                | ':'
+                | ','
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '#'
+                | '&'
+                | '*'
+                | '!'
+                | '|'
+                | '>'
+                | '\''
+                | '"'
+                | '%'
+                | '@'
+                | '`'
+        ) {
+            // "-x" / "?x" / ":x" are fine when followed by a non-space.
+            let second = s.chars().nth(1);
+            let ok =
+                matches!(first, '-' | '?' | ':') && second.is_some_and(|c| c != ' ' && c != '\t');
+            if !ok {
+                return false;
+            }
+        }
+        if s.starts_with(' ') || s.ends_with(' ') || s.starts_with('\t') || s.ends_with('\t') {
+            return false;
+        }
+        if s.contains(": ") || s.contains(" #") || s.ends_with(':') || s.contains(":\t") {
+            return false;
+        }
+        if s.starts_with("---") || s.starts_with("...") {
+            return false;
+        }
+        if key && s.contains(['{', '}', '[', ']', ',']) {
+            return false;
+        }
+        s.chars().all(|c| !c.is_control() && c != '\u{feff}')
+    }
+
+    /// yaml.v2's line width: a value's plain or single-quoted scalar is
+    /// broken at a space once the line is past this column.
+    const BEST_WIDTH: usize = 80;
+
+    /// `col` is the column the scalar starts at (values only; keys never fold).
+    fn string(s: &str, ind: usize, key: bool, col: usize) -> String {
+        if !key && s.contains('\n') {
+            return literal(s, ind);
+        }
+        if resolves_non_string(s) || s.chars().any(char::is_control) {
+            return double_quoted(s);
+        }
+        if plain_allowed(s, key) {
+            return if key { s.to_string() } else { fold(s, col, ind + 2, false) };
+        }
+        let quoted = format!("'{}'", s.replace('\'', "''"));
+        if key {
+            quoted
+        } else {
+            fold(&quoted, col, ind + 2, true)
+        }
+    }
+
+    /// Breaks a scalar at single spaces past [`BEST_WIDTH`], continuing at
+    /// `indent`, as yaml.v2's plain and single-quoted writers do (a quoted
+    /// scalar never breaks at its first or last character).
+    fn fold(s: &str, col: usize, indent: usize, quoted: bool) -> String {
+        let chars: Vec<char> = s.chars().collect();
+        let mut out = String::with_capacity(s.len());
+        let mut column = col;
+        let mut spaces = false;
+        for (i, &c) in chars.iter().enumerate() {
+            if c == ' ' {
+                let next_space = chars.get(i + 1) == Some(&' ');
+                let edge = quoted && (i == 1 || i + 2 == chars.len());
+                if !spaces && column > BEST_WIDTH && !next_space && !edge {
+                    out.push('\n');
+                    for _ in 0..indent {
+                        out.push(' ');
+                    }
+                    column = indent;
+                } else {
+                    out.push(c);
+                    column += 1;
+                }
+                spaces = true;
+            } else {
+                out.push(c);
+                column += 1;
+                spaces = false;
+            }
+        }
+        out
+    }
+
+    fn double_quoted(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                '\0' => out.push_str("\\0"),
+                c if c.is_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    fn literal(s: &str, ind: usize) -> String {
+        let chomp = if s.ends_with("\n\n") || s == "\n" {
+            "+"
+        } else if s.ends_with('\n') {
+            ""
+        } else {
+            "-"
+        };
+        let lead = if s.starts_with(' ') { "2" } else { "" };
+        let mut out = format!("|{lead}{chomp}");
+        let body = s.strip_suffix('\n').unwrap_or(s);
+        for line in body.split('\n') {
+            out.push('\n');
+            if !line.is_empty() {
+                for _ in 0..ind + 2 {
+                    out.push(' ');
+                }
+                out.push_str(line);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uitable_layout() {
+        let t = table(&[
+            vec!["NAME".into(), "X".into()],
+            vec!["a".into(), "longer".into()],
+        ]);
+        assert_eq!(t, "NAME\tX     \na   \tlonger\n");
+    }
+
+    #[test]
+    fn yaml_quoting() {
+        let v: serde_json::Value = serde_json::json!({
+            "b": "3.5", "a": 1, "c": "two", "d": "", "e": "yes", "f": {"x": [1, "a: b"]},
+            "g": [], "h": {}, "i": 1.5, "j": "multi\nline\n"
+        });
+        assert_eq!(
+            go_yaml(&v),
+            "a: 1\nb: \"3.5\"\nc: two\nd: \"\"\ne: \"yes\"\nf:\n  x:\n  - 1\n  - 'a: b'\ng: []\nh: {}\ni: 1.5\nj: |\n  multi\n  line\n"
+        );
+        assert_eq!(go_yaml(&serde_json::Value::Null), "null\n");
+    }
+
+    #[test]
+    fn json_escapes_html() {
+        assert_eq!(go_json("<a&b>"), "\"\\u003ca\\u0026b\\u003e\"\n");
+    }
+}

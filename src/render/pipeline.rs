@@ -1,0 +1,555 @@
+//! The render loop: chart + user values -> [`Rendered`], as Helm's
+//! `action.Install` + `renderResources` + `engine.Render` do for
+//! `helm template`.
+//!
+//! Order of work, each step as in Helm: installability and dependency
+//! checks, dependency processing (conditions, tags, aliases, imports),
+//! coalescing, schema validation, the chart's `kubeVersion` check, template
+//! collection (root first, then subcharts), parsing every file once in
+//! Helm's precedence order (deeper paths first, then descending names, so
+//! the shallowest, smallest file's `define` wins), execution of non-partials
+//! in the same order, NOTES extraction, splitting, hook classification and
+//! the install-order sort.
+use super::manifests::{sort_manifests, Hook, Manifest, ManifestError};
+use super::objects::{
+    node_to_value, release_value, template_value, Capabilities, ChartObject, Files, KubeVersion,
+};
+use super::values::{coalesce_values, process_dependencies, Map, ValuesError, Warnings};
+use crate::chart::Chart;
+use crate::template::value::{MapKind, MapRef, Value};
+use crate::yaml::Node;
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// What a template engine must offer the render loop. The crate's engine
+/// implements it; tests can plug in a stand-in.
+pub trait TemplateSet {
+    /// Parses `text` as the template file `name` (its `define`s replace
+    /// earlier ones of the same name).
+    fn add_template(&mut self, name: &str, text: &str) -> Result<(), String>;
+    /// Executes the file `name` with `data`; the result has every
+    /// `<no value>` removed.
+    fn execute(&mut self, name: &str, data: &Value) -> Result<String, String>;
+}
+
+/// Settings of one render (what `helm template`'s flags control).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenderOptions {
+    /// `.Release.Name`.
+    pub release_name: String,
+    /// `.Release.Namespace`.
+    pub namespace: String,
+    /// `.Release.Revision`.
+    pub revision: i64,
+    /// `.Release.IsUpgrade` (and not `IsInstall`).
+    pub is_upgrade: bool,
+    /// `.Capabilities.KubeVersion` (`None`: Helm's default v1.32.0).
+    pub kube_version: Option<String>,
+    /// Extra `.Capabilities.APIVersions`.
+    pub api_versions: Vec<String>,
+    /// Skip `values.schema.json` validation.
+    pub skip_schema_validation: bool,
+    /// Append subchart NOTES to the notes (`--render-subchart-notes`).
+    pub subchart_notes: bool,
+    /// Missing keys are errors (Helm's SDK-only strict mode).
+    pub strict: bool,
+    /// Let `getHostByName` reach DNS.
+    pub enable_dns: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            release_name: "release-name".into(),
+            namespace: "default".into(),
+            revision: 1,
+            is_upgrade: false,
+            kube_version: None,
+            api_versions: Vec::new(),
+            skip_schema_validation: false,
+            subchart_notes: false,
+            strict: false,
+            enable_dns: false,
+        }
+    }
+}
+
+/// A CRD file from a chart's `crds/` directory.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CrdFile {
+    /// `<chart full path>/crds/<file>`.
+    pub path: String,
+    /// The raw file content.
+    pub content: String,
+}
+
+/// The result of rendering a chart.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Rendered {
+    /// Every executed template's output by template name (NOTES excluded).
+    pub files: BTreeMap<String, String>,
+    /// Generic manifests in install order.
+    pub manifests: Vec<Manifest>,
+    /// Hooks in install (kind) order.
+    pub hooks: Vec<Hook>,
+    /// CRD files of the chart and its enabled subcharts.
+    pub crds: Vec<CrdFile>,
+    /// The root chart's rendered NOTES.txt (empty when none).
+    pub notes: String,
+    /// Warnings Helm would log (coalescing, conditions, unknown hooks,
+    /// deprecation).
+    pub warnings: Vec<String>,
+}
+
+/// Why a render failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RenderError {
+    /// The chart is a library chart.
+    #[error("library charts are not installable")]
+    NotInstallable,
+    /// Declared dependencies are not present under `charts/`.
+    #[error("An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}", .0.join(", "))]
+    MissingDependencies(Vec<String>),
+    /// `--kube-version` did not parse.
+    #[error(transparent)]
+    KubeVersion(#[from] super::objects::KubeVersionError),
+    /// Coalescing failed.
+    #[error(transparent)]
+    Values(#[from] ValuesError),
+    /// `values.schema.json` rejected the values.
+    #[error(
+        "values don't meet the specifications of the schema(s) in the following chart(s):\n{0}"
+    )]
+    Schema(String),
+    /// The chart's `kubeVersion` constraint excludes the target version.
+    #[error(
+        "chart requires kubeVersion: {constraint} which is incompatible with Kubernetes {version}"
+    )]
+    IncompatibleKubeVersion {
+        /// The chart's constraint.
+        constraint: String,
+        /// The target version.
+        version: String,
+    },
+    /// A template failed to parse or execute (Helm's message).
+    #[error("{0}")]
+    Template(String),
+    /// A rendered document is not valid YAML or not an object. `files` holds
+    /// every rendered file for `--debug`.
+    #[error("{error}")]
+    Manifest {
+        /// The decode error.
+        error: ManifestError,
+        /// The rendered files (name -> content).
+        files: BTreeMap<String, String>,
+    },
+}
+
+impl RenderError {
+    /// Whether Helm had a (partial) release at this point, in which case
+    /// `helm template` appends `Use --debug flag to render out invalid YAML`.
+    pub fn has_partial_release(&self) -> bool {
+        matches!(
+            self,
+            RenderError::IncompatibleKubeVersion { .. }
+                | RenderError::Template(_)
+                | RenderError::Manifest { .. }
+        )
+    }
+}
+
+/// Helm's `CheckDependencies`: every declared dependency must be loaded.
+fn check_dependencies(chart: &Chart) -> Result<(), RenderError> {
+    let missing: Vec<String> = chart
+        .metadata
+        .dependencies
+        .iter()
+        .filter(|r| !chart.dependencies.iter().any(|d| d.metadata.name == r.name))
+        .map(|r| r.name.clone())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(RenderError::MissingDependencies(missing))
+    }
+}
+
+fn is_library(chart: &Chart) -> bool {
+    chart.metadata.chart_type.eq_ignore_ascii_case("library")
+}
+
+/// One template file to parse (and maybe execute).
+struct TemplateFile<'a> {
+    name: String,
+    text: &'a [u8],
+    scope: MapRef,
+    base_path: String,
+}
+
+fn new_map(kind: MapKind) -> (MapRef, Value) {
+    let m: MapRef = Rc::new(RefCell::new(BTreeMap::new()));
+    let v = Value::Map(m.clone(), kind);
+    (m, v)
+}
+
+/// Builds the scope object of `chart` and collects its templates (Helm's
+/// `recAllTpls`). Returns the scope for the parent's `.Subcharts`.
+fn collect<'a>(
+    chart: &'a Chart,
+    full_path: &str,
+    is_root: bool,
+    values: &Value,
+    shared: &(Value, Value),
+    out: &mut Vec<TemplateFile<'a>>,
+) -> Value {
+    let (scope, scope_value) = new_map(MapKind::Interface);
+    let (subcharts, subcharts_value) = new_map(MapKind::Interface);
+    let own_values = if is_root {
+        values.clone()
+    } else {
+        match values {
+            Value::Map(m, _) => match m.borrow().get(&chart.metadata.name) {
+                Some(Value::Map(sub, _)) => Value::Map(sub.clone(), MapKind::Values),
+                _ => new_map(MapKind::Values).1,
+            },
+            _ => new_map(MapKind::Values).1,
+        }
+    };
+    {
+        let mut s = scope.borrow_mut();
+        s.insert(
+            "Chart".into(),
+            Value::Object(Rc::new(ChartObject::new(
+                Rc::new(chart.metadata.clone()),
+                is_root,
+            ))),
+        );
+        s.insert(
+            "Files".into(),
+            Value::Object(Rc::new(Files::new(&chart.files))),
+        );
+        s.insert("Release".into(), shared.0.clone());
+        s.insert("Capabilities".into(), shared.1.clone());
+        s.insert("Values".into(), own_values.clone());
+        s.insert("Subcharts".into(), subcharts_value);
+    }
+    for sub in &chart.dependencies {
+        let sub_path = format!("{full_path}/charts/{}", sub.metadata.name);
+        let sub_scope = collect(sub, &sub_path, false, &own_values, shared, out);
+        subcharts
+            .borrow_mut()
+            .insert(sub.metadata.name.clone(), sub_scope);
+    }
+    let library = is_library(chart);
+    let base_path = format!("{full_path}/templates");
+    for t in &chart.templates {
+        let base = t.name.rsplit('/').next().unwrap_or(&t.name);
+        if library && !base.starts_with('_') {
+            continue;
+        }
+        out.push(TemplateFile {
+            name: format!("{full_path}/{}", t.name),
+            text: &t.data,
+            scope: scope.clone(),
+            base_path: base_path.clone(),
+        });
+    }
+    scope_value
+}
+
+/// Helm's `sortTemplates`: more `/` first, then descending byte order.
+fn sort_templates(files: &mut [TemplateFile<'_>]) {
+    files.sort_by(|a, b| {
+        let ca = a.name.matches('/').count();
+        let cb = b.name.matches('/').count();
+        cb.cmp(&ca)
+            .then_with(|| b.name.as_bytes().cmp(a.name.as_bytes()))
+    });
+}
+
+fn collect_crds(chart: &Chart, full_path: &str, out: &mut Vec<CrdFile>) {
+    for f in &chart.files {
+        let is_manifest = [".yaml", ".yml", ".json"]
+            .iter()
+            .any(|ext| f.name.ends_with(ext));
+        if f.name.starts_with("crds/") && is_manifest {
+            out.push(CrdFile {
+                path: format!("{full_path}/{}", f.name),
+                content: String::from_utf8_lossy(&f.data).into_owned(),
+            });
+        }
+    }
+    for sub in &chart.dependencies {
+        collect_crds(
+            sub,
+            &format!("{full_path}/charts/{}", sub.metadata.name),
+            out,
+        );
+    }
+}
+
+/// The values a render would see, after dependency processing and
+/// coalescing: `(processed chart, coalesced values)`.
+pub fn prepare_values(
+    chart: &Chart,
+    user: &Map,
+    warnings: &mut Warnings,
+) -> Result<(Chart, Map), RenderError> {
+    let mut chart = chart.clone();
+    process_dependencies(
+        warnings,
+        &mut chart,
+        user,
+        &super::compat::is_compatible_range,
+    )?;
+    let vals = coalesce_values(warnings, &chart, user, false)?;
+    Ok((chart, vals))
+}
+
+/// Renders `chart` with user-supplied values through `engine`.
+pub fn render_with(
+    engine: &mut dyn TemplateSet,
+    chart: &Chart,
+    user: &Map,
+    opts: &RenderOptions,
+) -> Result<Rendered, RenderError> {
+    if is_library(chart) {
+        return Err(RenderError::NotInstallable);
+    }
+    check_dependencies(chart)?;
+    let kube_version = match &opts.kube_version {
+        Some(k) => Some(KubeVersion::parse(k)?),
+        None => None,
+    };
+    let mut warnings = Warnings::default();
+    if chart.metadata.deprecated {
+        warnings.0.push("This chart is deprecated".into());
+    }
+    let (chart, vals) = prepare_values(chart, user, &mut warnings)?;
+    if !opts.skip_schema_validation {
+        super::schema::validate(&chart, &vals).map_err(RenderError::Schema)?;
+    }
+    let caps = Capabilities::new(kube_version, &opts.api_versions);
+    if !chart.metadata.kube_version.is_empty()
+        && !super::compat::is_compatible_range(
+            &chart.metadata.kube_version,
+            &caps.kube_version.version,
+        )
+    {
+        return Err(RenderError::IncompatibleKubeVersion {
+            constraint: chart.metadata.kube_version.clone(),
+            version: caps.kube_version.version.clone(),
+        });
+    }
+
+    let values = match node_to_value(&Node::Map(vals)) {
+        Value::Map(m, _) => Value::Map(m, MapKind::Values),
+        other => other,
+    };
+    let shared = (
+        release_value(
+            &opts.release_name,
+            &opts.namespace,
+            opts.is_upgrade,
+            opts.revision,
+        ),
+        Value::Object(Rc::new(caps)),
+    );
+    let root_name = chart.metadata.name.clone();
+    let mut tpls = Vec::new();
+    collect(&chart, &root_name, true, &values, &shared, &mut tpls);
+    sort_templates(&mut tpls);
+    // Go's template map keeps one file per name.
+    tpls.dedup_by(|a, b| a.name == b.name);
+
+    for t in &tpls {
+        let text = String::from_utf8_lossy(t.text);
+        engine
+            .add_template(&t.name, &text)
+            .map_err(RenderError::Template)?;
+    }
+    let mut files = BTreeMap::new();
+    for t in &tpls {
+        let base = t.name.rsplit('/').next().unwrap_or(&t.name);
+        if base.starts_with('_') {
+            continue;
+        }
+        t.scope
+            .borrow_mut()
+            .insert("Template".into(), template_value(&t.name, &t.base_path));
+        let data = Value::Map(t.scope.clone(), MapKind::Interface);
+        let out = engine
+            .execute(&t.name, &data)
+            .map_err(RenderError::Template)?;
+        files.insert(t.name.clone(), out);
+    }
+
+    let root_notes = format!("{root_name}/templates/NOTES.txt");
+    let mut notes = String::new();
+    let note_names: Vec<String> = files
+        .keys()
+        .filter(|k| k.ends_with("NOTES.txt"))
+        .cloned()
+        .collect();
+    for k in note_names {
+        if let Some(v) = files.remove(&k) {
+            if opts.subchart_notes || k == root_notes {
+                if !notes.is_empty() {
+                    notes.push('\n');
+                }
+                notes.push_str(&v);
+            }
+        }
+    }
+
+    let sorted = match sort_manifests(&files, &super::compat::parse_yaml_document) {
+        Ok(s) => s,
+        Err(error) => return Err(RenderError::Manifest { error, files }),
+    };
+    warnings.0.extend(sorted.infos);
+    let mut crds = Vec::new();
+    collect_crds(&chart, &root_name, &mut crds);
+    Ok(Rendered {
+        files,
+        manifests: sorted.manifests,
+        hooks: sorted.hooks,
+        crds,
+        notes,
+        warnings: warnings.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chart::{ChartFile, Metadata};
+
+    /// Outputs each template's text verbatim and records execution order.
+    #[derive(Default)]
+    struct Verbatim {
+        texts: BTreeMap<String, String>,
+        parsed: Vec<String>,
+        executed: Vec<String>,
+    }
+
+    impl TemplateSet for Verbatim {
+        fn add_template(&mut self, name: &str, text: &str) -> Result<(), String> {
+            self.parsed.push(name.to_string());
+            self.texts.insert(name.to_string(), text.to_string());
+            Ok(())
+        }
+        fn execute(&mut self, name: &str, data: &Value) -> Result<String, String> {
+            self.executed.push(name.to_string());
+            let Value::Map(m, _) = data else {
+                return Err("no scope".into());
+            };
+            let m = m.borrow();
+            let t = m.get("Template").map(|t| t.to_string()).unwrap_or_default();
+            if !t.contains(name) {
+                return Err(format!("bad .Template {t}"));
+            }
+            Ok(self.texts.get(name).cloned().unwrap_or_default())
+        }
+    }
+
+    fn file(name: &str, data: &str) -> ChartFile {
+        ChartFile {
+            name: name.into(),
+            data: data.as_bytes().to_vec(),
+        }
+    }
+
+    fn chart() -> Chart {
+        let sub = Chart {
+            metadata: Metadata {
+                name: "sub".into(),
+                version: "1.0.0".into(),
+                ..Default::default()
+            },
+            templates: vec![file(
+                "templates/cm.yaml",
+                "kind: ConfigMap\nmetadata:\n  name: s",
+            )],
+            files: vec![file("crds/c.yaml", "kind: CustomResourceDefinition\n")],
+            ..Default::default()
+        };
+        Chart {
+            metadata: Metadata {
+                name: "top".into(),
+                version: "1.0.0".into(),
+                ..Default::default()
+            },
+            templates: vec![
+                file("templates/_helpers.tpl", "{{ define \"x\" }}{{ end }}"),
+                file("templates/a.yaml", "kind: Deployment\nmetadata:\n  name: a"),
+                file(
+                    "templates/deep/b.yaml",
+                    "kind: Namespace\nmetadata:\n  name: b",
+                ),
+                file("templates/NOTES.txt", "notes here"),
+            ],
+            dependencies: vec![sub],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn parse_order_and_outputs() {
+        let mut e = Verbatim::default();
+        let r = render_with(&mut e, &chart(), &Map::new(), &RenderOptions::default()).unwrap();
+        assert_eq!(
+            e.parsed,
+            [
+                "top/charts/sub/templates/cm.yaml",
+                "top/templates/deep/b.yaml",
+                "top/templates/a.yaml",
+                "top/templates/_helpers.tpl",
+                "top/templates/NOTES.txt",
+            ]
+        );
+        assert!(!e.executed.iter().any(|n| n.contains("_helpers")));
+        assert_eq!(r.notes, "notes here");
+        let order: Vec<_> = r.manifests.iter().map(|m| m.head.name.as_str()).collect();
+        assert_eq!(order, ["b", "s", "a"]);
+        assert_eq!(r.crds[0].path, "top/charts/sub/crds/c.yaml");
+        assert!(!r.files.contains_key("top/templates/NOTES.txt"));
+    }
+
+    #[test]
+    fn library_and_missing_dependencies() {
+        let mut c = chart();
+        c.metadata.chart_type = "Library".into();
+        let mut e = Verbatim::default();
+        assert_eq!(
+            render_with(&mut e, &c, &Map::new(), &RenderOptions::default()).unwrap_err(),
+            RenderError::NotInstallable
+        );
+        let mut c = chart();
+        c.metadata.dependencies.push(crate::chart::Dependency {
+            name: "nope".into(),
+            ..Default::default()
+        });
+        let err = render_with(&mut e, &c, &Map::new(), &RenderOptions::default()).unwrap_err();
+        assert!(err
+            .to_string()
+            .ends_with("missing in charts/ directory: nope"));
+    }
+
+    #[test]
+    fn invalid_yaml_keeps_files_for_debug() {
+        let mut c = chart();
+        c.templates
+            .push(file("templates/bad.yaml", "just a string"));
+        let mut e = Verbatim::default();
+        let err = render_with(&mut e, &c, &Map::new(), &RenderOptions::default()).unwrap_err();
+        assert!(err.has_partial_release());
+        match err {
+            RenderError::Manifest { files, .. } => {
+                assert!(files.contains_key("top/templates/bad.yaml"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
