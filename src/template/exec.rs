@@ -309,7 +309,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 .map(|(k, v)| (Value::str(k.as_str()), v.clone(), *kind != MapKind::String))
                 .collect(),
             Value::Nil => Vec::new(),
-            Value::Object(o) => match o.entries() {
+            Value::Object(o) => match object_entries(o.as_ref()) {
                 Some(e) => e.into_iter().map(|(k, v)| (k, v, false)).collect(),
                 None => {
                     return self.errorf(format!("range can't iterate over {}", go_float_text(&val)))
@@ -640,10 +640,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                         self.cur = Cur::Arg(node);
                         self.errorf(format!("error calling {name}: {e}"))
                     }
-                    None => self.errorf(format!(
-                        "can't evaluate field {name} in type {}",
-                        o.type_name()
-                    )),
+                    None => self.errorf(format!("can't evaluate field {name} in type {typ}")),
                 }
             }
             _ => self.errorf(format!("can't evaluate field {name} in type {typ}")),
@@ -985,6 +982,29 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             param.go_type(),
             tv.v.type_name()
         ))
+    }
+}
+
+/// The Go map or slice behind a map-like object (`.Files`, a glob result):
+/// its own entries, or the view it gives `toJson`.
+pub(crate) fn object_entries(o: &dyn GoObject) -> Option<Vec<(Value, Value)>> {
+    if let Some(e) = o.entries() {
+        return Some(e);
+    }
+    match o.to_json_value() {
+        Value::Map(m, _) => Some(
+            m.borrow()
+                .iter()
+                .map(|(k, v)| (Value::str(k.as_str()), v.clone()))
+                .collect(),
+        ),
+        Value::List(l, _) => Some(
+            l.iter()
+                .enumerate()
+                .map(|(i, v)| (Value::Int(i as i64), v.clone()))
+                .collect(),
+        ),
+        _ => None,
     }
 }
 
