@@ -111,6 +111,7 @@ impl<'e> Shared<'e> {
             tree,
             vars: vec![("$".into(), data.clone())],
             cur: Cur::None,
+            last_iface: Cell::new(false),
         };
         let dot = Tv {
             v: data,
@@ -182,6 +183,9 @@ struct State<'s, 'e, 't> {
     tree: &'t Tree,
     vars: Vec<(String, Value)>,
     cur: Cur<'t>,
+    /// Whether the last argument checked was a typed nil (`interface {}`),
+    /// which Go's reflect-based builtins (`len`) treat unlike an invalid value.
+    last_iface: Cell<bool>,
 }
 
 fn go_float_text(v: &Value) -> String {
@@ -795,6 +799,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             }
             return Ok(Tv::concrete(v));
         }
+        self.last_iface.set(false);
         let mut argv = Vec::with_capacity(num_in);
         let mut i = 0;
         while i < num_fixed && i < args.len() {
@@ -819,6 +824,15 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 None => params[params.len() - 1],
             };
             argv.push(self.validate(Tv::concrete(f), t)?);
+        }
+        if builtin
+            && name == "len"
+            && argv.first().is_some_and(Value::is_nil)
+            && !self.last_iface.get()
+        {
+            self.cur = err_node;
+            return self
+                .errorf("error calling len: reflect: call of reflect.Value.Type on zero Value");
         }
         if builtin && name == "call" {
             let callee_name = args.first().map(|a| a.to_string()).unwrap_or_default();
@@ -959,6 +973,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
     }
 
     fn validate(&self, tv: Tv, param: Param) -> R<Value> {
+        self.last_iface.set(tv.iface);
         if let Value::Nil = tv.v {
             if param == Param::Any {
                 return Ok(Value::Nil);

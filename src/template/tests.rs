@@ -79,3 +79,26 @@ fn comparisons_and_errors() {
     );
     assert_eq!(run("{{ 3-}}"), "ERR parse error at (t.txt:1): \"3-\"");
 }
+
+#[test]
+fn printf_matches_go() {
+    assert_eq!(
+        run(
+            r#"{{ printf "%5.1f|%x|%X|%o|%e|%g|%8.3e|%+d|%x" 3.14159 255 "hi" 8 1234.5678 0.000012345 1234.5678 5 -255 }}"#
+        ),
+        "  3.1|ff|6869|10|1.234568e+03|1.2345e-05|1.235e+03|+5|-ff"
+    );
+    assert_eq!(
+        run(
+            r#"{{ printf "%q %v %t %c %U" "é\t" nil true 65 233 }}|{{ printf "%6.2f%%|%-6s|%06d" 12.345 "ab" -42 }}"#
+        ),
+        "\"é\\t\" <nil> true A U+00E9| 12.35%|ab    |-00042"
+    );
+}
+
+#[test]
+fn len_of_invalid_and_typed_nil() {
+    assert!(run("{{ len (.Values.missing) }}")
+        .ends_with("error calling len: reflect: call of reflect.Value.Type on zero Value"));
+    assert!(run("{{ len .Values.missing }}").ends_with("error calling len: len of nil pointer"));
+}

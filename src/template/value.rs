@@ -64,6 +64,16 @@ pub trait GoObject: fmt::Debug {
     fn entries(&self) -> Option<Vec<(Value, Value)>> {
         None
     }
+    /// The Go reflect kind (`kindOf`): by default `ptr` for pointer types
+    /// (a type name starting with `*`), else `struct`; map types such as
+    /// Helm's `files` return `map`.
+    fn kind(&self) -> &'static str {
+        if self.type_name().starts_with('*') {
+            "ptr"
+        } else {
+            "struct"
+        }
+    }
     /// Go's `%v` formatting of the object.
     fn fmt_go(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
     /// The value `encoding/json` would marshal (used by `toJson`/`toYaml`).
@@ -162,13 +172,7 @@ impl Value {
             Value::Str(_) => "string",
             Value::Bytes(_) | Value::List(..) => "slice",
             Value::Map(..) => "map",
-            Value::Object(o) => {
-                if o.type_name().starts_with('*') {
-                    "ptr"
-                } else {
-                    "struct"
-                }
-            }
+            Value::Object(o) => o.kind(),
         }
     }
 }
