@@ -1820,6 +1820,18 @@ impl GoObject for GoTime {
         })
     }
 
+    fn method_params(&self, name: &str) -> Option<(&'static [super::Param], Option<super::Param>)> {
+        use super::Param::{Any, Int, Int64, String as S};
+        Some(match name {
+            "Format" => (&[S], None),
+            // time.Duration is an int64 kind: untyped constants convert to it.
+            "Add" | "Truncate" | "Round" => (&[Int64], None),
+            "AddDate" => (&[Int, Int, Int], None),
+            "Sub" | "After" | "Before" | "Equal" | "Compare" => (&[Any], None),
+            _ => return None,
+        })
+    }
+
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         let want = |n: usize| -> Result<(), String> {
             if args.len() == n {
