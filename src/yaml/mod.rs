@@ -16,11 +16,13 @@ mod probe_emit;
 #[cfg(test)]
 mod probe_parse;
 mod resolve;
+mod toml;
 #[cfg(test)]
 mod yaml_tests;
 
 pub use emit::{to_yaml, to_yaml_pretty, try_to_yaml, yaml_key_cmp, EmitError};
 pub use error::YamlError;
+pub use toml::{parse_toml, to_toml, try_to_toml, TomlEncodeError, TomlError};
 pub use json::{
     format_json_float, parse_json, to_json, to_json_pretty, try_to_json, try_to_json_pretty,
     JsonEncodeError, JsonError,
