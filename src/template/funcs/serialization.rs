@@ -107,8 +107,25 @@ fn to_yaml(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     Ok(trim_newline(yaml::to_yaml(&arg(args))))
 }
 
+/// The value yaml.v3 sees (`toYamlPretty` encodes the Go value itself, not
+/// its JSON): a `[]byte` is a list of numbers.
+fn value_to_node_v3(v: &Value) -> Node {
+    match v {
+        Value::Bytes(b) => Node::Seq(b.iter().map(|x| Node::Int(i64::from(*x))).collect()),
+        Value::List(items, _) => Node::Seq(items.iter().map(value_to_node_v3).collect()),
+        Value::Map(m, _) => Node::Map(
+            m.borrow()
+                .iter()
+                .map(|(k, x)| (k.clone(), value_to_node_v3(x)))
+                .collect(),
+        ),
+        other => value_to_node(other),
+    }
+}
+
 fn to_yaml_pretty(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
-    Ok(trim_newline(yaml::to_yaml_pretty(&arg(args))))
+    let n = args.first().map(value_to_node_v3).unwrap_or(Node::Null);
+    Ok(trim_newline(yaml::to_yaml_pretty(&n)))
 }
 
 fn from_yaml(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
@@ -155,16 +172,20 @@ fn must_to_raw_json(c: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     to_raw_json(c, args)
 }
 
-/// Go's `json.Unmarshal` into a `map[string]interface{}`.
-fn json_into_map(text: &str) -> Result<Node, String> {
-    match yaml::parse_json(text) {
-        Ok(Node::Null) => Ok(Node::Map(BTreeMap::new())),
-        Ok(m @ Node::Map(_)) => Ok(m),
-        Ok(other) => Err(format!(
-            "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            json_kind(&other)
-        )),
-        Err(e) => Err(e.to_string()),
+/// Go's `json.Unmarshal` into a `map[string]interface{}`: the decoded map
+/// (possibly partial) and the error text, if any.
+fn json_into_map(text: &str) -> (BTreeMap<String, Node>, Option<String>) {
+    match yaml::parse_json_partial(text) {
+        (Node::Map(m), e) => (m, e.map(|e| e.to_string())),
+        (Node::Null, None) => (BTreeMap::new(), None),
+        (_, Some(e)) => (BTreeMap::new(), Some(e.to_string())),
+        (other, None) => (
+            BTreeMap::new(),
+            Some(format!(
+                "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                json_kind(&other)
+            )),
+        ),
     }
 }
 
@@ -180,10 +201,11 @@ fn json_kind(n: &Node) -> &'static str {
 }
 
 fn from_json(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
-    Ok(match json_into_map(str_arg(args)) {
-        Ok(n) => node_to_value(&n),
-        Err(e) => error_map(e),
-    })
+    let (mut m, err) = json_into_map(str_arg(args));
+    if let Some(e) = err {
+        m.insert("Error".to_string(), Node::Str(e));
+    }
+    Ok(node_to_value(&Node::Map(m)))
 }
 
 fn from_json_array(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
@@ -284,6 +306,17 @@ mod tests {
             "map[n:1.2345678901234567e+19]"
         );
         assert_eq!(
+            call(from_json, &[s("{\"a\":1e400,\"b\":2}")]),
+            "map[Error:json: cannot unmarshal number 1e400 into Go value of type float64 a:<nil> b:2]"
+        );
+        assert_eq!(
+            call(from_json, &[s("1")]),
+            "map[Error:json: cannot unmarshal number into Go value of type map[string]interface {}]"
+        );
+        assert_eq!(call(from_json, &[s("null")]), "map[]");
+        assert_eq!(call(from_json_array, &[s("null")]), "[]");
+        assert_eq!(call(must_from_json, &[s("[1]")]), "[1]");
+        assert_eq!(
             call(must_from_json, &[s("{bad")]),
             "ERR invalid character 'b' looking for beginning of object key string"
         );
@@ -308,6 +341,13 @@ mod tests {
         assert_eq!(call(to_yaml, &[Value::str("")]), "\"\"");
         assert_eq!(call(to_yaml, &[Value::empty_map()]), "{}");
         assert_eq!(call(to_json, &[Value::Float(1.5)]), "1.5");
+        let bytes = Value::Bytes(std::rc::Rc::from(&b"hi"[..]));
+        assert_eq!(
+            call(to_yaml_pretty, std::slice::from_ref(&bytes)),
+            "- 104\n- 105"
+        );
+        assert_eq!(call(to_yaml, &[bytes]), "aGk=");
+        assert_eq!(call(to_yaml_pretty, &[Value::Float(1000000.0)]), "1e+06");
         assert_eq!(call(to_json, &[Value::Float(f64::INFINITY)]), "");
         assert_eq!(
             call(to_raw_json, &[Value::Float(f64::INFINITY)]),
