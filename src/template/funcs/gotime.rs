@@ -852,7 +852,7 @@ pub fn go_time_quote(s: &str) -> String {
     let mut out = String::with_capacity(bytes.len() + 2);
     out.push('"');
     for &b in bytes.iter() {
-        if b >= 0x80 || b < b' ' {
+        if !(b' '..0x80).contains(&b) {
             out.push_str(&format!("\\x{b:02x}"));
         } else {
             if b == b'"' || b == b'\\' {
