@@ -58,6 +58,7 @@ fn translate(pat: &str, ascii_classes: bool) -> String {
     let mut i = 0;
     let mut in_class = false;
     let mut class_start = false;
+    let mut names: Vec<String> = Vec::new();
     while i < chars.len() {
         let c = chars[i];
         if c == '\\' && i + 1 < chars.len() {
@@ -136,6 +137,29 @@ fn translate(pat: &str, ascii_classes: bool) -> String {
             out.push(c);
             i += 1;
             continue;
+        }
+        if c == '(' && chars.get(i + 1) == Some(&'?') {
+            // Named groups: Go allows a name twice, the regex crate does not.
+            let name_start = match (chars.get(i + 2), chars.get(i + 3)) {
+                (Some('P'), Some('<')) => Some(i + 4),
+                (Some('<'), _) => Some(i + 3),
+                _ => None,
+            };
+            if let Some(ns) = name_start {
+                if let Some(len) = chars[ns..].iter().position(|&x| x == '>') {
+                    let name: String = chars[ns..ns + len].iter().collect();
+                    out.extend(&chars[i..ns]);
+                    if names.contains(&name) {
+                        out.push_str(&format!("{name}__dup{}", names.len()));
+                    } else {
+                        out.push_str(&name);
+                    }
+                    names.push(name);
+                    out.push('>');
+                    i = ns + len + 1;
+                    continue;
+                }
+            }
         }
         match c {
             '[' => {
@@ -224,6 +248,9 @@ fn go_error(pat: &str) -> Option<GoRegexError> {
             });
         }
     };
+    if let Some(e) = check_repetitions(pat, &ast) {
+        return Some(e);
+    }
     let mut tr = regex_syntax::hir::translate::Translator::new();
     if let Err(e) = tr.translate(pat, &ast) {
         let sp = e.span();
@@ -233,6 +260,43 @@ fn go_error(pat: &str) -> Option<GoRegexError> {
         });
     }
     None
+}
+
+/// Go's limits that the Rust parser does not have: a repetition operator
+/// applied directly to another one (`a**`) and counts above 1000.
+fn check_repetitions(pat: &str, ast: &regex_syntax::ast::Ast) -> Option<GoRegexError> {
+    use regex_syntax::ast::{Ast, RepetitionKind, RepetitionRange};
+    match ast {
+        Ast::Repetition(rep) => {
+            if let Some(e) = check_repetitions(pat, &rep.ast) {
+                return Some(e);
+            }
+            if let Ast::Repetition(inner) = rep.ast.as_ref() {
+                return Some(GoRegexError {
+                    code: "invalid nested repetition operator".into(),
+                    expr: slice_bytes(pat, inner.op.span.start.offset, rep.op.span.end.offset),
+                });
+            }
+            if let RepetitionKind::Range(r) = &rep.op.kind {
+                let too_big = match r {
+                    RepetitionRange::Exactly(n) | RepetitionRange::AtLeast(n) => *n > 1000,
+                    RepetitionRange::Bounded(a, b) => *a > 1000 || *b > 1000,
+                };
+                if too_big {
+                    let op = slice_bytes(pat, rep.op.span.start.offset, rep.op.span.end.offset);
+                    return Some(GoRegexError {
+                        code: "invalid repeat count".into(),
+                        expr: op.trim_end_matches('?').to_string(),
+                    });
+                }
+            }
+            None
+        }
+        Ast::Group(g) => check_repetitions(pat, &g.ast),
+        Ast::Alternation(a) => a.asts.iter().find_map(|x| check_repetitions(pat, x)),
+        Ast::Concat(c) => c.asts.iter().find_map(|x| check_repetitions(pat, x)),
+        _ => None,
+    }
 }
 
 /// Compiles a Go (RE2) pattern; the error is Go's `regexp.Compile` error.
@@ -461,6 +525,18 @@ mod tests {
         assert_eq!(
             show("mustRegexFind", &[s("[z-a]"), s("x")]),
             "ERR: error parsing regexp: invalid character class range: `z-a`"
+        );
+        assert_eq!(
+            show("mustRegexFind", &[s("a+*?"), s("x")]),
+            "ERR: error parsing regexp: invalid nested repetition operator: `+*?`"
+        );
+        assert_eq!(
+            show("mustRegexFind", &[s("a{1001}"), s("x")]),
+            "ERR: error parsing regexp: invalid repeat count: `{1001}`"
+        );
+        assert_eq!(
+            show("mustRegexFind", &[s("(?P<n>a)(?P<n>b)"), s("ab")]),
+            "ab"
         );
         assert_eq!(
             show("mustRegexFind", &[s("\\q"), s("x")]),
