@@ -223,10 +223,9 @@ fn go_error(pat: &str) -> Option<GoRegexError> {
                 | K::EscapeHexEmpty
                 | K::EscapeHexInvalid
                 | K::EscapeHexInvalidDigit
-                | K::ClassEscapeInvalid => ("invalid escape sequence", slice_bytes(pat, s, t)),
-                K::ClassRangeInvalid | K::ClassRangeLiteral => {
-                    ("invalid character class range", slice_bytes(pat, s, t))
-                }
+                | K::ClassEscapeInvalid
+                | K::ClassRangeLiteral => ("invalid escape sequence", slice_bytes(pat, s, t)),
+                K::ClassRangeInvalid => ("invalid character class range", slice_bytes(pat, s, t)),
                 K::GroupNameDuplicate { .. } => {
                     ("duplicate capture group name", slice_bytes(pat, s, t))
                 }
