@@ -299,7 +299,30 @@ fn check_repetitions(pat: &str, ast: &regex_syntax::ast::Ast) -> Option<GoRegexE
 }
 
 /// Compiles a Go (RE2) pattern; the error is Go's `regexp.Compile` error.
+/// Recently used patterns are cached per thread (templates call the regex
+/// functions in loops).
 pub fn compile(pat: &str) -> Result<Regex, GoRegexError> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Result<Regex, GoRegexError>>> =
+            RefCell::new(HashMap::new());
+    }
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(pat).cloned()) {
+        return hit;
+    }
+    let res = compile_uncached(pat);
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= 512 {
+            c.clear();
+        }
+        c.insert(pat.to_string(), res.clone());
+    });
+    res
+}
+
+fn compile_uncached(pat: &str) -> Result<Regex, GoRegexError> {
     let pre = translate(pat, false);
     if let Some(e) = go_error(&pre) {
         return Err(e);
