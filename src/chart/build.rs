@@ -150,7 +150,7 @@ pub enum BuildError {
         /// Where the first one is.
         first: Location,
         /// The shared identity.
-        id: ObjectId,
+        id: Box<ObjectId>,
     },
     /// A document cannot be written so that Helm reads it back unchanged.
     #[error("{at}: cannot be written so that Helm reads it back unchanged")]
@@ -527,7 +527,7 @@ fn check_duplicates(
             return Err(BuildError::Duplicate {
                 at: p.at.clone(),
                 first: first.clone(),
-                id: p.obj.id(&ns),
+                id: Box::new(p.obj.id(&ns)),
             });
         }
         seen.insert(key, p.at.clone());
