@@ -437,6 +437,14 @@ fn lint_values(dir: &Path, l: &mut Linter) {
         }
     };
     if let Err(e) = crate::yaml::parse_values(&text) {
+        // Lint reads values into `chartutil.Values`, which names the type.
+        let e = match e {
+            crate::yaml::YamlError::Type { found, .. } => crate::yaml::YamlError::Type {
+                found,
+                target: "chartutil.Values".into(),
+            },
+            other => other,
+        };
         l.add(Severity::Error, p, format!("unable to parse YAML: {e}"));
     }
 }
