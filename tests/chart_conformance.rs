@@ -37,7 +37,11 @@ fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             if p.is_dir() {
                 walk(base, &p, out);
             } else if let Ok(data) = std::fs::read(&p) {
-                let rel = p.strip_prefix(base).unwrap_or(&p).to_string_lossy().replace('\\', "/");
+                let rel = p
+                    .strip_prefix(base)
+                    .unwrap_or(&p)
+                    .to_string_lossy()
+                    .replace('\\', "/");
                 out.insert(rel, data);
             }
         }
@@ -71,7 +75,10 @@ fn pem_types(value: &str) -> Option<Vec<String>> {
     let text = String::from_utf8(bytes).ok()?;
     let types: Vec<String> = text
         .lines()
-        .filter_map(|l| l.strip_prefix("-----BEGIN ").and_then(|r| r.strip_suffix("-----")))
+        .filter_map(|l| {
+            l.strip_prefix("-----BEGIN ")
+                .and_then(|r| r.strip_suffix("-----"))
+        })
         .map(str::to_string)
         .collect();
     (!types.is_empty()).then_some(types)
@@ -160,7 +167,10 @@ fn run_case(chart_dir: &Path, command: &str, out: &Path) -> (bool, String) {
         .env("TZ", "UTC")
         .output();
     match output {
-        Ok(o) => (o.status.success(), String::from_utf8_lossy(&o.stderr).into_owned()),
+        Ok(o) => (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        ),
         Err(e) => (false, e.to_string()),
     }
 }
@@ -201,7 +211,12 @@ fn check_case(chart_dir: &Path, case: &Json) -> CaseResult {
         for (file, info) in d {
             let lines = info["differing_lines"]
                 .as_array()
-                .map(|a| a.iter().filter_map(|x| x.as_u64()).map(|x| x as usize).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_u64())
+                        .map(|x| x as usize)
+                        .collect()
+                })
                 .unwrap_or_default();
             random.insert(file.clone(), lines);
         }
@@ -271,7 +286,11 @@ fn every_corpus_chart_case_renders_like_helm() {
     let mut unexpected = Vec::new();
     let mut known_hit = Vec::new();
     for dir in &ids {
-        let id = dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let id = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let meta: Json = serde_json::from_str(
             &std::fs::read_to_string(dir.join("meta.json")).expect("meta.json"),
         )
@@ -301,15 +320,28 @@ fn every_corpus_chart_case_renders_like_helm() {
                 unexpected.push(format!("{key}: {}", r.detail));
             }
             if !r.ok || !r.detail.is_empty() {
-                println!("  {key}: {}", if r.detail.is_empty() { "FAIL" } else { &r.detail });
+                println!(
+                    "  {key}: {}",
+                    if r.detail.is_empty() {
+                        "FAIL"
+                    } else {
+                        &r.detail
+                    }
+                );
             }
         }
         println!("{id}: {chart_pass}/{} cases pass", cases.len());
     }
-    println!("TOTAL: {passed}/{total} cases pass; error texts matching Helm: {err_matched}/{err_cases}");
+    println!(
+        "TOTAL: {passed}/{total} cases pass; error texts matching Helm: {err_matched}/{err_cases}"
+    );
     println!("known failures ({}):", known_hit.len());
     for k in &known_hit {
         println!("  {k}");
     }
-    assert!(unexpected.is_empty(), "unexpected failures:\n{}", unexpected.join("\n"));
+    assert!(
+        unexpected.is_empty(),
+        "unexpected failures:\n{}",
+        unexpected.join("\n")
+    );
 }

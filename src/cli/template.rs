@@ -169,16 +169,18 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
         [] => return Err(Failure::from("requires at least 1 arg(s), only received 0")),
     };
     if !std::path::Path::new(&chart_path).exists() {
-        return Err(Failure::from(format!(
-            "path \"{chart_path}\" not found"
-        )));
+        return Err(Failure::from(format!("path \"{chart_path}\" not found")));
     }
     let user = user_values(a)?;
     let chart = rudder::chart::load(&chart_path)?;
     let namespace = a
         .namespace
         .clone()
-        .or_else(|| std::env::var("HELM_NAMESPACE").ok().filter(|s| !s.is_empty()))
+        .or_else(|| {
+            std::env::var("HELM_NAMESPACE")
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
         .unwrap_or_else(|| "default".to_string());
     let opts = RenderOptions {
         release_name: name.clone(),
