@@ -25,7 +25,10 @@ fn compare(helm: &HelmEnv, dsn: &str, args: &[&str], failures: &mut Vec<String>)
         let he = h.stderr.lines().last().unwrap_or("").to_string();
         let re = r.stderr.lines().last().unwrap_or("").to_string();
         if he != re {
-            failures.push(format!("helm{} {args:?}: error {he:?} vs rudder {re:?}", helm.major));
+            failures.push(format!(
+                "helm{} {args:?}: error {he:?} vs rudder {re:?}",
+                helm.major
+            ));
             ok = false;
         }
     }
@@ -42,7 +45,10 @@ fn compare(helm: &HelmEnv, dsn: &str, args: &[&str], failures: &mut Vec<String>)
         let mut d = Vec::new();
         json_diff("$", &hv, &rv, &mut d);
         if !d.is_empty() {
-            failures.push(format!("helm{} {args:?} JSON fields differ: {d:?}", helm.major));
+            failures.push(format!(
+                "helm{} {args:?} JSON fields differ: {d:?}",
+                helm.major
+            ));
             ok = false;
         }
     }
@@ -112,7 +118,14 @@ fn read_commands(revisions: &[u64]) -> Vec<Vec<String>> {
 /// (every state flag instead) and `status` always shows the description.
 fn helm4_equivalent(args: &[String]) -> Option<Vec<String>> {
     let mut a: Vec<String> = args.to_vec();
-    const STATES: [&str; 6] = ["--deployed", "--failed", "--superseded", "--uninstalled", "--uninstalling", "--pending"];
+    const STATES: [&str; 6] = [
+        "--deployed",
+        "--failed",
+        "--superseded",
+        "--uninstalled",
+        "--uninstalling",
+        "--pending",
+    ];
     if a[0] == "list" && !a.iter().any(|x| x == "-a" || STATES.contains(&x.as_str())) {
         // v4's default listing shows every state; v3's only deployed and failed.
         a.push("--deployed".into());
@@ -154,20 +167,24 @@ fn check_rows(db: &TestDb, writer_major: u8, failures: &mut Vec<String>) -> usiz
             }
         };
         use base64::Engine;
-        let raw = base64::engine::general_purpose::STANDARD.decode(&body).unwrap();
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(&body)
+            .unwrap();
         let mut json = Vec::new();
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&raw[..]), &mut json).unwrap();
         let mut theirs: serde_json::Value = serde_json::from_slice(&json).unwrap();
-        let mut ours = serde_json::to_value(&rel).unwrap();
+        let mut ours: serde_json::Value = serde_json::from_str(&codec::go_json(&rel).unwrap()).unwrap();
         if writer_major == 4 {
             // Helm 4 additions rudder does not model in the chart, and its
             // omitzero times (rudder writes v3's `""`).
             if let Some(ch) = theirs.get_mut("chart").and_then(|c| c.as_object_mut()) {
                 ch.remove("modtime");
                 ch.remove("schemamodtime");
-                if let Some(ts) = ch.get_mut("templates").and_then(|t| t.as_array_mut()) {
-                    for t in ts {
-                        t.as_object_mut().unwrap().remove("modtime");
+                for list in ["templates", "files"] {
+                    if let Some(ts) = ch.get_mut(list).and_then(|t| t.as_array_mut()) {
+                        for t in ts {
+                            t.as_object_mut().unwrap().remove("modtime");
+                        }
                     }
                 }
             }
@@ -175,7 +192,12 @@ fn check_rows(db: &TestDb, writer_major: u8, failures: &mut Vec<String>) -> usiz
             if theirs["info"].get("deleted").is_none() {
                 info.remove("deleted");
             }
-            for h in ours.get_mut("hooks").and_then(|h| h.as_array_mut()).into_iter().flatten() {
+            for h in ours
+                .get_mut("hooks")
+                .and_then(|h| h.as_array_mut())
+                .into_iter()
+                .flatten()
+            {
                 let lr = h["last_run"].as_object_mut().unwrap();
                 lr.retain(|_, v| v != "");
                 lr.insert("phase".into(), "".into());
@@ -191,10 +213,16 @@ fn check_rows(db: &TestDb, writer_major: u8, failures: &mut Vec<String>) -> usiz
 }
 
 fn helm_writes_rudder_reads(major: u8) {
-    let Some(db) = TestDb::new(&format!("h{major}w")) else { return };
+    let Some(db) = TestDb::new(&format!("h{major}w")) else {
+        return;
+    };
     let port = start_fake_apiserver();
-    let Some(helm) = HelmEnv::new(major, port, &db.url()) else { return };
-    let Some(helm3) = HelmEnv::new(3, port, &db.url()) else { return };
+    let Some(helm) = HelmEnv::new(major, port, &db.url()) else {
+        return;
+    };
+    let Some(helm3) = HelmEnv::new(3, port, &db.url()) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let chart = notes_chart(dir.path(), "0.1.0");
     let chart2 = notes_chart(&dir.path().join("v2"), "0.2.0");
@@ -206,7 +234,8 @@ fn helm_writes_rudder_reads(major: u8) {
     helm.ok(&["upgrade", "r1", c2, "--reuse-values", "--set", "d=4"]);
     helm.ok(&["rollback", "r1", "1"]);
     helm.ok(&["upgrade", "r1", c2, "--history-max", "3", "--set", "e=x<y>"]);
-    helm.ok(&["upgrade", "r1", c2, "--reuse-values", "--history-max", "4"]);
+    let tricky = tricky_values(dir.path());
+    helm.ok(&["upgrade", "r1", c2, "--reuse-values", "--history-max", "4", "-f", tricky.to_str().unwrap()]);
     helm.ok(&["install", "r2", c1, "-n", "other", "--set", "name=other"]);
     helm.ok(&["install", "r3", c1]);
     helm.ok(&["uninstall", "r3", "--keep-history"]);
@@ -232,7 +261,9 @@ fn helm_writes_rudder_reads(major: u8) {
     if major == 4 {
         let (mut n4, mut p4) = (0, 0);
         for args in read_commands(&revs) {
-            let Some(h4) = helm4_equivalent(&args) else { continue };
+            let Some(h4) = helm4_equivalent(&args) else {
+                continue;
+            };
             let h4: Vec<&str> = h4.iter().map(String::as_str).collect();
             let r: Vec<&str> = args.iter().map(String::as_str).collect();
             n4 += 1;
@@ -241,12 +272,22 @@ fn helm_writes_rudder_reads(major: u8) {
             if ho.stdout == ro.stdout && ho.ok == ro.ok {
                 p4 += 1;
             } else {
-                failures.push(format!("helm4 {h4:?}:\n{}\n--- rudder {r:?}:\n{}", ho.stdout, ro.stdout));
+                failures.push(format!(
+                    "helm4 {h4:?}:\n{}\n--- rudder {r:?}:\n{}",
+                    ho.stdout, ro.stdout
+                ));
             }
         }
-        eprintln!("helm4-written records: {p4}/{n4} commands print as helm v4 (where v4 prints like v3)");
+        eprintln!(
+            "helm4-written records: {p4}/{n4} commands print as helm v4 (where v4 prints like v3)"
+        );
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 #[test]
@@ -269,7 +310,8 @@ fn rendered(chart_dir: &std::path::Path, config: &str, notes: &str) -> Rendered 
         });
     }
     let values: rudder::yaml::Node =
-        serde_json::from_str(r#"{"a":1,"name":"web","nested":{"keep":[1,2],"true":"two","x":1}}"#).unwrap();
+        serde_json::from_str(r#"{"a":1,"name":"web","nested":{"keep":[1,2],"true":"two","x":1}}"#)
+            .unwrap();
     let chart = Chart {
         metadata: Metadata {
             name: "notes".into(),
@@ -308,27 +350,53 @@ fn rendered(chart_dir: &std::path::Path, config: &str, notes: &str) -> Rendered 
 fn rudder_writes(store: &dyn Store, chart: &std::path::Path) {
     let rel = Releases::new(store);
     let p = rel
-        .begin_install("default", "r1", rendered(chart, r#"{"b":2}"#, "Notes for r1 rev 1\n"), false)
+        .begin_install(
+            "default",
+            "r1",
+            rendered(chart, r#"{"b":2}"#, "Notes for r1 rev 1\n"),
+            false,
+        )
         .unwrap();
     rel.finish_install(&p, Ok(()), None).unwrap();
     let base = rel.upgrade_base("default", "r1").unwrap();
     let p = rel
-        .begin_upgrade(&base, rendered(chart, r#"{"c":"3.5"}"#, "Notes for r1 rev 2\n"), HistoryMax::default())
+        .begin_upgrade(
+            &base,
+            rendered(chart, r#"{"c":"3.5"}"#, "Notes for r1 rev 2\n"),
+            HistoryMax::default(),
+        )
         .unwrap();
     rel.finish_upgrade(&base, &p, Ok(()), None).unwrap();
     let base = rel.upgrade_base("default", "r1").unwrap();
     let p = rel
-        .begin_upgrade(&base, rendered(chart, r#"{"c":"3.5","d":4}"#, "Notes for r1 rev 3\n"), HistoryMax::default())
+        .begin_upgrade(
+            &base,
+            rendered(chart, r#"{"c":"3.5","d":4}"#, "Notes for r1 rev 3\n"),
+            HistoryMax::default(),
+        )
         .unwrap();
-    rel.finish_upgrade(&base, &p, Err("injected failure".into()), None).unwrap();
-    let (last, p) = rel.begin_rollback("default", "r1", 1, HistoryMax::default()).unwrap();
+    rel.finish_upgrade(&base, &p, Err("injected failure".into()), None)
+        .unwrap();
+    let (last, p) = rel
+        .begin_rollback("default", "r1", 1, HistoryMax::default())
+        .unwrap();
     rel.finish_rollback(&last, &p, Ok(())).unwrap();
     let p = rel
-        .begin_install("other", "r2", rendered(chart, r#"{"name":"other"}"#, "Notes for r2 rev 1\n"), false)
+        .begin_install(
+            "other",
+            "r2",
+            rendered(chart, r#"{"name":"other"}"#, "Notes for r2 rev 1\n"),
+            false,
+        )
         .unwrap();
     rel.finish_install(&p, Ok(()), None).unwrap();
     let p = rel
-        .begin_install("default", "r3", rendered(chart, "{}", "Notes for r3 rev 1\n"), false)
+        .begin_install(
+            "default",
+            "r3",
+            rendered(chart, "{}", "Notes for r3 rev 1\n"),
+            false,
+        )
         .unwrap();
     rel.finish_install(&p, Ok(()), None).unwrap();
     let u = rel.begin_uninstall("default", "r3", true).unwrap().unwrap();
@@ -336,9 +404,13 @@ fn rudder_writes(store: &dyn Store, chart: &std::path::Path) {
 }
 
 fn rudder_writes_helm_reads(major: u8) {
-    let Some(db) = TestDb::new(&format!("r{major}")) else { return };
+    let Some(db) = TestDb::new(&format!("r{major}")) else {
+        return;
+    };
     let port = start_fake_apiserver();
-    let Some(helm) = HelmEnv::new(major, port, &db.url()) else { return };
+    let Some(helm) = HelmEnv::new(major, port, &db.url()) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let chart = notes_chart(dir.path(), "0.1.0");
     {
@@ -349,7 +421,11 @@ fn rudder_writes_helm_reads(major: u8) {
     let revs = [1, 2, 3, 4];
     let (mut n, mut passed) = (0, 0);
     for args in read_commands(&revs) {
-        let cmd = if major == 3 { Some(args.clone()) } else { helm4_equivalent(&args) };
+        let cmd = if major == 3 {
+            Some(args.clone())
+        } else {
+            helm4_equivalent(&args)
+        };
         let Some(cmd) = cmd else { continue };
         let h: Vec<&str> = cmd.iter().map(String::as_str).collect();
         let r: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -367,6 +443,30 @@ fn rudder_writes_helm_reads(major: u8) {
     }
     eprintln!("rudder-written records: {passed}/{n} commands print identically with helm{major}");
 
+    // The same records copied into the embedded file store print the same.
+    if major == 3 {
+        let fdir = tempfile::tempdir().unwrap();
+        let file = rudder::release::store::file::FileStore::open(fdir.path()).unwrap();
+        let pg = PgStore::connect(&db.url()).unwrap();
+        for r in pg.list_all(None).unwrap() {
+            file.create(&r).unwrap();
+        }
+        let store = format!("file:{}", fdir.path().display());
+        let (mut nf, mut pf) = (0, 0);
+        for args in read_commands(&revs) {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            nf += 1;
+            let ho = helm.run(&a);
+            let ro = rudder(&store, &a);
+            if ho.stdout == ro.stdout && ho.ok == ro.ok {
+                pf += 1;
+            } else {
+                failures.push(format!("file store {a:?}:\n{}\n--- rudder:\n{}", ho.stdout, ro.stdout));
+            }
+        }
+        eprintln!("same records in the file store: {pf}/{nf} commands print as helm3");
+    }
+
     // Helm takes over: upgrade and roll back the release rudder wrote.
     let c = chart.to_str().unwrap();
     helm.ok(&["upgrade", "r1", c, "--reuse-values", "--set", "z=1"]);
@@ -382,10 +482,18 @@ fn rudder_writes_helm_reads(major: u8) {
         let ho = helm.run(&args);
         let ro = rudder(&db.url(), &args);
         if ho.stdout != ro.stdout {
-            failures.push(format!("after helm{major} took over, {args:?}:\n{}\n--- rudder:\n{}", ho.stdout, ro.stdout));
+            failures.push(format!(
+                "after helm{major} took over, {args:?}:\n{}\n--- rudder:\n{}",
+                ho.stdout, ro.stdout
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 #[test]

@@ -43,9 +43,14 @@ enum Op {
 fn write_with_crash(dir: &std::path::Path, op: Op, fail_at: usize) -> bool {
     let s = FileStore::open_with_faults(dir, FaultInjector::fail_at(fail_at)).unwrap();
     match op {
-        Op::Create => s.create(&rel("web", 3, Status::PendingUpgrade, "Preparing upgrade")).is_ok(),
+        Op::Create => s
+            .create(&rel("web", 3, Status::PendingUpgrade, "Preparing upgrade"))
+            .is_ok(),
         Op::Update => {
-            let cur = FileStore::open(dir).unwrap().get("default", "web", 2).unwrap();
+            let cur = FileStore::open(dir)
+                .unwrap()
+                .get("default", "web", 2)
+                .unwrap();
             let mut n = cur.clone();
             n.info.status = Status::Superseded;
             n.info.description = "new".into();
@@ -57,8 +62,10 @@ fn write_with_crash(dir: &std::path::Path, op: Op, fail_at: usize) -> bool {
 
 fn seed(dir: &std::path::Path) {
     let s = FileStore::open(dir).unwrap();
-    s.create(&rel("web", 1, Status::Superseded, "Install complete")).unwrap();
-    s.create(&rel("web", 2, Status::Deployed, "Upgrade complete")).unwrap();
+    s.create(&rel("web", 1, Status::Superseded, "Install complete"))
+        .unwrap();
+    s.create(&rel("web", 2, Status::Deployed, "Upgrade complete"))
+        .unwrap();
 }
 
 #[test]
@@ -78,7 +85,9 @@ fn file_store_crash_at_every_step_leaves_old_or_new_state() {
             let f = FaultInjector::fail_at(usize::MAX);
             let s = FileStore::open_with_faults(t2.path(), f.clone()).unwrap();
             match op {
-                Op::Create => s.create(&rel("web", 3, Status::PendingUpgrade, "Preparing upgrade")).unwrap(),
+                Op::Create => s
+                    .create(&rel("web", 3, Status::PendingUpgrade, "Preparing upgrade"))
+                    .unwrap(),
                 Op::Update => {
                     let cur = s.get("default", "web", 2).unwrap();
                     let mut n = cur.clone();
@@ -198,7 +207,9 @@ proptest! {
 
 fn two_writers(store: Arc<dyn Store>) {
     let r = Releases::new(store.as_ref());
-    let p = r.begin_install("default", "web", Rendered::default(), false).unwrap();
+    let p = r
+        .begin_install("default", "web", Rendered::default(), false)
+        .unwrap();
     r.finish_install(&p, Ok(()), None).unwrap();
     // Two upgraders race from the same starting point.
     let barrier = Arc::new(Barrier::new(2));
@@ -210,8 +221,10 @@ fn two_writers(store: Arc<dyn Store>) {
                 let r = Releases::new(store.as_ref());
                 let base = r.upgrade_base("default", "web").unwrap();
                 barrier.wait();
-                let mut rendered = Rendered::default();
-                rendered.notes = format!("writer {i}");
+                let rendered = Rendered {
+                    notes: format!("writer {i}"),
+                    ..Rendered::default()
+                };
                 r.begin_upgrade(&base, rendered, HistoryMax(0))
                     .and_then(|p| r.finish_upgrade(&base, &p, Ok(()), None))
             })
@@ -224,7 +237,9 @@ fn two_writers(store: Arc<dyn Store>) {
     assert!(
         matches!(
             loser,
-            rudder::release::OpError::Store(StoreError::AlreadyExists | StoreError::Conflict { .. })
+            rudder::release::OpError::Store(
+                StoreError::AlreadyExists | StoreError::Conflict { .. }
+            )
         ),
         "{loser}"
     );
@@ -232,7 +247,10 @@ fn two_writers(store: Arc<dyn Store>) {
     let states: Vec<_> = h.iter().map(|x| (x.version, x.info.status)).collect();
     assert_eq!(states, vec![(1, Status::Superseded), (2, Status::Deployed)]);
     let winner = results.iter().find_map(|r| r.as_ref().ok()).unwrap();
-    assert_eq!(h[1].info.notes, winner.info.notes, "the winner's record is the one stored");
+    assert_eq!(
+        h[1].info.notes, winner.info.notes,
+        "the winner's record is the one stored"
+    );
 
     // A stale writer (read before another update) gets a conflict.
     let stale = r.get("default", "web", 2).unwrap();
@@ -241,8 +259,14 @@ fn two_writers(store: Arc<dyn Store>) {
     store.update(&stale, &a).unwrap();
     let mut b = stale.clone();
     b.info.description = "second".into();
-    assert!(matches!(store.update(&stale, &b), Err(StoreError::Conflict { .. })));
-    assert_eq!(r.get("default", "web", 2).unwrap().info.description, "first");
+    assert!(matches!(
+        store.update(&stale, &b),
+        Err(StoreError::Conflict { .. })
+    ));
+    assert_eq!(
+        r.get("default", "web", 2).unwrap().info.description,
+        "first"
+    );
 }
 
 #[test]
@@ -258,7 +282,9 @@ fn two_writers_file() {
 
 #[test]
 fn two_writers_postgres() {
-    let Some(db) = release_common::TestDb::new("cc") else { return };
+    let Some(db) = release_common::TestDb::new("cc") else {
+        return;
+    };
     let s = rudder::release::store::postgres::PgStore::connect(&db.url()).unwrap();
     two_writers(Arc::new(s));
 }
@@ -276,7 +302,9 @@ fn concurrent_creates_lose_nothing() {
                 let s = FileStore::open(&dir).unwrap();
                 let mut won = Vec::new();
                 for v in 1..=20u64 {
-                    if s.create(&rel("web", v, Status::Deployed, &format!("w{i}"))).is_ok() {
+                    if s.create(&rel("web", v, Status::Deployed, &format!("w{i}")))
+                        .is_ok()
+                    {
                         won.push(v);
                     }
                 }
@@ -284,10 +312,24 @@ fn concurrent_creates_lose_nothing() {
             })
         })
         .collect();
-    let mut all: Vec<u64> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    let mut all: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
     all.sort();
-    assert_eq!(all, (1..=20).collect::<Vec<_>>(), "each revision created exactly once");
-    assert_eq!(FileStore::open(&dir).unwrap().history("default", "web").unwrap().len(), 20);
+    assert_eq!(
+        all,
+        (1..=20).collect::<Vec<_>>(),
+        "each revision created exactly once"
+    );
+    assert_eq!(
+        FileStore::open(&dir)
+            .unwrap()
+            .history("default", "web")
+            .unwrap()
+            .len(),
+        20
+    );
 }
 
 /// Helm's verified pruning example: revisions 1-4 (4 deployed) and 5
@@ -303,7 +345,9 @@ fn history_max_keeps_the_deployed_revision() {
     let r = Releases::new(&s);
     let base = r.upgrade_base("default", "web").unwrap();
     assert_eq!(base.current.version, 4);
-    let p = r.begin_upgrade(&base, Rendered::default(), HistoryMax(3)).unwrap();
+    let p = r
+        .begin_upgrade(&base, Rendered::default(), HistoryMax(3))
+        .unwrap();
     r.finish_upgrade(&base, &p, Ok(()), None).unwrap();
     let h: Vec<_> = r
         .history("default", "web")
@@ -311,36 +355,58 @@ fn history_max_keeps_the_deployed_revision() {
         .iter()
         .map(|x| (x.version, x.info.status))
         .collect();
-    assert_eq!(h, vec![(4, Status::Superseded), (5, Status::Failed), (6, Status::Deployed)]);
+    assert_eq!(
+        h,
+        vec![
+            (4, Status::Superseded),
+            (5, Status::Failed),
+            (6, Status::Deployed)
+        ]
+    );
 }
 
 #[test]
 fn lifecycle_errors_are_helms() {
     let s = MemoryStore::new();
     let r = Releases::new(&s);
-    assert_eq!(r.history("default", "x").unwrap_err().to_string(), "release: not found");
+    assert_eq!(
+        r.history("default", "x").unwrap_err().to_string(),
+        "release: not found"
+    );
     assert_eq!(
         r.upgrade_base("default", "x").unwrap_err().to_string(),
         "\"x\" has no deployed releases"
     );
-    let p = r.begin_install("default", "x", Rendered::default(), false).unwrap();
+    let p = r
+        .begin_install("default", "x", Rendered::default(), false)
+        .unwrap();
     assert_eq!(
         r.upgrade_base("default", "x").unwrap_err().to_string(),
         "another operation (install/upgrade/rollback) is in progress"
     );
     r.finish_install(&p, Err("boom".into()), None).unwrap();
-    assert_eq!(r.last("default", "x").unwrap().info.description, "Release \"x\" failed: boom");
     assert_eq!(
-        r.begin_install("default", "x", Rendered::default(), false).unwrap_err().to_string(),
+        r.last("default", "x").unwrap().info.description,
+        "Release \"x\" failed: boom"
+    );
+    assert_eq!(
+        r.begin_install("default", "x", Rendered::default(), false)
+            .unwrap_err()
+            .to_string(),
         "cannot re-use a name that is still in use"
     );
     assert_eq!(
-        r.begin_rollback("default", "x", 7, HistoryMax(0)).unwrap_err().to_string(),
+        r.begin_rollback("default", "x", 7, HistoryMax(0))
+            .unwrap_err()
+            .to_string(),
         "release has no 7 version"
     );
     let mut labels = std::collections::BTreeMap::new();
     labels.insert("owner".to_string(), "me".to_string());
-    let bad = Rendered { labels, ..Rendered::default() };
+    let bad = Rendered {
+        labels,
+        ..Rendered::default()
+    };
     assert!(r
         .begin_install("default", "y", bad, false)
         .unwrap_err()

@@ -155,8 +155,8 @@ pub struct Chart {
     /// Parsed Chart.lock, if any.
     #[serde(default)]
     pub lock: Option<Lock>,
-    /// Files under `templates/`, in load order.
-    #[serde(default)]
+    /// Files under `templates/`, in load order (Helm writes `null` for none).
+    #[serde(default, with = "opt_files")]
     pub templates: Vec<ChartFile>,
     /// Parsed values.yaml (`None` when the chart has none or it is empty).
     #[serde(default)]

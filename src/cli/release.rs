@@ -182,7 +182,11 @@ pub fn list(a: ListArgs) -> ExitCode {
             (a.uninstalling, vec![Status::Uninstalling]),
             (
                 a.pending,
-                vec![Status::PendingInstall, Status::PendingUpgrade, Status::PendingRollback],
+                vec![
+                    Status::PendingInstall,
+                    Status::PendingUpgrade,
+                    Status::PendingRollback,
+                ],
             ),
             (a.failed, vec![Status::Failed]),
             (a.superseded, vec![Status::Superseded]),

@@ -20,7 +20,14 @@ pub const OWNER: &str = "helm";
 /// The largest object Kubernetes stores (etcd's default request limit, 1 MiB).
 pub const MAX_OBJECT_BYTES: usize = 1024 * 1024;
 /// Labels Helm manages itself; user labels may not use these names.
-pub const SYSTEM_LABELS: [&str; 6] = ["name", "owner", "status", "version", "createdAt", "modifiedAt"];
+pub const SYSTEM_LABELS: [&str; 6] = [
+    "name",
+    "owner",
+    "status",
+    "version",
+    "createdAt",
+    "modifiedAt",
+];
 /// Decompressed bodies larger than this are refused (a guard against gzip bombs).
 const MAX_JSON_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -82,22 +89,102 @@ pub fn encode(rel: &Release) -> Result<String, CodecError> {
     Ok(base64::engine::general_purpose::STANDARD.encode(gzip(json.as_bytes())))
 }
 
-/// Go's `json.Marshal`: compact, with `<`, `>`, `&`, U+2028 and U+2029
-/// escaped as `\u003c`-style sequences (they only occur inside strings).
+/// Go's `json.Marshal`: compact, `<`, `>`, `&`, U+2028 and U+2029 escaped
+/// as `\u003c`-style sequences, and numbers spelled as Go spells a float64
+/// (every number in Helm's values is one): `12345678901234567000`, not the
+/// exact integer; `0.000001`; `1e-7`; `1e+21`.
 pub fn go_json<T: Serialize + ?Sized>(v: &T) -> Result<String, CodecError> {
     let s = serde_json::to_string(v)?;
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
+    Ok(rewrite_go_json(&s))
+}
+
+/// Rewrites serde_json's compact output into Go's spelling (escapes and numbers).
+fn rewrite_go_json(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut chars = s.char_indices().peekable();
+    let mut in_str = false;
+    while let Some((i, ch)) = chars.next() {
+        if in_str {
+            match ch {
+                '\\' => {
+                    out.push(ch);
+                    if let Some((_, e)) = chars.next() {
+                        out.push(e);
+                    }
+                }
+                '"' => {
+                    in_str = false;
+                    out.push(ch);
+                }
+                '<' => out.push_str("\\u003c"),
+                '>' => out.push_str("\\u003e"),
+                '&' => out.push_str("\\u0026"),
+                '\u{2028}' => out.push_str("\\u2028"),
+                '\u{2029}' => out.push_str("\\u2029"),
+                c => out.push(c),
+            }
+            continue;
+        }
         match ch {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
+            '"' => {
+                in_str = true;
+                out.push(ch);
+            }
+            '-' | '0'..='9' => {
+                let mut end = i + ch.len_utf8();
+                while let Some(&(j, c)) = chars.peek() {
+                    if c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-') {
+                        end = j + 1;
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                out.push_str(&go_number(&s[i..end]));
+            }
             c => out.push(c),
         }
     }
-    Ok(out)
+    out
+}
+
+/// One JSON number token as Go's `encoding/json` writes the float64 it denotes.
+fn go_number(tok: &str) -> String {
+    let is_int = !tok.contains(['.', 'e', 'E']);
+    if is_int {
+        // Integers a float64 holds exactly print the same either way.
+        if let Ok(i) = tok.parse::<i64>() {
+            if i.unsigned_abs() <= 1 << 53 {
+                return tok.to_string();
+            }
+        }
+    }
+    match tok.parse::<f64>() {
+        Ok(f) if f.is_finite() => go_float(f),
+        _ => tok.to_string(),
+    }
+}
+
+/// Go's `encoding/json` float64 format: `'f'` unless the magnitude is below
+/// 1e-6 or at least 1e21, then `'e'` with a cleaned-up exponent.
+pub fn go_float(f: f64) -> String {
+    let a = f.abs();
+    if a != 0.0 && !(1e-6..1e21).contains(&a) {
+        let e = format!("{f:e}");
+        match e.split_once('e') {
+            Some((m, x)) => {
+                let x: i32 = x.parse().unwrap_or(0);
+                if x < 0 {
+                    format!("{m}e-{}", -x)
+                } else {
+                    format!("{m}e+{x:02}")
+                }
+            }
+            None => e,
+        }
+    } else {
+        format!("{f}")
+    }
 }
 
 /// gzip with Go's `compress/gzip` header at best compression.
@@ -302,19 +389,45 @@ mod tests {
     use crate::release::model::Status;
 
     #[test]
+    fn go_json_spelling() {
+        let v = serde_json::json!({"a": "<&>", "b": 12345678901234567890u64, "c": 0.000001,
+            "d": 1e-7, "e": 1e21, "f": 1.5, "g": -3, "h": "\\\"1e5\"", "i": 9007199254740993u64});
+        assert_eq!(
+            go_json(&v).unwrap(),
+            r#"{"a":"\u003c\u0026\u003e","b":12345678901234567000,"c":0.000001,"d":1e-7,"e":1e+21,"f":1.5,"g":-3,"h":"\\\"1e5\"","i":9007199254740992}"#
+        );
+    }
+
+    #[test]
+    fn helm_record_of_a_chart_without_templates() {
+        // Written by helm v3.17.2 for a chart with only Chart.yaml.
+        let json = r#"{"name":"empty","info":{"first_deployed":"2026-11-30T00:43:41.283240785Z","last_deployed":"2026-11-30T00:43:41.283240785Z","deleted":"","description":"Install complete","status":"deployed"},"chart":{"metadata":{"name":"empty","version":"0.1.0","apiVersion":"v2"},"lock":null,"templates":null,"values":null,"schema":null,"files":null},"version":1,"namespace":"default"}"#;
+        let r = decode_bytes(json.as_bytes()).unwrap();
+        assert_eq!(r.chart_label(), "empty-0.1.0");
+        assert_eq!(go_json(&r).unwrap(), json);
+    }
+
+    #[test]
     fn keys() {
         assert_eq!(key("my.rel", 12), "sh.helm.release.v1.my.rel.v12");
-        assert_eq!(parse_key("sh.helm.release.v1.my.rel.v12"), Some(("my.rel", 12)));
+        assert_eq!(
+            parse_key("sh.helm.release.v1.my.rel.v12"),
+            Some(("my.rel", 12))
+        );
         assert_eq!(parse_key("sh.helm.release.v1.x.vv"), None);
     }
 
     #[test]
     fn gzip_header_is_gos() {
-        let mut r = Release::default();
-        r.name = "a".into();
-        r.version = 1;
+        let r = Release {
+            name: "a".into(),
+            version: 1,
+            ..Release::default()
+        };
         let body = encode(&r).unwrap();
-        let raw = base64::engine::general_purpose::STANDARD.decode(body).unwrap();
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .unwrap();
         assert_eq!(&raw[..10], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 0xff]);
         assert_eq!(decode(&encode(&r).unwrap()).unwrap(), r);
     }
@@ -324,14 +437,19 @@ mod tests {
         let json = r#"{"name":"x","info":{"status":"failed"},"version":3}"#;
         let body = base64::engine::general_purpose::STANDARD.encode(json);
         let r = decode(&body).unwrap();
-        assert_eq!((r.name.as_str(), r.version, r.info.status), ("x", 3, Status::Failed));
+        assert_eq!(
+            (r.name.as_str(), r.version, r.info.status),
+            ("x", 3, Status::Failed)
+        );
     }
 
     #[test]
     fn labels_as_helm_writes_them() {
-        let mut r = Release::default();
-        r.name = "a".into();
-        r.version = 2;
+        let mut r = Release {
+            name: "a".into(),
+            version: 2,
+            ..Release::default()
+        };
         r.labels.insert("modifiedAt".into(), "5".into());
         r.labels.insert("team".into(), "x".into());
         let l = storage_labels(&r, Write::Create, 9);
@@ -349,9 +467,11 @@ mod tests {
 
     #[test]
     fn oversized_objects_are_refused() {
-        let mut r = Release::default();
-        r.name = "big".into();
-        r.version = 1;
+        let mut r = Release {
+            name: "big".into(),
+            version: 1,
+            ..Release::default()
+        };
         // Incompressible: a pseudo-random manifest.
         let mut x: u64 = 1;
         r.manifest = (0..1_200_000)
@@ -363,6 +483,10 @@ mod tests {
             })
             .collect();
         let e = to_configmap(&r, Write::Create, 0).unwrap_err();
-        assert!(e.to_string().contains("over the 1048576 byte Kubernetes object limit"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("over the 1048576 byte Kubernetes object limit"),
+            "{e}"
+        );
     }
 }

@@ -207,7 +207,11 @@ pub struct Release {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub manifest: String,
     /// The release's hooks.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "de_hooks")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "de_hooks"
+    )]
     pub hooks: Vec<Hook>,
     /// The revision, starting at 1.
     #[serde(default, skip_serializing_if = "is_zero_u64")]

@@ -155,8 +155,7 @@ impl HelmTime {
         };
         let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
         let (hour, min, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-        if !(1..=12).contains(&month) || day == 0 || day > 31 || hour > 23 || min > 59 || sec > 59
-        {
+        if !(1..=12).contains(&month) || day == 0 || day > 31 || hour > 23 || min > 59 || sec > 59 {
             return Err(err());
         }
         let mut pos = 19;
@@ -352,7 +351,10 @@ mod tests {
         assert_eq!(t.to_go_string(), "2026-11-30 00:03:46.687171272 +0000 UTC");
         let t = HelmTime::parse("2026-11-03T01:00:00+01:00").unwrap();
         assert_eq!(t.to_ansic(), "Tue Nov  3 01:00:00 2026");
-        assert_eq!(t.unix(), HelmTime::parse("2026-11-03T00:00:00Z").unwrap().unix());
+        assert_eq!(
+            t.unix(),
+            HelmTime::parse("2026-11-03T00:00:00Z").unwrap().unix()
+        );
         assert_eq!(HelmTime::ZERO.to_ansic(), "Mon Jan  1 00:00:00 0001");
     }
 }

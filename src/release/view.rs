@@ -73,7 +73,12 @@ pub fn go_json<T: Serialize + ?Sized>(v: &T) -> String {
 
 /// `sigs.k8s.io/yaml.Marshal`: the value's JSON, emitted as yaml.v2 does.
 pub fn go_yaml<T: Serialize + ?Sized>(v: &T) -> String {
-    let j = serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
+    // Through Go's JSON spelling, as sigs.k8s.io/yaml goes through
+    // encoding/json: the numbers yaml.v2 re-reads are Go's.
+    let j = super::codec::go_json(v)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(serde_json::Value::Null);
     let mut out = String::new();
     yaml::emit_top(&j, &mut out);
     out
@@ -171,7 +176,7 @@ pub struct HistoryRow {
 /// `helm history` rows: the newest `max` revisions, oldest first.
 pub fn history_rows(hist: &[Release], max: usize) -> Vec<HistoryRow> {
     let mut v: Vec<&Release> = hist.iter().collect();
-    v.sort_by(|a, b| b.version.cmp(&a.version));
+    v.sort_by_key(|r| std::cmp::Reverse(r.version));
     v.truncate(max);
     v.reverse();
     v.into_iter()
@@ -193,9 +198,16 @@ pub fn history(hist: &[Release], max: usize, format: Format) -> String {
         Format::Json => go_json(&rows),
         Format::Yaml => go_yaml(&rows),
         Format::Table => {
-            let mut t = vec![["REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION", "DESCRIPTION"]
-                .map(String::from)
-                .to_vec()];
+            let mut t = vec![[
+                "REVISION",
+                "UPDATED",
+                "STATUS",
+                "CHART",
+                "APP VERSION",
+                "DESCRIPTION",
+            ]
+            .map(String::from)
+            .to_vec()];
             for r in rows {
                 t.push(vec![
                     r.revision.to_string(),
@@ -235,12 +247,8 @@ fn config_value(c: &BTreeMap<String, Node>) -> Option<&BTreeMap<String, Node>> {
 /// `helm status` output (`-o json|yaml` print the record without its chart).
 pub fn status(rel: &Release, format: Format, opts: StatusOptions) -> String {
     match format {
-        Format::Json => {
-            go_json(&v3_status_record(rel))
-        }
-        Format::Yaml => {
-            go_yaml(&v3_status_record(rel))
-        }
+        Format::Json => go_json(&v3_status_record(rel)),
+        Format::Yaml => go_yaml(&v3_status_record(rel)),
         Format::Table => status_table(rel, opts),
     }
 }
@@ -258,13 +266,20 @@ fn status_table(rel: &Release, opts: StatusOptions) -> String {
     let mut out = String::new();
     out.push_str(&format!("NAME: {}\n", rel.name));
     if !rel.info.last_deployed.is_zero() {
-        out.push_str(&format!("LAST DEPLOYED: {}\n", rel.info.last_deployed.to_ansic()));
+        out.push_str(&format!(
+            "LAST DEPLOYED: {}\n",
+            rel.info.last_deployed.to_ansic()
+        ));
     }
     out.push_str(&format!("NAMESPACE: {}\n", rel.namespace));
     out.push_str(&format!("STATUS: {}\n", rel.info.status));
     out.push_str(&format!("REVISION: {}\n", rel.version));
     if opts.show_metadata {
-        let m = rel.chart.as_ref().map(|c| c.metadata.clone()).unwrap_or_default();
+        let m = rel
+            .chart
+            .as_ref()
+            .map(|c| c.metadata.clone())
+            .unwrap_or_default();
         out.push_str(&format!("CHART: {}\n", m.name));
         out.push_str(&format!("VERSION: {}\n", m.version));
         out.push_str(&format!("APP_VERSION: {}\n", m.app_version));
@@ -301,7 +316,12 @@ fn status_table(rel: &Release, opts: StatusOptions) -> String {
         out.push_str(&go_yaml(&computed_values(rel)));
         out.push('\n');
     }
-    if rel.info.description.eq_ignore_ascii_case("Dry run complete") || opts.debug {
+    if rel
+        .info
+        .description
+        .eq_ignore_ascii_case("Dry run complete")
+        || opts.debug
+    {
         out.push_str("HOOKS:\n");
         for h in &rel.hooks {
             out.push_str(&format!("---\n# Source: {}\n{}\n", h.path, h.manifest));
@@ -328,7 +348,11 @@ pub fn values(rel: &Release, all: bool, format: Format) -> String {
         Format::Json => go_json(&v),
         Format::Yaml => go_yaml(&v),
         Format::Table => {
-            let head = if all { "COMPUTED VALUES:\n" } else { "USER-SUPPLIED VALUES:\n" };
+            let head = if all {
+                "COMPUTED VALUES:\n"
+            } else {
+                "USER-SUPPLIED VALUES:\n"
+            };
             format!("{head}{}", go_yaml(&v))
         }
     }
@@ -432,7 +456,7 @@ mod yaml {
             Value::Object(m) if !m.is_empty() => emit_map(m, 0, out),
             Value::Array(a) if !a.is_empty() => emit_seq(a, 0, out),
             other => {
-                out.push_str(&scalar(other, 0));
+                out.push_str(&scalar(other, 0, 0));
                 out.push('\n');
             }
         }
@@ -451,7 +475,7 @@ mod yaml {
             if i > 0 {
                 indent(ind, out);
             }
-            out.push_str(&string(k, ind, true));
+            out.push_str(&string(k, ind, true, 0));
             out.push(':');
             emit_child(&m[k], ind, true, out);
         }
@@ -491,13 +515,14 @@ mod yaml {
             }
             other => {
                 out.push(' ');
-                out.push_str(&scalar(other, ind));
+                let col = out.rsplit('\n').next().map_or(0, |l| l.chars().count());
+                out.push_str(&scalar(other, ind, col));
                 out.push('\n');
             }
         }
     }
 
-    fn scalar(v: &Value, ind: usize) -> String {
+    fn scalar(v: &Value, ind: usize, col: usize) -> String {
         match v {
             Value::Null => "null".into(),
             Value::Bool(b) => b.to_string(),
@@ -515,7 +540,7 @@ mod yaml {
                     }
                 }
             }
-            Value::String(s) => string(s, ind, false),
+            Value::String(s) => string(s, ind, false, col),
             Value::Object(_) => "{}".into(),
             Value::Array(_) => "[]".into(),
         }
@@ -533,8 +558,19 @@ mod yaml {
         }
         if matches!(
             s,
-            ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF"
-                | ".nan" | ".NaN" | ".NAN" | "<<"
+            ".inf"
+                | ".Inf"
+                | ".INF"
+                | "+.inf"
+                | "+.Inf"
+                | "+.INF"
+                | "-.inf"
+                | "-.Inf"
+                | "-.INF"
+                | ".nan"
+                | ".NaN"
+                | ".NAN"
+                | "<<"
         ) {
             return true;
         }
@@ -578,8 +614,7 @@ mod yaml {
         };
         // A bare integer-looking mantissa with an exponent is a float too;
         // a mantissa without '.' and without exponent was handled above.
-        mant_ok && exp_ok && (mant.contains('.') || exp.is_some())
-            || is_base60(body)
+        mant_ok && exp_ok && (mant.contains('.') || exp.is_some()) || is_base60(body)
     }
 
     /// yaml.v2 resolves these to timestamps, so a string spelled like one is quoted.
@@ -614,13 +649,29 @@ mod yaml {
         let first = s.chars().next().unwrap_or(' ');
         if matches!(
             first,
-            '-' | '?' | ':' | ',' | '[' | ']' | '{' | '}' | '#' | '&' | '*' | '!' | '|' | '>'
-                | '\'' | '"' | '%' | '@' | '`'
+            '-' | '?'
+                | ':'
+                | ','
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '#'
+                | '&'
+                | '*'
+                | '!'
+                | '|'
+                | '>'
+                | '\''
+                | '"'
+                | '%'
+                | '@'
+                | '`'
         ) {
             // "-x" / "?x" / ":x" are fine when followed by a non-space.
             let second = s.chars().nth(1);
-            let ok = matches!(first, '-' | '?' | ':')
-                && second.is_some_and(|c| c != ' ' && c != '\t');
+            let ok =
+                matches!(first, '-' | '?' | ':') && second.is_some_and(|c| c != ' ' && c != '\t');
             if !ok {
                 return false;
             }
@@ -640,20 +691,59 @@ mod yaml {
         s.chars().all(|c| !c.is_control() && c != '\u{feff}')
     }
 
-    fn string(s: &str, ind: usize, key: bool) -> String {
+    /// yaml.v2's line width: a value's plain or single-quoted scalar is
+    /// broken at a space once the line is past this column.
+    const BEST_WIDTH: usize = 80;
+
+    /// `col` is the column the scalar starts at (values only; keys never fold).
+    fn string(s: &str, ind: usize, key: bool, col: usize) -> String {
         if !key && s.contains('\n') {
             return literal(s, ind);
         }
-        if resolves_non_string(s) {
+        if resolves_non_string(s) || s.chars().any(char::is_control) {
             return double_quoted(s);
         }
         if plain_allowed(s, key) {
-            return s.to_string();
+            return if key { s.to_string() } else { fold(s, col, ind + 2, false) };
         }
-        if s.chars().any(|c| c.is_control() && c != '\t') {
-            return double_quoted(s);
+        let quoted = format!("'{}'", s.replace('\'', "''"));
+        if key {
+            quoted
+        } else {
+            fold(&quoted, col, ind + 2, true)
         }
-        format!("'{}'", s.replace('\'', "''"))
+    }
+
+    /// Breaks a scalar at single spaces past [`BEST_WIDTH`], continuing at
+    /// `indent`, as yaml.v2's plain and single-quoted writers do (a quoted
+    /// scalar never breaks at its first or last character).
+    fn fold(s: &str, col: usize, indent: usize, quoted: bool) -> String {
+        let chars: Vec<char> = s.chars().collect();
+        let mut out = String::with_capacity(s.len());
+        let mut column = col;
+        let mut spaces = false;
+        for (i, &c) in chars.iter().enumerate() {
+            if c == ' ' {
+                let next_space = chars.get(i + 1) == Some(&' ');
+                let edge = quoted && (i == 1 || i + 2 == chars.len());
+                if !spaces && column > BEST_WIDTH && !next_space && !edge {
+                    out.push('\n');
+                    for _ in 0..indent {
+                        out.push(' ');
+                    }
+                    column = indent;
+                } else {
+                    out.push(c);
+                    column += 1;
+                }
+                spaces = true;
+            } else {
+                out.push(c);
+                column += 1;
+                spaces = false;
+            }
+        }
+        out
     }
 
     fn double_quoted(s: &str) -> String {

@@ -27,7 +27,11 @@ impl TestDb {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos();
-        let name = format!("rudder_{tag}_{}_{}", std::process::id(), nanos % 1_000_000_000);
+        let name = format!(
+            "rudder_{tag}_{}_{}",
+            std::process::id(),
+            nanos % 1_000_000_000
+        );
         c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
         Some(TestDb { name })
     }
@@ -42,7 +46,10 @@ impl TestDb {
 
     pub fn client(&self) -> postgres::Client {
         postgres::Client::connect(
-            &format!("host=127.0.0.1 port=5432 user=postgres dbname={}", self.name),
+            &format!(
+                "host=127.0.0.1 port=5432 user=postgres dbname={}",
+                self.name
+            ),
             postgres::NoTls,
         )
         .unwrap()
@@ -52,7 +59,10 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Ok(mut c) = postgres::Client::connect(PG_ADMIN, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+            let _ = c.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
         }
     }
 }
@@ -91,11 +101,26 @@ pub fn start_fake_apiserver() -> u16 {
                     let _ = r.read_exact(&mut body);
                     let p = path.split('?').next().unwrap_or("");
                     let (code, json) = match p {
-                        "/version" => (200, r#"{"major":"1","minor":"32","gitVersion":"v1.32.0","gitCommit":"","gitTreeState":"","buildDate":"","goVersion":"","compiler":"gc","platform":"linux/amd64"}"#),
-                        "/api" => (200, r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"127.0.0.1"}]}"#),
-                        "/api/v1" => (200, r#"{"kind":"APIResourceList","groupVersion":"v1","resources":[]}"#),
-                        "/apis" => (200, r#"{"kind":"APIGroupList","apiVersion":"v1","groups":[]}"#),
-                        _ => (404, r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#),
+                        "/version" => (
+                            200,
+                            r#"{"major":"1","minor":"32","gitVersion":"v1.32.0","gitCommit":"","gitTreeState":"","buildDate":"","goVersion":"","compiler":"gc","platform":"linux/amd64"}"#,
+                        ),
+                        "/api" => (
+                            200,
+                            r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"127.0.0.1"}]}"#,
+                        ),
+                        "/api/v1" => (
+                            200,
+                            r#"{"kind":"APIResourceList","groupVersion":"v1","resources":[]}"#,
+                        ),
+                        "/apis" => (
+                            200,
+                            r#"{"kind":"APIGroupList","apiVersion":"v1","groups":[]}"#,
+                        ),
+                        _ => (
+                            404,
+                            r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#,
+                        ),
                     };
                     let msg = if code == 200 { "OK" } else { "Not Found" };
                     let resp = format!(
@@ -195,7 +220,17 @@ pub fn notes_chart(dir: &Path, version: &str) -> PathBuf {
     std::fs::create_dir_all(c.join("templates")).unwrap();
     std::fs::write(
         c.join("Chart.yaml"),
-        format!("apiVersion: v2\nname: notes\ndescription: NOTES only\nversion: {version}\nappVersion: \"1.0\"\n"),
+        format!("apiVersion: v2\nname: notes\ndescription: NOTES only\nversion: {version}\nappVersion: \"1.0\"\n\
+home: https://example.com/notes\nsources: [https://example.com/src]\nkeywords: [notes, test]\n\
+maintainers:\n- name: Ann\n  email: ann@example.com\n- name: Bob\n  url: https://bob.example.com\n\
+icon: https://example.com/icon.png\nkubeVersion: \">=1.20.0-0\"\ntype: application\n\
+annotations:\n  category: Testing\n  example.com/x: \"1\"\n"),
+    )
+    .unwrap();
+    std::fs::write(c.join("README.md"), "# notes\n\nA chart with <only> notes & a test hook.\n").unwrap();
+    std::fs::write(
+        c.join("values.schema.json"),
+        "{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"type\": \"object\"}\n",
     )
     .unwrap();
     std::fs::write(
@@ -214,6 +249,64 @@ pub fn notes_chart(dir: &Path, version: &str) -> PathBuf {
     )
     .unwrap();
     c
+}
+
+/// A values file with what trips up YAML and JSON printers: long strings
+/// (yaml.v2 folds at 80 columns), numbers past 2^53, tiny floats, strings
+/// that look like other types, quoting triggers, multi-line text.
+pub fn tricky_values(dir: &Path) -> PathBuf {
+    let p = dir.join("tricky.yaml");
+    std::fs::write(
+        &p,
+        r#"long: "aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr ssss tttt uuuu"
+deep: {deeper: {deepest: "aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr"}}
+longquoted: "- aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr"
+longnospace: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+list: ["aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr", {k: v}]
+f1: 1.5
+f2: 1e6
+f4: 0.000001
+f5: 12345678901234567890
+f7: 1e-9
+f8: 1e300
+i1: 9007199254740993
+neg: -3
+nul: null
+empty: ""
+sp: " lead"
+colon: "a: b"
+hash: "a #b"
+dash: "- x"
+star: "*x"
+quote: "it's"
+dq: 'say "hi"'
+multi: "line1
+line2
+"
+multi2: "line1
+  line2"
+multi3: "trail
+
+"
+tab: "a	b"
+uni: "héllo ✓ <&>"
+ts: "2020-01-01"
+oct: "0777"
+hex: "0x1F"
+yes: "yes"
+tilde: "~"
+bools: [true, false, "true"]
+nested: {deep: {deeper: [1, {x: y}, [a, b], []]}, em: {}}
+"key with space": 1
+"123": numkey
+ver: 1.10
+pct: "50%"
+brace: "{x}"
+trailingcolon: "x:"
+"#,
+    )
+    .unwrap();
+    p
 }
 
 /// Lists the JSON paths where two values differ ("field by field").

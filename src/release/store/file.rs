@@ -145,7 +145,12 @@ impl FileStore {
         Ok(self.root.join(namespace))
     }
 
-    fn record_path(&self, namespace: &str, name: &str, version: u64) -> Result<PathBuf, StoreError> {
+    fn record_path(
+        &self,
+        namespace: &str,
+        name: &str,
+        version: u64,
+    ) -> Result<PathBuf, StoreError> {
         check_name(name)?;
         Ok(self.ns_dir(namespace)?.join(codec::key(name, version)))
     }
@@ -213,8 +218,7 @@ impl FileStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(StoreError::io("read", path, e)),
         };
-        let rec: RecordFile =
-            serde_json::from_slice(&data).map_err(codec::CodecError::from)?;
+        let rec: RecordFile = serde_json::from_slice(&data).map_err(codec::CodecError::from)?;
         let mut rel = codec::decode(&rec.body)?;
         rel.labels = rec.labels;
         Ok(Some(rel))
@@ -253,6 +257,8 @@ impl FileStore {
                 out.push(r);
             }
         }
+        // Directory order is the filesystem's; make listings deterministic.
+        out.sort_by(|a, b| a.name.cmp(&b.name).then(a.version.cmp(&b.version)));
         Ok(out)
     }
 }

@@ -162,7 +162,7 @@ pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
 
 /// Sorts records by version, oldest first.
 pub(crate) fn sort_by_version(v: &mut [Release]) {
-    v.sort_by(|a, b| a.version.cmp(&b.version));
+    v.sort_by_key(|r| r.version);
 }
 
 /// Labels as Helm's SQL driver returns them from `List`: the user labels

@@ -164,23 +164,6 @@ impl<'a> Releases<'a> {
     /// sorted by name (then namespace).
     pub fn list(&self, q: &ListQuery) -> Result<Vec<Release>, OpError> {
         let all = self.store.list_all(q.namespace.as_deref())?;
-        // Helm shows every revision when only superseded ones are asked
-        // for (the latest of a release is by definition never superseded).
-        let only_superseded = !q.all && q.statuses == [Status::Superseded];
-        let mut latest: BTreeMap<(String, String, u64), Release> = BTreeMap::new();
-        for r in all {
-            if only_superseded {
-                latest.insert((r.namespace.clone(), r.name.clone(), r.version), r);
-                continue;
-            }
-            let k = (r.namespace.clone(), r.name.clone(), 0);
-            match latest.get(&k) {
-                Some(have) if have.version > r.version => {}
-                _ => {
-                    latest.insert(k, r);
-                }
-            }
-        }
         let statuses: Vec<Status> = if q.all {
             Status::ALL.to_vec()
         } else if q.statuses.is_empty() {
@@ -188,18 +171,31 @@ impl<'a> Releases<'a> {
         } else {
             q.statuses.clone()
         };
-        let mut out: Vec<Release> = latest
-            .into_values()
-            .filter(|r| statuses.contains(&r.info.status))
-            .collect();
-        // Helm sorts by name only (stable on its unordered input); rudder
-        // breaks ties by namespace so output is deterministic.
-        out.sort_by(|a, b| {
-            a.name
-                .cmp(&b.name)
-                .then(a.namespace.cmp(&b.namespace))
-                .then(a.version.cmp(&b.version))
-        });
+        // Helm shows every revision when only superseded ones are asked
+        // for (the latest of a release is by definition never superseded).
+        let only_superseded = !q.all && q.statuses == [Status::Superseded];
+        let mut out: Vec<Release> = Vec::new();
+        if only_superseded {
+            out = all;
+        } else {
+            // The newest revision per release, in the store's order.
+            let mut at: BTreeMap<(String, String), usize> = BTreeMap::new();
+            for r in all {
+                let k = (r.namespace.clone(), r.name.clone());
+                match at.get(&k) {
+                    Some(&i) if out[i].version > r.version => {}
+                    Some(&i) => out[i] = r,
+                    None => {
+                        at.insert(k, out.len());
+                        out.push(r);
+                    }
+                }
+            }
+        }
+        out.retain(|r| statuses.contains(&r.info.status));
+        // Helm sorts by name only; its sort is stable at these sizes, so
+        // ties keep the store's order (database row order for SQL).
+        out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
 

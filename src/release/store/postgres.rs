@@ -97,7 +97,11 @@ fn config(url: &str) -> Result<postgres::Config, StoreError> {
         }
     }
     if cfg.get_user().is_none() {
-        cfg.user(&env("PGUSER").or_else(|| env("USER")).unwrap_or_else(|| "postgres".into()));
+        cfg.user(
+            &env("PGUSER")
+                .or_else(|| env("USER"))
+                .unwrap_or_else(|| "postgres".into()),
+        );
     }
     if cfg.get_dbname().is_none() {
         if let Some(d) = env("PGDATABASE") {
@@ -216,7 +220,11 @@ impl PgStore {
 impl Store for PgStore {
     fn create(&self, rel: &Release) -> Result<(), StoreError> {
         let key = codec::key(&rel.name, rel.version);
-        let ns = if rel.namespace.is_empty() { "default" } else { rel.namespace.as_str() };
+        let ns = if rel.namespace.is_empty() {
+            "default"
+        } else {
+            rel.namespace.as_str()
+        };
         let body = codec::encode(rel)?;
         let mut c = self.client();
         let mut tx = c.transaction().map_err(sql)?;
@@ -252,7 +260,11 @@ impl Store for PgStore {
 
     fn update(&self, expected: &Release, new: &Release) -> Result<(), StoreError> {
         let key = codec::key(&new.name, new.version);
-        let ns = if new.namespace.is_empty() { "default" } else { new.namespace.as_str() };
+        let ns = if new.namespace.is_empty() {
+            "default"
+        } else {
+            new.namespace.as_str()
+        };
         let body = codec::encode(new)?;
         let mut c = self.client();
         let mut tx = c.transaction().map_err(sql)?;

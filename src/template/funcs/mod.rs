@@ -6,12 +6,13 @@
 //! as `text/template` does ("wrong type for value; expected string; got int").
 pub mod builtins;
 pub mod conversion;
-pub mod gotime;
 pub mod crypto;
+pub mod crypto_x509;
 pub mod dates;
 pub mod defaults;
 pub mod dicts;
 pub mod encoding;
+pub mod gotime;
 pub mod helm;
 pub mod lists;
 pub mod math;
