@@ -8,6 +8,7 @@
 pub(crate) mod compat;
 mod engine;
 pub mod glob;
+pub mod lint;
 pub mod manifests;
 pub mod objects;
 pub mod pipeline;
