@@ -81,6 +81,10 @@ fn read_commands(revisions: &[u64]) -> Vec<Vec<String>> {
         vec!["status", "r3", "-o", "json"],
         vec!["status", "r2", "-n", "other"],
         vec!["status", "missing"],
+        vec!["status", "r4", "--show-desc"],
+        vec!["history", "r4", "-o", "json"],
+        vec!["get", "manifest", "r4"],
+        vec!["list", "--failed"],
         vec!["get", "values", "r1"],
         vec!["get", "values", "r1", "-a"],
         vec!["get", "values", "r1", "-o", "json"],
@@ -239,6 +243,11 @@ fn helm_writes_rudder_reads(major: u8) {
     helm.ok(&["install", "r2", c1, "-n", "other", "--set", "name=other"]);
     helm.ok(&["install", "r3", c1]);
     helm.ok(&["uninstall", "r3", "--keep-history"]);
+    // Failures the fake API server causes: a refused ConfigMap write.
+    let f = helm.run(&["upgrade", "r1", c2, "--reuse-values", "--set", "cm=true", "--disable-openapi-validation"]);
+    assert!(!f.ok, "upgrade should fail: {}", f.stdout);
+    let f = helm.run(&["install", "r4", c1, "--set", "cm=true", "--disable-openapi-validation"]);
+    assert!(!f.ok, "install should fail: {}", f.stdout);
 
     let mut failures = Vec::new();
     let rows = check_rows(&db, major, &mut failures);
@@ -248,7 +257,7 @@ fn helm_writes_rudder_reads(major: u8) {
         .iter()
         .map(|r| r.version)
         .collect();
-    assert_eq!(revs, vec![3, 4, 5, 6], "history-max pruning as Helm did it");
+    assert_eq!(revs, vec![3, 4, 5, 6, 7], "history-max pruning as Helm did it");
 
     let mut n = 0;
     let mut passed = 0;
