@@ -177,7 +177,8 @@ fn check_rows(db: &TestDb, writer_major: u8, failures: &mut Vec<String>) -> usiz
         let mut json = Vec::new();
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&raw[..]), &mut json).unwrap();
         let mut theirs: serde_json::Value = serde_json::from_slice(&json).unwrap();
-        let mut ours: serde_json::Value = serde_json::from_str(&codec::go_json(&rel).unwrap()).unwrap();
+        let mut ours: serde_json::Value =
+            serde_json::from_str(&codec::go_json(&rel).unwrap()).unwrap();
         if writer_major == 4 {
             // Helm 4 additions rudder does not model in the chart, and its
             // omitzero times (rudder writes v3's `""`).
@@ -239,14 +240,38 @@ fn helm_writes_rudder_reads(major: u8) {
     helm.ok(&["rollback", "r1", "1"]);
     helm.ok(&["upgrade", "r1", c2, "--history-max", "3", "--set", "e=x<y>"]);
     let tricky = tricky_values(dir.path());
-    helm.ok(&["upgrade", "r1", c2, "--reuse-values", "--history-max", "4", "-f", tricky.to_str().unwrap()]);
+    helm.ok(&[
+        "upgrade",
+        "r1",
+        c2,
+        "--reuse-values",
+        "--history-max",
+        "4",
+        "-f",
+        tricky.to_str().unwrap(),
+    ]);
     helm.ok(&["install", "r2", c1, "-n", "other", "--set", "name=other"]);
     helm.ok(&["install", "r3", c1]);
     helm.ok(&["uninstall", "r3", "--keep-history"]);
     // Failures the fake API server causes: a refused ConfigMap write.
-    let f = helm.run(&["upgrade", "r1", c2, "--reuse-values", "--set", "cm=true", "--disable-openapi-validation"]);
+    let f = helm.run(&[
+        "upgrade",
+        "r1",
+        c2,
+        "--reuse-values",
+        "--set",
+        "cm=true",
+        "--disable-openapi-validation",
+    ]);
     assert!(!f.ok, "upgrade should fail: {}", f.stdout);
-    let f = helm.run(&["install", "r4", c1, "--set", "cm=true", "--disable-openapi-validation"]);
+    let f = helm.run(&[
+        "install",
+        "r4",
+        c1,
+        "--set",
+        "cm=true",
+        "--disable-openapi-validation",
+    ]);
     assert!(!f.ok, "install should fail: {}", f.stdout);
 
     let mut failures = Vec::new();
@@ -257,7 +282,11 @@ fn helm_writes_rudder_reads(major: u8) {
         .iter()
         .map(|r| r.version)
         .collect();
-    assert_eq!(revs, vec![3, 4, 5, 6, 7], "history-max pruning as Helm did it");
+    assert_eq!(
+        revs,
+        vec![3, 4, 5, 6, 7],
+        "history-max pruning as Helm did it"
+    );
 
     let mut n = 0;
     let mut passed = 0;
@@ -470,7 +499,10 @@ fn rudder_writes_helm_reads(major: u8) {
             if ho.stdout == ro.stdout && ho.ok == ro.ok {
                 pf += 1;
             } else {
-                failures.push(format!("file store {a:?}:\n{}\n--- rudder:\n{}", ho.stdout, ro.stdout));
+                failures.push(format!(
+                    "file store {a:?}:\n{}\n--- rudder:\n{}",
+                    ho.stdout, ro.stdout
+                ));
             }
         }
         eprintln!("same records in the file store: {pf}/{nf} commands print as helm3");

@@ -704,7 +704,11 @@ mod yaml {
             return double_quoted(s);
         }
         if plain_allowed(s, key) {
-            return if key { s.to_string() } else { fold(s, col, ind + 2, false) };
+            return if key {
+                s.to_string()
+            } else {
+                fold(s, col, ind + 2, false)
+            };
         }
         let quoted = format!("'{}'", s.replace('\'', "''"));
         if key {
