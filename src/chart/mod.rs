@@ -1,5 +1,26 @@
 //! Charts: the model, building charts from manifests and components, loading,
 //! validating, linting and packaging.
+//!
+//! This stage owns everything about a chart as files: Helm's layout and
+//! loader ([`load`]), `.helmignore` ([`ignore`]), Chart.yaml decoding and
+//! `Metadata.Validate` ([`metadata`]), packaging ([`package`]), chart-level
+//! lint rules ([`lint`]), and building charts from rendered manifests
+//! ([`build`]) or components ([`component`]). Rendering templates is the
+//! render stage's job.
+pub mod build;
+pub mod component;
+pub mod fixtures;
+pub mod ignore;
+pub mod lint;
+pub mod load;
+pub mod metadata;
 pub mod model;
+pub mod package;
+pub mod semver;
+pub mod snapshot;
 
+pub use build::{chart_from_manifests, chart_from_manifests_with, BuildError, BuildOptions};
+pub use component::{chart_from_component, Component, ComponentError, HandlebarsComponent, Stage};
+pub use load::{load, load_archive, load_dir, load_file, load_files, LoadError};
 pub use model::{Chart, ChartFile, Dependency, Lock, Maintainer, Metadata};
+pub use package::{package_bytes, save, save_dir, PackageError};

@@ -97,7 +97,11 @@ pub struct Metadata {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub icon: String,
     /// `v1` or `v2`.
-    #[serde(default, rename = "apiVersion", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        rename = "apiVersion",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub api_version: String,
     /// Legacy top-level condition (unused by rendering).
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -106,7 +110,11 @@ pub struct Metadata {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tags: String,
     /// The application's version (free-form).
-    #[serde(default, rename = "appVersion", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        rename = "appVersion",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub app_version: String,
     /// Whether the chart is deprecated.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -115,7 +123,11 @@ pub struct Metadata {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     /// A SemVer constraint on the Kubernetes version.
-    #[serde(default, rename = "kubeVersion", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        rename = "kubeVersion",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub kube_version: String,
     /// Declared dependencies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

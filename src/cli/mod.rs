@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod chart;
 mod release;
 
 /// rudder: build, render and release Helm charts.
@@ -25,6 +26,16 @@ enum Command {
     Status(release::StatusArgs),
     /// Download extended information of a named release (as `helm get`).
     Get(release::GetArgs),
+    /// Build charts (`chart from-manifests`).
+    Chart(chart::ChartArgs),
+    /// Package a chart directory into a chart archive (as `helm package`).
+    Package(chart::PackageArgs),
+    /// Examine a chart for possible issues (as `helm lint`).
+    Lint(chart::LintArgs),
+    /// Show information of a chart (as `helm show`).
+    Show(chart::ShowArgs),
+    /// Build the embedded fixture components' charts into a folder.
+    BuildFixtures(chart::BuildFixturesArgs),
 }
 
 /// Parses the command line, runs it and maps errors to Helm's `Error: ...` form.
@@ -35,5 +46,10 @@ pub fn main() -> ExitCode {
         Command::History(a) => release::history(a),
         Command::Status(a) => release::status(a),
         Command::Get(a) => release::get(a),
+        Command::Chart(a) => chart::chart(a),
+        Command::Package(a) => chart::package(a),
+        Command::Lint(a) => chart::lint(a),
+        Command::Show(a) => chart::show(a),
+        Command::BuildFixtures(a) => chart::build_fixtures(a),
     }
 }

@@ -5,25 +5,18 @@ use crate::yaml::Node;
 
 /// sigs.k8s.io/yaml `Marshal` of a node (keys sorted, trailing newline).
 pub fn to_yaml(node: &Node) -> String {
-    serde_yaml::to_string(node).unwrap_or_default()
+    crate::yaml::to_yaml(node)
 }
 
 /// Parses one manifest document as sigs.k8s.io/yaml does, with Go's error
 /// text (`error converting YAML to JSON: yaml: line N: ...`).
 pub fn parse_yaml_document(text: &str) -> Result<Node, String> {
-    serde_yaml::from_str::<Node>(text)
-        .map_err(|e| format!("error converting YAML to JSON: yaml: {e}"))
+    crate::yaml::parse_yaml_to_json(text).map_err(|e| e.to_string())
 }
 
 /// Parses a values file (a map; empty -> empty map).
-#[allow(dead_code)]
 pub fn parse_values(text: &str) -> Result<Node, String> {
-    match serde_yaml::from_str::<Node>(text) {
-        Ok(Node::Null) => Ok(Node::Map(Default::default())),
-        Ok(n @ Node::Map(_)) => Ok(n),
-        Ok(_) => Err("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}".into()),
-        Err(e) => Err(format!("error converting YAML to JSON: yaml: {e}")),
-    }
+    crate::yaml::parse_values(text).map_err(|e| e.to_string())
 }
 
 /// A lenient Masterminds version: (major, minor, patch, prerelease).

@@ -40,6 +40,14 @@ impl Warnings {
     }
 }
 
+/// Parses a `-f` values file into a map (an empty file gives an empty map).
+pub fn parse_values_file(text: &str) -> Result<Map, String> {
+    match super::compat::parse_values(text)? {
+        Node::Map(m) => Ok(m),
+        _ => Ok(Map::new()),
+    }
+}
+
 /// Helm's `mergeMaps` for `-f` files: maps merge deeply, everything else
 /// (lists, scalars, null) replaces.
 pub fn merge_maps(base: &mut Map, new: Map) {

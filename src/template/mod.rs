@@ -1,9 +1,250 @@
 //! The Go `text/template` engine as Helm v3.17.2 uses it, with Sprig and
 //! Helm's own functions.
 //!
-//! Layout (lexer -> parser -> ast -> exec), values in [`value`], functions by
-//! family under [`funcs`].
+//! Layout: [`lexer`] -> [`parse`] (into [`ast`]) -> `exec`; values in
+//! [`value`], Go's `fmt` in [`gofmt`], functions by family under [`funcs`].
+//! [`Engine`] is Helm's template set: every chart file is parsed into it
+//! (defines are shared), then each file is executed with its data, and the
+//! errors read exactly as Helm prints them.
+pub mod ast;
+mod exec;
 pub mod funcs;
+pub mod gofmt;
+pub mod lexer;
+pub mod parse;
 pub mod value;
 
 pub use value::{GoObject, ListKind, MapKind, Value};
+
+use ast::Tree;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// How the engine runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// `missingkey=error` (Helm's `Engine.Strict`, as `helm lint --strict`).
+    pub strict: bool,
+    /// The most bytes one execution may write (all nested templates included).
+    pub max_output_bytes: usize,
+    /// How many nested `include` calls of one name are allowed (Helm: 1000).
+    pub max_include_depth: usize,
+    /// Whether `getHostByName` may query DNS (`--enable-dns`).
+    pub enable_dns: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            strict: false,
+            max_output_bytes: 100 * 1024 * 1024,
+            max_include_depth: 1000,
+            enable_dns: false,
+        }
+    }
+}
+
+/// A template error. `Display` is exactly what Helm prints after `Error: `.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// The template text does not parse.
+    #[error("{helm}")]
+    Parse {
+        /// The file name.
+        name: String,
+        /// The 1-based line of the error.
+        line: usize,
+        /// Go's own message (`template: NAME:LINE: MSG`).
+        go: String,
+        /// Helm's rewording: `parse error at (NAME:LINE): MSG`.
+        helm: String,
+    },
+    /// Execution failed.
+    #[error("{helm}")]
+    Exec {
+        /// Go's full error text (with Helm's `HELM_ERR_START` markers, if any).
+        go: String,
+        /// What Helm prints: the Go text, or `execution error at (LOC): MSG`
+        /// for `required` and `fail`.
+        helm: String,
+    },
+    /// The named template does not exist.
+    #[error("template: no template {} associated with template \"gotpl\"", gofmt::quote_go(.0))]
+    NotFound(String),
+    /// The output limit ([`EngineOptions::max_output_bytes`]) was reached.
+    #[error("rendering output exceeded the limit of {0} bytes")]
+    OutputLimit(usize),
+}
+
+impl TemplateError {
+    fn from_parse(e: parse::ParseError) -> Self {
+        let go = e.go_text();
+        TemplateError::Parse {
+            name: e.name.clone(),
+            line: e.line,
+            helm: helm_parse_message(&e.name, &go),
+            go,
+        }
+    }
+}
+
+/// Helm's `cleanupParseError`: keep the location token and the last `": "` part.
+fn helm_parse_message(name: &str, go: &str) -> String {
+    let tokens: Vec<&str> = go.split(": ").collect();
+    if tokens.len() == 1 {
+        return format!("parse error in ({name}): {go}");
+    }
+    let loc = tokens[1];
+    let msg = tokens[tokens.len() - 1];
+    format!("parse error at ({loc}): {msg}")
+}
+
+/// Helm's `cleanupExecError`: `required`/`fail` messages become
+/// `execution error at (LOC): MSG`, everything else stays Go's text.
+fn helm_exec_message(name: &str, go: &str) -> String {
+    let tokens: Vec<&str> = go.splitn(3, ": ").collect();
+    if tokens.len() != 3 {
+        return format!("execution error in ({name}): {go}");
+    }
+    let loc = tokens[1];
+    if let Some(start) = tokens[2].find("HELM_ERR_START") {
+        let rest = &tokens[2][start + "HELM_ERR_START".len()..];
+        if let Some(end) = rest.rfind("HELM_ERR_END") {
+            return format!("execution error at ({loc}): {}", &rest[..end]);
+        }
+    }
+    go.to_string()
+}
+
+/// The cluster lookup behind the `lookup` function.
+pub type LookupFn = Box<dyn Fn(&str, &str, &str, &str) -> Result<Value, String>>;
+
+/// A set of parsed templates that share `define`s, with Helm's function map.
+pub struct Engine {
+    options: EngineOptions,
+    registry: funcs::Registry,
+    templates: HashMap<String, Rc<Tree>>,
+    tpl_cache: RefCell<HashMap<String, Result<Rc<Vec<Rc<Tree>>>, parse::ParseError>>>,
+    lookup: Option<LookupFn>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("options", &self.options)
+            .field("templates", &self.templates.len())
+            .finish()
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new(EngineOptions::default())
+    }
+}
+
+impl Engine {
+    /// An empty template set with Helm's function map.
+    pub fn new(options: EngineOptions) -> Self {
+        Engine::with_registry(options, funcs::helm_registry())
+    }
+
+    /// An empty template set with a custom function map.
+    pub fn with_registry(options: EngineOptions, registry: funcs::Registry) -> Self {
+        Engine {
+            options,
+            registry,
+            templates: HashMap::new(),
+            tpl_cache: RefCell::new(HashMap::new()),
+            lookup: None,
+        }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
+    }
+
+    /// The function map.
+    pub fn registry(&self) -> &funcs::Registry {
+        &self.registry
+    }
+
+    /// Parses a template file as Helm does (`t.New(name).Parse(text)`); its
+    /// defines replace earlier ones (an empty body never replaces a non-empty one).
+    pub fn add_template(&mut self, name: &str, text: &str) -> Result<(), TemplateError> {
+        let registry = &self.registry;
+        let trees = parse::parse(name, text, &|f| registry.get(f).is_some())
+            .map_err(TemplateError::from_parse)?;
+        for t in trees {
+            if ast::is_empty_list(&t.root) {
+                if let Some(old) = self.templates.get(&t.name) {
+                    if !ast::is_empty_list(&old.root) {
+                        continue;
+                    }
+                }
+            }
+            self.templates.insert(t.name.clone(), Rc::new(t));
+        }
+        Ok(())
+    }
+
+    /// Whether a template (file or define) of this name exists.
+    pub fn has_template(&self, name: &str) -> bool {
+        self.templates.contains_key(name)
+    }
+
+    /// The names of all templates, sorted.
+    pub fn template_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.templates.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Installs a cluster lookup for `lookup` (offline default: an empty map).
+    pub fn set_lookup(&mut self, f: LookupFn) {
+        self.lookup = Some(f);
+    }
+
+    /// Executes one template with `data` and returns the text after Helm's
+    /// removal of every `<no value>`.
+    pub fn execute(&self, name: &str, data: &Value) -> Result<String, TemplateError> {
+        let shared = exec::Shared::new(self);
+        let set = Rc::new(exec::Set {
+            local: HashMap::new(),
+            parent: None,
+        });
+        if !self.templates.contains_key(name) {
+            return Err(TemplateError::NotFound(name.to_string()));
+        }
+        match shared.execute_named(&set, name, data.clone()) {
+            Ok(s) => Ok(s.replace("<no value>", "")),
+            Err(exec::ExecErr::Go(go)) => Err(TemplateError::Exec {
+                helm: helm_exec_message(name, &go),
+                go,
+            }),
+            Err(exec::ExecErr::Limit(n)) => Err(TemplateError::OutputLimit(n)),
+            Err(_) => Ok(String::new()),
+        }
+    }
+
+    /// Parses `tpl` text as template "gotpl" (cached by text).
+    fn parse_tpl(&self, text: &str) -> Result<Rc<Vec<Rc<Tree>>>, parse::ParseError> {
+        if let Some(r) = self.tpl_cache.borrow().get(text) {
+            return r.clone();
+        }
+        let registry = &self.registry;
+        let r = parse::parse("gotpl", text, &|f| registry.get(f).is_some())
+            .map(|ts| Rc::new(ts.into_iter().map(Rc::new).collect::<Vec<_>>()));
+        let mut cache = self.tpl_cache.borrow_mut();
+        if cache.len() > 10_000 {
+            cache.clear();
+        }
+        cache.insert(text.to_string(), r.clone());
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests;

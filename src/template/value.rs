@@ -50,6 +50,20 @@ pub trait GoObject: fmt::Debug {
     fn call(&self, _name: &str, _args: &[Value]) -> Option<Result<Value, String>> {
         None
     }
+    /// The Go signature of a method that takes arguments, so the engine can
+    /// convert them and report Go's arity and type errors before calling
+    /// [`GoObject::call`]. `None` (the default) passes any arguments as they are.
+    fn method_params(
+        &self,
+        _name: &str,
+    ) -> Option<(&'static [super::funcs::Param], Option<super::funcs::Param>)> {
+        None
+    }
+    /// For objects that are Go maps (`.Files`): the entries in key order, for
+    /// `range`, `len` and `index`. `None` means the object cannot be iterated.
+    fn entries(&self) -> Option<Vec<(Value, Value)>> {
+        None
+    }
     /// Go's `%v` formatting of the object.
     fn fmt_go(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
     /// The value `encoding/json` would marshal (used by `toJson`/`toYaml`).
@@ -209,4 +223,154 @@ impl fmt::Debug for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}({})", self.type_name(), self)
     }
+}
+
+impl Value {
+    /// Converts a parsed YAML/JSON node: integers become `int64`, floats
+    /// `float64`, mappings `map[string]interface {}`, sequences `[]interface {}`.
+    pub fn from_node(node: &crate::yaml::Node) -> Value {
+        use crate::yaml::Node;
+        match node {
+            Node::Null => Value::Nil,
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Int(i) => Value::Int64(*i),
+            Node::Float(f) => Value::Float(*f),
+            Node::Str(s) => Value::str(s.as_str()),
+            Node::Seq(items) => Value::list(items.iter().map(Value::from_node).collect()),
+            Node::Map(m) => Value::map(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), Value::from_node(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Whether this is Go `nil`.
+    pub fn is_nil(&self) -> bool {
+        matches!(self, Value::Nil)
+    }
+
+    /// The string inside a `string` value.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// Go's "basic kind" used by `eq`/`lt`: which values compare with each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BasicKind {
+    Invalid,
+    Bool,
+    Int,
+    Float,
+    String,
+}
+
+fn basic_kind(v: &Value) -> BasicKind {
+    match v {
+        Value::Bool(_) => BasicKind::Bool,
+        Value::Int(_) | Value::Int64(_) => BasicKind::Int,
+        Value::Float(_) => BasicKind::Float,
+        Value::Str(_) => BasicKind::String,
+        _ => BasicKind::Invalid,
+    }
+}
+
+/// The reflect kind family used by Go's `canCompare`.
+fn reflect_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "invalid",
+        Value::Bytes(_) | Value::List(..) => "slice",
+        Value::Map(..) => "map",
+        Value::Object(_) => "object",
+        _ => "basic",
+    }
+}
+
+/// Go's builtin `eq arg1 arg2...`: true when arg1 equals any of the others,
+/// with Go's errors ("incompatible types for comparison", ...).
+pub fn go_eq(arg1: &Value, others: &[Value]) -> Result<bool, String> {
+    if others.is_empty() {
+        return Err("missing argument for comparison".into());
+    }
+    let k1 = basic_kind(arg1);
+    for arg in others {
+        let k2 = basic_kind(arg);
+        let truth = if k1 != k2 {
+            if !arg1.is_nil() && !arg.is_nil() {
+                return Err("incompatible types for comparison".into());
+            }
+            false
+        } else {
+            match (arg1, arg) {
+                (Value::Bool(a), Value::Bool(b)) => a == b,
+                (Value::Float(a), Value::Float(b)) => a == b,
+                (Value::Int(a) | Value::Int64(a), Value::Int(b) | Value::Int64(b)) => a == b,
+                (Value::Str(a), Value::Str(b)) => a == b,
+                _ => {
+                    let (r1, r2) = (reflect_kind(arg1), reflect_kind(arg));
+                    if r1 != r2 && r1 != "invalid" && r2 != "invalid" {
+                        return Err(format!(
+                            "non-comparable types {}: {}, {}: {}",
+                            super::gofmt::sprintf("%s", std::slice::from_ref(arg1)),
+                            arg1.type_name(),
+                            arg.type_name(),
+                            super::gofmt::format_v(arg)
+                        ));
+                    }
+                    if arg1.is_nil() || arg.is_nil() {
+                        arg1.is_nil() == arg.is_nil()
+                    } else {
+                        match (arg1, arg) {
+                            (Value::Object(a), Value::Object(b)) => Rc::ptr_eq(a, b),
+                            _ => {
+                                return Err(format!(
+                                    "non-comparable type {}: {}",
+                                    super::gofmt::sprintf("%s", std::slice::from_ref(arg)),
+                                    arg.type_name()
+                                ))
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        if truth {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Go's builtin `lt a b`, with its errors.
+pub fn go_lt(a: &Value, b: &Value) -> Result<bool, String> {
+    let k1 = basic_kind(a);
+    if k1 == BasicKind::Invalid {
+        return Err("invalid type for comparison".into());
+    }
+    let k2 = basic_kind(b);
+    if k2 == BasicKind::Invalid {
+        return Err("invalid type for comparison".into());
+    }
+    if k1 != k2 {
+        return Err("incompatible types for comparison".into());
+    }
+    Ok(match (a, b) {
+        (Value::Float(x), Value::Float(y)) => x < y,
+        (Value::Int(x) | Value::Int64(x), Value::Int(y) | Value::Int64(y)) => x < y,
+        (Value::Str(x), Value::Str(y)) => x < y,
+        _ => return Err("invalid type for comparison".into()),
+    })
+}
+
+/// Go's builtin `le a b`.
+pub fn go_le(a: &Value, b: &Value) -> Result<bool, String> {
+    let lt = go_lt(a, b)?;
+    if lt {
+        return Ok(true);
+    }
+    go_eq(a, std::slice::from_ref(b))
 }

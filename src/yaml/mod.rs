@@ -7,6 +7,28 @@
 //! parser crate underneath can change here without touching anything else.
 use std::collections::BTreeMap;
 
+mod emit;
+mod error;
+mod json;
+mod parse;
+#[cfg(test)]
+mod probe_emit;
+#[cfg(test)]
+mod probe_parse;
+mod resolve;
+#[cfg(test)]
+mod yaml_tests;
+
+pub use emit::{to_yaml, to_yaml_pretty, try_to_yaml, yaml_key_cmp, EmitError};
+pub use error::YamlError;
+pub use json::{
+    format_json_float, parse_json, to_json, to_json_pretty, try_to_json, try_to_json_pretty,
+    JsonEncodeError, JsonError,
+};
+pub use parse::{
+    parse_document, parse_documents, parse_values, parse_values_array, parse_yaml_to_json,
+};
+
 /// A parsed YAML (or JSON) document: the data model shared by charts, values,
 /// manifests and releases.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -44,10 +66,18 @@ fn format_go_float_bits(f: f64, is32: bool) -> String {
         return "NaN".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     // Shortest round-trip digits from Rust's formatter, in scientific form.
     let sci = if is32 {
@@ -106,7 +136,6 @@ fn format_go_float_bits(f: f64, is32: bool) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,8 +164,18 @@ mod tests {
 }
 
 mod serde_impl {
-    //! Node <-> serde, with Go `encoding/json` number conventions: integral
-    //! floats are written without a fraction, as Go writes float64.
+    //! Node <-> serde, with Go `encoding/json` number conventions.
+    //!
+    //! Serialize: an integral float64 below 1e21 is written as an integer, as
+    //! Go writes it (`1000000`, not `1e6`); other floats go to the
+    //! serializer's f64 (serde_json then uses its shortest form, which for
+    //! |x| < 1e-6 or >= 1e21 can differ from Go's spelling, e.g. `1e21` vs
+    //! `1e+21`; use [`crate::yaml::to_json`] for Go's exact bytes).
+    //!
+    //! Deserialize: integers that fit i64 become [`Node::Int`] (so `--set`
+    //! integers survive a release round trip), other numbers [`Node::Float`].
+    //! Go's `json.Unmarshal` into `interface{}` would make every number a
+    //! float64; callers that need that use [`crate::yaml::parse_json`].
     use super::Node;
     use serde::de::{self, MapAccess, SeqAccess, Visitor};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -186,7 +225,9 @@ mod serde_impl {
             Ok(Node::Int(v))
         }
         fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
-            Ok(i64::try_from(v).map(Node::Int).unwrap_or(Node::Float(v as f64)))
+            Ok(i64::try_from(v)
+                .map(Node::Int)
+                .unwrap_or(Node::Float(v as f64)))
         }
         fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
             Ok(Node::Float(v))

@@ -41,7 +41,7 @@ fn str_arg(args: &[Value], i: usize) -> &str {
 }
 
 /// A `time.Time` parameter: Go's template engine rejects anything else.
-fn time_param<'a>(args: &'a [Value], i: usize) -> Result<&'a GoTime, FuncError> {
+fn time_param(args: &[Value], i: usize) -> Result<&GoTime, FuncError> {
     match args.get(i) {
         Some(v) => as_time(v).ok_or_else(|| {
             FuncError::msg(match v {
@@ -268,7 +268,7 @@ mod tests {
     #[test]
     fn to_date_and_modify() {
         let t = call("toDate", &[s("2006-01-02"), s("2024-03-05")]).unwrap();
-        assert_eq!(out("unixEpoch", &[t.clone()]), "1709596800");
+        assert_eq!(out("unixEpoch", std::slice::from_ref(&t)), "1709596800");
         let m = call("dateModify", &[s("+36h"), t.clone()]).unwrap();
         assert_eq!(
             out("unixEpoch", &[m]),

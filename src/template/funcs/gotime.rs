@@ -1014,11 +1014,11 @@ fn parse_time_zone(value: &str) -> Option<usize> {
     if value.starts_with("ChST") || value.starts_with("MeST") {
         return Some(4);
     }
-    if value.starts_with("GMT") {
-        return Some(if b.len() == 3 {
+    if let Some(rest) = value.strip_prefix("GMT") {
+        return Some(if rest.is_empty() {
             3
         } else {
-            3 + parse_signed_offset(&value[3..])
+            3 + parse_signed_offset(rest)
         });
     }
     if b[0] == b'+' || b[0] == b'-' {
@@ -1257,9 +1257,10 @@ pub fn parse_in_location(layout: &str, value: &str, loc: Location) -> Result<GoT
                         (false, true, _) => 7,
                         _ => 5,
                     };
-                    let fields = if vb.len() < need || !value.is_char_boundary(need) {
-                        None
-                    } else if colon && (vb[3] != b':' || (secs && vb[6] != b':')) {
+                    let malformed = vb.len() < need
+                        || !value.is_char_boundary(need)
+                        || (colon && (vb[3] != b':' || (secs && vb[6] != b':')));
+                    let fields = if malformed {
                         None
                     } else {
                         let (h, m, s) = match (colon, secs, short) {

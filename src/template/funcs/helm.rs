@@ -1,5 +1,49 @@
 //! Helm's own functions that reach the engine: include, tpl, required, fail, lookup.
-use super::Registry;
+use super::{CallContext, FuncError, FuncResult, Param, Registry};
+use crate::template::gofmt::sprintf;
+use crate::template::value::Value;
 
 /// Adds this family's functions to the registry.
-pub fn register(_r: &mut Registry) {}
+pub fn register(r: &mut Registry) {
+    r.add("include", &[Param::String, Param::Any], None, include);
+    r.add("tpl", &[Param::String, Param::Any], None, tpl);
+    r.add("required", &[Param::String, Param::Any], None, required);
+    r.add("fail", &[Param::String], None, fail);
+    r.add(
+        "lookup",
+        &[Param::String, Param::String, Param::String, Param::String],
+        None,
+        lookup,
+    );
+}
+
+fn s(a: &[Value], i: usize) -> &str {
+    a.get(i).and_then(|v| v.as_str()).unwrap_or("")
+}
+
+fn include(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    ctx.include(s(a, 0), a.get(1).cloned().unwrap_or_default())
+}
+
+fn tpl(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    ctx.tpl(s(a, 0), a.get(1).cloned().unwrap_or_default())
+}
+
+/// Helm builds the error with `errors.Errorf(msg)`, so `%` verbs in the
+/// message are interpreted with no arguments.
+fn required(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    let v = a.get(1).cloned().unwrap_or_default();
+    match &v {
+        Value::Nil => Err(FuncError::Fail(sprintf(s(a, 0), &[]))),
+        Value::Str(x) if x.is_empty() => Err(FuncError::Fail(sprintf(s(a, 0), &[]))),
+        _ => Ok(v),
+    }
+}
+
+fn fail(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    Err(FuncError::Fail(s(a, 0).to_string()))
+}
+
+fn lookup(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    ctx.lookup(s(a, 0), s(a, 1), s(a, 2), s(a, 3))
+}

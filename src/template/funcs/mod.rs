@@ -5,29 +5,30 @@
 //! convert untyped template constants and report Go's argument errors exactly
 //! as `text/template` does ("wrong type for value; expected string; got int").
 pub mod builtins;
-pub mod helm;
-pub mod serialization;
-pub mod util;
-pub mod strings;
-pub mod lists;
-pub mod dicts;
-pub mod math;
-pub mod regex;
-pub mod encoding;
 pub mod conversion;
-pub mod reflect;
-pub mod paths;
-pub mod urls;
-pub mod semver;
-pub mod defaults;
-pub mod dates;
-pub mod gotime;
-pub mod random;
 pub mod crypto;
+pub mod crypto_x509;
+pub mod dates;
+pub mod defaults;
+pub mod dicts;
+pub mod encoding;
+pub mod gotime;
+pub mod helm;
+pub mod lists;
+pub mod math;
 pub mod network;
+pub mod paths;
+pub mod random;
+pub mod reflect;
+pub mod regex;
+pub mod semver;
+pub mod serialization;
+pub mod strings;
+pub mod urls;
+pub mod util;
 
 use super::value::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The Go type of a function parameter. The engine converts arguments to it
 /// before the call, with `text/template`'s rules and error messages.
@@ -51,6 +52,45 @@ pub enum Param {
     Map,
     /// `[]string`
     StringList,
+}
+
+impl Param {
+    /// The Go type name, as `text/template` prints it in argument errors.
+    pub fn go_type(self) -> &'static str {
+        match self {
+            Param::Any => "interface {}",
+            Param::String => "string",
+            Param::Int => "int",
+            Param::Int64 => "int64",
+            Param::Float64 => "float64",
+            Param::Bool => "bool",
+            Param::List => "[]interface {}",
+            Param::Map => "map[string]interface {}",
+            Param::StringList => "[]string",
+        }
+    }
+    /// Whether an untyped `nil` can be assigned to the type (Go's `canBeNil`).
+    pub fn can_be_nil(self) -> bool {
+        matches!(
+            self,
+            Param::Any | Param::List | Param::Map | Param::StringList
+        )
+    }
+    /// Whether a value of this dynamic type is assignable to the parameter.
+    pub fn accepts(self, v: &Value) -> bool {
+        use super::value::{ListKind, MapKind};
+        match self {
+            Param::Any => true,
+            Param::String => matches!(v, Value::Str(_)),
+            Param::Int => matches!(v, Value::Int(_)),
+            Param::Int64 => matches!(v, Value::Int64(_)),
+            Param::Float64 => matches!(v, Value::Float(_)),
+            Param::Bool => matches!(v, Value::Bool(_)),
+            Param::List => matches!(v, Value::List(_, ListKind::Interface)),
+            Param::Map => matches!(v, Value::Map(_, MapKind::Interface | MapKind::Values)),
+            Param::StringList => matches!(v, Value::List(_, ListKind::String)),
+        }
+    }
 }
 
 /// An error returned by a function. The engine wraps it as Go does:
@@ -108,6 +148,7 @@ pub struct FuncSpec {
 #[derive(Debug, Default, Clone)]
 pub struct Registry {
     funcs: HashMap<&'static str, FuncSpec>,
+    builtins: HashSet<&'static str>,
 }
 
 impl Registry {
@@ -123,6 +164,7 @@ impl Registry {
         variadic: Option<Param>,
         f: NativeFn,
     ) {
+        self.builtins.remove(name);
         self.funcs.insert(
             name,
             FuncSpec {
@@ -132,6 +174,22 @@ impl Registry {
                 f,
             },
         );
+    }
+    /// Adds one of Go's own builtins. `and`, `or` and `call` get Go's special
+    /// evaluation only while no later family has replaced them.
+    pub fn add_builtin(
+        &mut self,
+        name: &'static str,
+        params: &'static [Param],
+        variadic: Option<Param>,
+        f: NativeFn,
+    ) {
+        self.add(name, params, variadic, f);
+        self.builtins.insert(name);
+    }
+    /// Whether `name` is still Go's builtin (not shadowed by a later family).
+    pub fn is_builtin(&self, name: &str) -> bool {
+        self.builtins.contains(name)
     }
     /// Looks a function up by name.
     pub fn get(&self, name: &str) -> Option<&FuncSpec> {
@@ -149,12 +207,11 @@ impl Registry {
 
 /// Helm v3.17.2's complete function map: Go builtins, Sprig (without `env`
 /// and `expandenv`) and Helm's own functions, registered in Helm's order so
-/// that later names win.
+/// that later names win: Go's builtins are shadowed by Sprig (`slice`), and
+/// Helm's serialization and engine functions replace Sprig's (`fail`, `toJson`).
 pub fn helm_registry() -> Registry {
     let mut r = Registry::new();
     builtins::register(&mut r);
-    helm::register(&mut r);
-    serialization::register(&mut r);
     strings::register(&mut r);
     lists::register(&mut r);
     dicts::register(&mut r);
@@ -171,5 +228,7 @@ pub fn helm_registry() -> Registry {
     random::register(&mut r);
     crypto::register(&mut r);
     network::register(&mut r);
+    serialization::register(&mut r);
+    helm::register(&mut r);
     r
 }

@@ -136,7 +136,8 @@ mod tests {
 
     #[test]
     fn strings_keep_length_and_alphabet_and_differ() {
-        let cases: [(&str, fn(char) -> bool); 4] = [
+        type Class = fn(char) -> bool;
+        let cases: [(&str, Class); 4] = [
             ("randAlphaNum", |c| c.is_ascii_alphanumeric()),
             ("randAlpha", |c| c.is_ascii_alphabetic()),
             ("randNumeric", |c| c.is_ascii_digit()),

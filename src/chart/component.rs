@@ -1,0 +1,291 @@
+//! Components: something that renders Kubernetes manifests, turned into a
+//! chart by [`chart_from_component`].
+//!
+//! [`HandlebarsComponent`] is the stock implementation: handlebars templates
+//! plus a typed configuration deserialised with serde, rendered in strict
+//! mode (a missing variable is an error, not an empty string) and without
+//! HTML escaping.
+use super::build::{chart_from_manifests_with, BuildError, BuildOptions};
+use super::model::Chart;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Any error a component may return.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Something that renders Kubernetes manifests for one Helm release.
+pub trait Component {
+    /// The component's name; also the chart's name.
+    fn name(&self) -> &str;
+    /// The Helm release name (the component name unless overridden).
+    fn release_name(&self) -> &str {
+        self.name()
+    }
+    /// The release namespace.
+    fn namespace(&self) -> &str;
+    /// Renders the manifests: file name to YAML text.
+    fn render_manifests(&self) -> Result<BTreeMap<String, String>, BoxError>;
+}
+
+/// The stage of [`chart_from_component`] that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Stage {
+    /// `render_manifests` failed.
+    Rendering,
+    /// The manifests could not be turned into a chart.
+    Building,
+    /// The chart or one of its objects is invalid.
+    Validating,
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stage::Rendering => "rendering manifests",
+            Stage::Building => "building the chart",
+            Stage::Validating => "validating the chart",
+        })
+    }
+}
+
+/// A [`chart_from_component`] failure: which component, which stage, and the
+/// underlying error as the source.
+#[derive(Debug, thiserror::Error)]
+#[error("component {component:?}: {stage} failed: {source}")]
+pub struct ComponentError {
+    /// The component's name.
+    pub component: String,
+    /// The failed stage.
+    pub stage: Stage,
+    /// The underlying error.
+    #[source]
+    pub source: BoxError,
+}
+
+impl BuildError {
+    /// Whether this is a validation failure (as opposed to input that could
+    /// not be turned into a chart at all).
+    pub fn is_validation(&self) -> bool {
+        matches!(
+            self,
+            BuildError::Object { .. }
+                | BuildError::InvalidName { .. }
+                | BuildError::NoValue { .. }
+                | BuildError::UnknownHookEvent { .. }
+                | BuildError::Duplicate { .. }
+                | BuildError::Metadata(_)
+        )
+    }
+}
+
+/// Renders a component, builds its chart (named after the component, in its
+/// namespace) and validates the result: the chart must package and load
+/// back unchanged.
+pub fn chart_from_component(c: &dyn Component) -> Result<Chart, ComponentError> {
+    let fail = |stage, source: BoxError| ComponentError {
+        component: c.name().to_string(),
+        stage,
+        source,
+    };
+    let manifests = c
+        .render_manifests()
+        .map_err(|e| fail(Stage::Rendering, e))?;
+    let opts = BuildOptions::new(c.name(), c.namespace());
+    let chart = chart_from_manifests_with(&opts, &manifests).map_err(|e| {
+        let stage = if e.is_validation() {
+            Stage::Validating
+        } else {
+            Stage::Building
+        };
+        fail(stage, Box::new(e))
+    })?;
+    let bytes =
+        super::package::package_bytes(&chart).map_err(|e| fail(Stage::Validating, Box::new(e)))?;
+    let loaded =
+        super::load::load_archive(&bytes).map_err(|e| fail(Stage::Validating, Box::new(e)))?;
+    if loaded.templates != chart.templates || loaded.files != chart.files {
+        return Err(fail(
+            Stage::Validating,
+            "the packaged chart does not load back to the same files".into(),
+        ));
+    }
+    Ok(chart)
+}
+
+/// A configuration that does not deserialise.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The YAML is malformed.
+    #[error("invalid configuration YAML: {0}")]
+    Yaml(String),
+    /// The data does not fit the configuration type.
+    #[error("invalid configuration: {0}")]
+    Shape(#[source] serde_json::Error),
+}
+
+/// Deserialises a typed configuration from YAML (or JSON) text. Integers
+/// stay integers (yaml.v2 typing), so they fit integer fields.
+pub fn config_from_yaml<C: DeserializeOwned>(text: &str) -> Result<C, ConfigError> {
+    let node =
+        super::metadata::first_document(text).map_err(|e| ConfigError::Yaml(e.to_string()))?;
+    let value = serde_json::to_value(&node).map_err(ConfigError::Shape)?;
+    serde_json::from_value(value).map_err(ConfigError::Shape)
+}
+
+/// A component made of handlebars templates and a typed configuration.
+///
+/// Each template renders one manifest file of the same name. Templates see
+/// `config` (the configuration) and `component` (`name`, `namespace`,
+/// `releaseName`).
+#[derive(Debug, Clone)]
+pub struct HandlebarsComponent<C> {
+    name: String,
+    release_name: String,
+    namespace: String,
+    templates: BTreeMap<String, String>,
+    config: C,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ComponentInfo<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    release_name: &'a str,
+}
+
+#[derive(Serialize)]
+struct Context<'a, C> {
+    config: &'a C,
+    component: ComponentInfo<'a>,
+}
+
+impl<C: Serialize> HandlebarsComponent<C> {
+    /// A component with templates (file name to handlebars source) and its
+    /// configuration; the release name is the component name.
+    pub fn new(
+        name: impl Into<String>,
+        namespace: impl Into<String>,
+        templates: BTreeMap<String, String>,
+        config: C,
+    ) -> Self {
+        let name = name.into();
+        HandlebarsComponent {
+            release_name: name.clone(),
+            name,
+            namespace: namespace.into(),
+            templates,
+            config,
+        }
+    }
+
+    /// Sets a release name different from the component name.
+    pub fn with_release_name(mut self, release_name: impl Into<String>) -> Self {
+        self.release_name = release_name.into();
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &C {
+        &self.config
+    }
+}
+
+impl<C: Serialize> Component for HandlebarsComponent<C> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn release_name(&self) -> &str {
+        &self.release_name
+    }
+
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    fn render_manifests(&self) -> Result<BTreeMap<String, String>, BoxError> {
+        let mut hb = handlebars::Handlebars::new();
+        hb.set_strict_mode(true);
+        hb.register_escape_fn(handlebars::no_escape);
+        for (name, src) in &self.templates {
+            hb.register_template_string(name, src)?;
+        }
+        let ctx = Context {
+            config: &self.config,
+            component: ComponentInfo {
+                name: &self.name,
+                namespace: &self.namespace,
+                release_name: &self.release_name,
+            },
+        };
+        let mut out = BTreeMap::new();
+        for name in self.templates.keys() {
+            out.insert(name.clone(), hb.render(name, &ctx)?);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Cfg {
+        replicas: u32,
+        image: String,
+    }
+
+    fn comp(tpl: &str) -> HandlebarsComponent<Cfg> {
+        let mut t = BTreeMap::new();
+        t.insert("d.yaml".to_string(), tpl.to_string());
+        HandlebarsComponent::new(
+            "demo",
+            "ns",
+            t,
+            Cfg {
+                replicas: 2,
+                image: "a<b>".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn renders_strictly_without_escaping() {
+        let c = comp("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{component.name}}\n  namespace: {{component.namespace}}\ndata:\n  image: \"{{config.image}}\"\n  r: \"{{config.replicas}}\"\n");
+        let m = c.render_manifests().unwrap();
+        assert!(m["d.yaml"].contains("image: \"a<b>\""));
+        let chart = chart_from_component(&c).unwrap();
+        assert_eq!(chart.metadata.name, "demo");
+        let e = chart_from_component(&comp("x: {{config.missing}}")).unwrap_err();
+        assert_eq!(e.stage, Stage::Rendering);
+        assert!(
+            e.to_string()
+                .starts_with("component \"demo\": rendering manifests failed"),
+            "{e}"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+    }
+
+    #[test]
+    fn stages() {
+        let e = chart_from_component(&comp("- a")).unwrap_err();
+        assert_eq!(e.stage, Stage::Building);
+        let e = chart_from_component(&comp("apiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad\n"))
+            .unwrap_err();
+        assert_eq!(e.stage, Stage::Validating);
+        assert!(e.source.downcast_ref::<BuildError>().is_some());
+    }
+
+    #[test]
+    fn typed_config() {
+        let c: Cfg = config_from_yaml("replicas: 3\nimage: x\n").unwrap();
+        assert_eq!(c.replicas, 3);
+        assert!(config_from_yaml::<Cfg>("replicas: 3\nimage: x\nextra: 1\n").is_err());
+        assert!(config_from_yaml::<Cfg>("replicas: three\nimage: x\n").is_err());
+    }
+}

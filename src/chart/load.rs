@@ -1,0 +1,872 @@
+//! Loading charts from directories, `.tgz` archives and in-memory files, in
+//! Helm's layout (`pkg/chart/loader`).
+//!
+//! Archives are untrusted: every entry name is sanitised the way Helm does
+//! it, link and special entries are refused (they could point outside the
+//! chart), and sizes are capped (Helm v3.17.3+: 100 MiB decompressed per
+//! chart, 5 MiB per file). rudder also caps the decompressed stream, shares
+//! one budget across nested subchart archives and limits their nesting, so a
+//! gzip bomb or an archive quine fails fast in bounded memory.
+use super::ignore::{IgnoreError, Rules};
+use super::metadata::{
+    apply_metadata, decode_lock, decode_metadata, first_document, DecodeError, DecodeNotes,
+    ValidationError,
+};
+use super::model::{Chart, ChartFile, Lock, Metadata};
+use crate::yaml::Node;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Largest total of decompressed file sizes in one chart (Helm v3.17.3+).
+pub const MAX_DECOMPRESSED_CHART_SIZE: u64 = 100 * 1024 * 1024;
+/// Largest single file in a chart (Helm v3.17.3+).
+pub const MAX_DECOMPRESSED_FILE_SIZE: u64 = 5 * 1024 * 1024;
+/// Tar headers and padding allowed on top of the file data.
+const STREAM_OVERHEAD: u64 = 16 * 1024 * 1024;
+/// How deeply subchart archives may nest.
+pub const MAX_SUBCHART_DEPTH: usize = 32;
+
+/// Why a chart could not be loaded. Messages follow Helm's where Helm has one.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A file system operation failed.
+    #[error("{op} {path}: {message}")]
+    Io {
+        /// `stat`, `open`, `read`, ...
+        op: &'static str,
+        /// The path involved.
+        path: String,
+        /// The OS error, Go style (`no such file or directory`).
+        message: String,
+    },
+    /// A directory without Chart.yaml was given to [`load`].
+    #[error("no Chart.yaml exists in directory {0:?}")]
+    NotAChartDir(String),
+    /// `load_file` was given a directory.
+    #[error("cannot load a directory")]
+    IsADirectory,
+    /// A `.yaml` file was given where an archive was expected.
+    #[error("file '{0}' seems to be a YAML file, but expected a gzipped archive")]
+    YamlNotArchive(String),
+    /// The data is not gzip.
+    #[error("file '{path}' does not appear to be a gzipped archive; got '{content_type}'")]
+    NotGzip {
+        /// The file name.
+        path: String,
+        /// What the data looks like (Go's `http.DetectContentType`).
+        content_type: String,
+    },
+    /// The gzip stream is malformed or truncated.
+    #[error("file '{path}' does not appear to be a valid chart file (details: {details})")]
+    BadGzip {
+        /// The file name.
+        path: String,
+        /// The decoder's message.
+        details: String,
+    },
+    /// The tar stream is malformed or truncated.
+    #[error("chart archive '{path}' is truncated or corrupt: {details}")]
+    BadTar {
+        /// The file name.
+        path: String,
+        /// The reader's message.
+        details: String,
+    },
+    /// An entry name is absolute.
+    #[error("chart illegally contains absolute paths")]
+    AbsolutePath,
+    /// An entry has a single path component.
+    #[error("chart illegally contains content outside the base directory: {0:?}")]
+    OutsideBase(String),
+    /// An entry name climbs out of the chart.
+    #[error("chart illegally references parent directory")]
+    ParentDirectory,
+    /// An entry name is a Windows drive path.
+    #[error("chart contains illegally named files")]
+    IllegalName,
+    /// An entry is a link, device or other non-regular file.
+    #[error("chart archive entry {name:?} is a {kind}; links and special files are not allowed in chart archives")]
+    SpecialEntry {
+        /// The entry name.
+        name: String,
+        /// `symbolic link`, `hard link`, ...
+        kind: &'static str,
+    },
+    /// The decompressed chart exceeds [`MAX_DECOMPRESSED_CHART_SIZE`].
+    #[error(
+        "decompressed chart is larger than the maximum file size {MAX_DECOMPRESSED_CHART_SIZE}"
+    )]
+    ChartTooLarge,
+    /// An archive entry exceeds [`MAX_DECOMPRESSED_FILE_SIZE`].
+    #[error("decompressed chart file {0:?} is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}")]
+    ArchiveFileTooLarge(String),
+    /// A file in a directory exceeds [`MAX_DECOMPRESSED_FILE_SIZE`].
+    #[error("chart file {0:?} is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}")]
+    FileTooLarge(String),
+    /// The archive holds no files.
+    #[error("no files in chart archive")]
+    EmptyArchive,
+    /// A directory holds a device, socket or fifo.
+    #[error("cannot load irregular file {0} as it has file mode type bits set")]
+    IrregularFile(String),
+    /// A symbolic link cannot be resolved.
+    #[error("error evaluating symlink {path}: {message}")]
+    BrokenSymlink {
+        /// The link.
+        path: String,
+        /// Why it does not resolve.
+        message: String,
+    },
+    /// Symbolic links form a cycle.
+    #[error("symbolic link cycle: {0} leads back to one of its parent directories")]
+    SymlinkCycle(String),
+    /// `.helmignore` is malformed.
+    #[error("{0}")]
+    Ignore(#[from] IgnoreError),
+    /// Chart.yaml does not decode.
+    #[error("cannot load Chart.yaml: {0}")]
+    ChartYaml(#[source] DecodeError),
+    /// Chart.lock does not decode.
+    #[error("cannot load Chart.lock: {0}")]
+    ChartLock(#[source] DecodeError),
+    /// requirements.yaml does not decode.
+    #[error("cannot load requirements.yaml: {0}")]
+    RequirementsYaml(#[source] DecodeError),
+    /// requirements.lock does not decode.
+    #[error("cannot load requirements.lock: {0}")]
+    RequirementsLock(#[source] DecodeError),
+    /// values.yaml does not decode.
+    #[error("cannot load values.yaml: {0}")]
+    Values(String),
+    /// No Chart.yaml among the files.
+    #[error("Chart.yaml file is missing")]
+    MissingChartYaml,
+    /// `Metadata.Validate` failed.
+    #[error(transparent)]
+    Validation(#[from] ValidationError),
+    /// A `charts/x.tgz` group holds more than the archive.
+    #[error("error unpacking subchart tar in {parent}: expected {expected}, got {got}")]
+    SubchartTar {
+        /// The parent chart's name.
+        parent: String,
+        /// The expected file.
+        expected: String,
+        /// The file found.
+        got: String,
+    },
+    /// A subchart failed to load.
+    #[error("error unpacking subchart {name} in {parent}: {source}")]
+    Subchart {
+        /// The entry under `charts/`.
+        name: String,
+        /// The parent chart's name.
+        parent: String,
+        /// Why.
+        #[source]
+        source: Box<LoadError>,
+    },
+    /// Subchart archives nest deeper than [`MAX_SUBCHART_DEPTH`].
+    #[error("subcharts are nested more than {MAX_SUBCHART_DEPTH} levels deep")]
+    TooDeep,
+}
+
+/// Go-style text for an I/O error (`no such file or directory`).
+pub(crate) fn io_message(e: &std::io::Error) -> String {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        NotFound => "no such file or directory".into(),
+        PermissionDenied => "permission denied".into(),
+        _ => {
+            let s = e.to_string();
+            match s.find(" (os error") {
+                Some(i) => {
+                    let mut t = s[..i].to_string();
+                    if let Some(f) = t.get(..1) {
+                        let lower = f.to_lowercase();
+                        t.replace_range(..1, &lower);
+                    }
+                    t
+                }
+                None => s,
+            }
+        }
+    }
+}
+
+fn io_err(op: &'static str, path: &Path, e: &std::io::Error) -> LoadError {
+    LoadError::Io {
+        op,
+        path: path.display().to_string(),
+        message: io_message(e),
+    }
+}
+
+/// A shared allowance of decompressed bytes for one load, nested archives
+/// included.
+#[derive(Debug)]
+struct Budget {
+    remaining: u64,
+    depth: usize,
+}
+
+impl Budget {
+    fn new() -> Budget {
+        Budget {
+            remaining: MAX_DECOMPRESSED_CHART_SIZE,
+            depth: 0,
+        }
+    }
+}
+
+/// Loads a chart from a directory or a chart archive (Helm's `loader.Load`).
+pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
+    let path = path.as_ref();
+    let meta = std::fs::metadata(path).map_err(|e| io_err("stat", path, &e))?;
+    if meta.is_dir() {
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        if !abs.join("Chart.yaml").exists() {
+            return Err(LoadError::NotAChartDir(abs.display().to_string()));
+        }
+        load_dir(path)
+    } else {
+        load_file(path)
+    }
+}
+
+/// Loads a chart archive file (Helm's `loader.LoadFile`).
+pub fn load_file(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
+    let path = path.as_ref();
+    let meta = std::fs::metadata(path).map_err(|e| io_err("stat", path, &e))?;
+    if meta.is_dir() {
+        return Err(LoadError::IsADirectory);
+    }
+    // Read at most what any valid archive could be, plus one byte to notice.
+    let file = std::fs::File::open(path).map_err(|e| io_err("open", path, &e))?;
+    let mut data = Vec::new();
+    file.take(MAX_DECOMPRESSED_CHART_SIZE + STREAM_OVERHEAD + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| io_err("read", path, &e))?;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let name = abs.display().to_string();
+    if !is_gzip(&data) {
+        let lower = name.to_ascii_lowercase();
+        if lower.ends_with(".yaml") || lower.ends_with(".yml") {
+            return Err(LoadError::YamlNotArchive(name));
+        }
+        return Err(LoadError::NotGzip {
+            path: name,
+            content_type: detect_content_type(&data).into(),
+        });
+    }
+    load_archive_named(&data, &path.display().to_string(), &mut Budget::new())
+}
+
+/// Loads a chart from archive bytes (Helm's `loader.LoadArchive`).
+pub fn load_archive(data: &[u8]) -> Result<Chart, LoadError> {
+    load_archive_named(data, "<archive>", &mut Budget::new())
+}
+
+fn load_archive_named(data: &[u8], name: &str, budget: &mut Budget) -> Result<Chart, LoadError> {
+    let files = archive_files(data, name, budget)?;
+    load_files_budget(files, budget)
+}
+
+fn is_gzip(data: &[u8]) -> bool {
+    data.starts_with(&[0x1f, 0x8b, 0x08])
+}
+
+/// A small part of Go's `http.DetectContentType`, enough to name what a
+/// non-archive looks like.
+fn detect_content_type(data: &[u8]) -> &'static str {
+    let head = &data[..data.len().min(512)];
+    if head.starts_with(b"PK\x03\x04") {
+        return "application/zip";
+    }
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return "image/png";
+    }
+    if head.starts_with(b"%PDF-") {
+        return "application/pdf";
+    }
+    if head.starts_with(b"BZh") {
+        return "application/x-bzip2";
+    }
+    let binary = head.iter().any(|&b| {
+        b <= 0x08 || b == 0x0b || (0x0e..=0x1a).contains(&b) || (0x1c..=0x1f).contains(&b)
+    });
+    if binary {
+        "application/octet-stream"
+    } else {
+        "text/plain; charset=utf-8"
+    }
+}
+
+/// Counts decompressed bytes and fails once a cap is passed.
+struct Capped<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            // One probe byte past the cap means the stream is too large.
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => Err(std::io::Error::other(CAP_MARKER)),
+            };
+        }
+        let want = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+const CAP_MARKER: &str = "rudder: decompressed stream cap reached";
+
+/// Go's `path.Clean` for a relative, `/`-separated path.
+pub(crate) fn clean_path(p: &str) -> String {
+    let rooted = p.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for part in p.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|l| *l != "..") {
+                    out.pop();
+                } else if !rooted {
+                    out.push("..");
+                }
+            }
+            x => out.push(x),
+        }
+    }
+    let joined = out.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".into(),
+        (false, false) => joined,
+    }
+}
+
+/// The name an archive entry gets inside the chart (its first component
+/// dropped), or Helm's error for an illegal one.
+pub fn sanitize_entry_name(raw: &str) -> Result<String, LoadError> {
+    let delim = if raw.contains('\\') { '\\' } else { '/' };
+    let parts: Vec<&str> = raw.split(delim).collect();
+    let n = parts[1..].join("/");
+    if n.starts_with('/') {
+        return Err(LoadError::AbsolutePath);
+    }
+    let n = clean_path(&n);
+    if n == "." {
+        return Err(LoadError::OutsideBase(raw.to_string()));
+    }
+    if n.starts_with("..") {
+        return Err(LoadError::ParentDirectory);
+    }
+    let b = n.as_bytes();
+    if b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'/' {
+        return Err(LoadError::IllegalName);
+    }
+    Ok(n)
+}
+
+fn strip_bom(mut data: Vec<u8>) -> Vec<u8> {
+    if data.starts_with(&[0xef, 0xbb, 0xbf]) {
+        data.drain(..3);
+    }
+    data
+}
+
+/// Reads the files of a chart archive (Helm's `LoadArchiveFiles`), with
+/// names relative to the chart root.
+pub fn load_archive_files(data: &[u8]) -> Result<Vec<ChartFile>, LoadError> {
+    archive_files(data, "<archive>", &mut Budget::new())
+}
+
+fn archive_files(
+    data: &[u8],
+    name: &str,
+    budget: &mut Budget,
+) -> Result<Vec<ChartFile>, LoadError> {
+    if !is_gzip(data) {
+        return Err(LoadError::BadGzip {
+            path: name.into(),
+            details: "gzip: invalid header".into(),
+        });
+    }
+    let gz = flate2::read::MultiGzDecoder::new(data);
+    let capped = Capped {
+        inner: gz,
+        left: budget.remaining + STREAM_OVERHEAD,
+    };
+    let mut archive = tar::Archive::new(capped);
+    let mut files = Vec::new();
+    let stream_err = |e: std::io::Error| -> LoadError {
+        let msg = e.to_string();
+        if msg.contains(CAP_MARKER) {
+            LoadError::ChartTooLarge
+        } else if msg.contains("invalid gzip header")
+            || msg.contains("corrupt deflate stream")
+            || msg.contains("deflate")
+            || msg.contains("gzip")
+        {
+            LoadError::BadGzip {
+                path: name.into(),
+                details: msg,
+            }
+        } else {
+            LoadError::BadTar {
+                path: name.into(),
+                details: if msg.contains("failed to fill whole buffer")
+                    || e.kind() == std::io::ErrorKind::UnexpectedEof
+                {
+                    "unexpected EOF".into()
+                } else {
+                    msg
+                },
+            }
+        }
+    };
+    let entries = archive.entries().map_err(stream_err)?;
+    for entry in entries {
+        let mut entry = entry.map_err(stream_err)?;
+        let raw_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        use tar::EntryType as T;
+        let kind = entry.header().entry_type();
+        match kind {
+            T::Directory | T::XHeader | T::XGlobalHeader | T::GNULongName | T::GNULongLink => {
+                continue
+            }
+            T::Regular | T::Continuous => {}
+            other => {
+                let kind = match other {
+                    T::Symlink => "symbolic link",
+                    T::Link => "hard link",
+                    T::Char => "character device",
+                    T::Block => "block device",
+                    T::Fifo => "fifo",
+                    T::GNUSparse => "sparse file",
+                    _ => "special entry",
+                };
+                return Err(LoadError::SpecialEntry {
+                    name: raw_name,
+                    kind,
+                });
+            }
+        }
+        let n = sanitize_entry_name(&raw_name)?;
+        let size = entry.header().size().map_err(stream_err)?;
+        if size > budget.remaining {
+            return Err(LoadError::ChartTooLarge);
+        }
+        if size > MAX_DECOMPRESSED_FILE_SIZE {
+            return Err(LoadError::ArchiveFileTooLarge(raw_name));
+        }
+        let mut buf = Vec::with_capacity(size as usize);
+        (&mut entry)
+            .take(MAX_DECOMPRESSED_FILE_SIZE + 1)
+            .read_to_end(&mut buf)
+            .map_err(stream_err)?;
+        if (buf.len() as u64) < size {
+            return Err(LoadError::BadTar {
+                path: name.into(),
+                details: "unexpected EOF".into(),
+            });
+        }
+        budget.remaining -= buf.len() as u64;
+        files.push(ChartFile {
+            name: n,
+            data: strip_bom(buf),
+        });
+    }
+    // Read the rest of the stream (still capped): a truncated or corrupt
+    // gzip stream after the end-of-archive marker is an error too.
+    let mut rest = archive.into_inner();
+    std::io::copy(&mut rest, &mut std::io::sink()).map_err(stream_err)?;
+    if files.is_empty() {
+        return Err(LoadError::EmptyArchive);
+    }
+    Ok(files)
+}
+
+/// Loads a chart directory (Helm's `loader.LoadDir`): `.helmignore` plus the
+/// default `templates/.?*` rule, symlinks followed, byte-order walk.
+pub fn load_dir(dir: impl AsRef<Path>) -> Result<Chart, LoadError> {
+    let files = load_dir_files(dir)?;
+    load_files(files)
+}
+
+/// The files [`load_dir`] would load, in Helm's walk order.
+pub fn load_dir_files(dir: impl AsRef<Path>) -> Result<Vec<ChartFile>, LoadError> {
+    let dir = dir.as_ref();
+    let top = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let ignore_file = top.join(".helmignore");
+    let mut rules = if ignore_file.exists() {
+        let text = std::fs::read(&ignore_file).map_err(|e| io_err("open", &ignore_file, &e))?;
+        Rules::parse(&String::from_utf8_lossy(&text))?
+    } else {
+        Rules::empty()
+    };
+    rules.add_defaults();
+    let mut files = Vec::new();
+    let mut stack: Vec<PathBuf> = Vec::new();
+    if let Ok(c) = std::fs::canonicalize(&top) {
+        stack.push(c);
+    }
+    walk_dir(&top, "", &rules, &mut files, &mut stack)?;
+    Ok(files)
+}
+
+fn walk_dir(
+    dir: &Path,
+    rel: &str,
+    rules: &Rules,
+    files: &mut Vec<ChartFile>,
+    stack: &mut Vec<PathBuf>,
+) -> Result<(), LoadError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| io_err("open", dir, &e))?;
+    let mut names: Vec<std::ffi::OsString> = Vec::new();
+    for e in rd {
+        names.push(e.map_err(|e| io_err("readdirent", dir, &e))?.file_name());
+    }
+    names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+    for name in names {
+        let path = dir.join(&name);
+        let n = if rel.is_empty() {
+            name.to_string_lossy().into_owned()
+        } else {
+            format!("{rel}/{}", name.to_string_lossy())
+        };
+        let lmeta = std::fs::symlink_metadata(&path).map_err(|e| io_err("lstat", &path, &e))?;
+        let meta = if lmeta.file_type().is_symlink() {
+            match std::fs::metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    return Err(LoadError::BrokenSymlink {
+                        path: path.display().to_string(),
+                        message: io_message(&e),
+                    })
+                }
+            }
+        } else {
+            lmeta
+        };
+        if meta.is_dir() {
+            if rules.ignore(&n, true) {
+                continue;
+            }
+            let canon = std::fs::canonicalize(&path).map_err(|e| io_err("stat", &path, &e))?;
+            if stack.contains(&canon) {
+                return Err(LoadError::SymlinkCycle(path.display().to_string()));
+            }
+            stack.push(canon);
+            walk_dir(&path, &n, rules, files, stack)?;
+            stack.pop();
+            continue;
+        }
+        if rules.ignore(&n, false) {
+            continue;
+        }
+        if !meta.is_file() {
+            return Err(LoadError::IrregularFile(path.display().to_string()));
+        }
+        if meta.len() > MAX_DECOMPRESSED_FILE_SIZE {
+            return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
+        }
+        let f = std::fs::File::open(&path).map_err(|e| io_err("open", &path, &e))?;
+        let mut data = Vec::new();
+        f.take(MAX_DECOMPRESSED_FILE_SIZE + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| io_err("read", &path, &e))?;
+        if data.len() as u64 > MAX_DECOMPRESSED_FILE_SIZE {
+            return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
+        }
+        files.push(ChartFile {
+            name: n,
+            data: strip_bom(data),
+        });
+    }
+    Ok(())
+}
+
+/// Builds a chart from its files (Helm's `loader.LoadFiles`): classifies
+/// them, decodes Chart.yaml, Chart.lock, values.yaml and requirements, loads
+/// subcharts from `charts/` and validates the metadata.
+pub fn load_files(files: Vec<ChartFile>) -> Result<Chart, LoadError> {
+    load_files_budget(files, &mut Budget::new())
+}
+
+fn decode_lock_opt(data: &[u8]) -> Result<Option<Lock>, DecodeError> {
+    let text = String::from_utf8_lossy(data);
+    if matches!(first_document(&text)?, Node::Null) {
+        return Ok(None);
+    }
+    decode_lock(&text).map(Some)
+}
+
+fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart, LoadError> {
+    let mut c = Chart::default();
+    let mut metadata: Option<Metadata> = None;
+    let mut notes = DecodeNotes::default();
+    for f in &files {
+        if f.name == "Chart.yaml" {
+            let (mut md, n) =
+                decode_metadata(&String::from_utf8_lossy(&f.data)).map_err(LoadError::ChartYaml)?;
+            if md.api_version.is_empty() {
+                md.api_version = "v1".into();
+            }
+            notes = n;
+            metadata = Some(md);
+        }
+    }
+    let mut subcharts: BTreeMap<String, Vec<ChartFile>> = BTreeMap::new();
+    for f in &files {
+        match f.name.as_str() {
+            "Chart.yaml" => {}
+            "Chart.lock" => {
+                c.lock = decode_lock_opt(&f.data).map_err(LoadError::ChartLock)?;
+            }
+            "values.yaml" => {
+                let text = String::from_utf8_lossy(&f.data);
+                let v = crate::yaml::parse_values(&text).map_err(|e| {
+                    LoadError::Values(format!("error converting YAML to JSON: {e}"))
+                })?;
+                c.values = match v {
+                    Node::Null => None,
+                    m @ Node::Map(_) => Some(m),
+                    other => {
+                        return Err(LoadError::Values(format!(
+                            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                            match other {
+                                Node::Seq(_) => "array",
+                                Node::Str(_) => "string",
+                                Node::Bool(_) => "bool",
+                                _ => "number",
+                            }
+                        )))
+                    }
+                };
+            }
+            "values.schema.json" => c.schema = Some(f.data.clone()),
+            "requirements.yaml" => {
+                let md = metadata.get_or_insert_with(Metadata::default);
+                let doc = first_document(&String::from_utf8_lossy(&f.data))
+                    .map_err(LoadError::RequirementsYaml)?;
+                apply_metadata(md, &doc, &mut notes).map_err(LoadError::RequirementsYaml)?;
+                if md.api_version == "v1" {
+                    c.files.push(f.clone());
+                }
+            }
+            "requirements.lock" => {
+                c.lock = decode_lock_opt(&f.data).map_err(LoadError::RequirementsLock)?;
+                let md = metadata.get_or_insert_with(Metadata::default);
+                if md.api_version == "v1" {
+                    c.files.push(f.clone());
+                }
+            }
+            n if n.starts_with("templates/") => c.templates.push(f.clone()),
+            n if n.starts_with("charts/") => {
+                if n.ends_with(".prov") {
+                    c.files.push(f.clone());
+                    continue;
+                }
+                let fname = &n["charts/".len()..];
+                let cname = fname.split('/').next().unwrap_or("");
+                subcharts
+                    .entry(cname.to_string())
+                    .or_default()
+                    .push(ChartFile {
+                        name: fname.to_string(),
+                        data: f.data.clone(),
+                    });
+            }
+            _ => c.files.push(f.clone()),
+        }
+    }
+    let Some(mut md) = metadata else {
+        return Err(LoadError::MissingChartYaml);
+    };
+    md.validate(notes)?;
+    c.metadata = md;
+    c.raw = files;
+    for (n, group) in subcharts {
+        if n.starts_with('_') || n.starts_with('.') {
+            continue;
+        }
+        let wrap = |e: LoadError, parent: &str| LoadError::Subchart {
+            name: n.clone(),
+            parent: parent.to_string(),
+            source: Box::new(e),
+        };
+        let sc = if n.ends_with(".tgz") {
+            let file = &group[0];
+            if file.name != n {
+                return Err(LoadError::SubchartTar {
+                    parent: c.metadata.name.clone(),
+                    expected: n.clone(),
+                    got: file.name.clone(),
+                });
+            }
+            if budget.depth >= MAX_SUBCHART_DEPTH {
+                return Err(wrap(LoadError::TooDeep, &c.metadata.name));
+            }
+            budget.depth += 1;
+            let r = if is_gzip(&file.data) {
+                load_archive_named(&file.data, &file.name, budget)
+            } else {
+                Err(LoadError::BadGzip {
+                    path: file.name.clone(),
+                    details: "gzip: invalid header".into(),
+                })
+            };
+            budget.depth -= 1;
+            r
+        } else {
+            let buff: Vec<ChartFile> = group
+                .into_iter()
+                .filter_map(|f| {
+                    f.name.split_once('/').map(|(_, rest)| ChartFile {
+                        name: rest.to_string(),
+                        data: f.data,
+                    })
+                })
+                .collect();
+            load_files_budget(buff, budget)
+        };
+        c.dependencies
+            .push(sc.map_err(|e| wrap(e, &c.metadata.name))?);
+    }
+    Ok(c)
+}
+
+/// Every path in a chart and its subcharts, as `helm package` would lay them
+/// out (subcharts under `charts/<name>/`); used to compare charts.
+pub fn chart_paths(c: &Chart) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for f in c
+        .raw
+        .iter()
+        .filter(|f| !f.name.starts_with("charts/") || f.name.ends_with(".prov"))
+    {
+        out.insert(f.name.clone());
+    }
+    for d in &c.dependencies {
+        for p in chart_paths(d) {
+            out.insert(format!("charts/{}/{p}", d.metadata.name));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_paths() {
+        assert_eq!(clean_path("a/./b//c/"), "a/b/c");
+        assert_eq!(clean_path("a/../../b"), "../b");
+        assert_eq!(clean_path(""), ".");
+        assert_eq!(clean_path("a/.."), ".");
+    }
+
+    #[test]
+    fn entry_names() {
+        assert_eq!(
+            sanitize_entry_name("m/templates/a.yaml").unwrap(),
+            "templates/a.yaml"
+        );
+        assert_eq!(sanitize_entry_name("m\\Chart.yaml").unwrap(), "Chart.yaml");
+        assert!(matches!(
+            sanitize_entry_name("m//etc/passwd"),
+            Err(LoadError::AbsolutePath)
+        ));
+        assert!(matches!(
+            sanitize_entry_name("Chart.yaml"),
+            Err(LoadError::OutsideBase(_))
+        ));
+        assert!(matches!(
+            sanitize_entry_name("m/../x"),
+            Err(LoadError::ParentDirectory)
+        ));
+        assert!(matches!(
+            sanitize_entry_name("m/a/../../x"),
+            Err(LoadError::ParentDirectory)
+        ));
+        assert!(matches!(
+            sanitize_entry_name("m/c:/x"),
+            Err(LoadError::IllegalName)
+        ));
+        assert!(matches!(
+            sanitize_entry_name("m\\c:\\x"),
+            Err(LoadError::IllegalName)
+        ));
+    }
+
+    fn f(name: &str, data: &str) -> ChartFile {
+        ChartFile {
+            name: name.into(),
+            data: data.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn classify() {
+        let c = load_files(vec![
+            f("Chart.yaml", "name: x\nversion: 1.0.0\n"),
+            f("values.yaml", "a: 1\n"),
+            f("templates/a.yaml", "kind: A"),
+            f("crds/c.yaml", "x"),
+            f("charts/sub/Chart.yaml", "name: sub\nversion: 0.1.0\n"),
+            f("charts/sub/values.yaml", ""),
+            f("charts/x.prov", "sig"),
+            f("charts/_skip/Chart.yaml", "bad: ["),
+        ])
+        .unwrap();
+        assert_eq!(c.metadata.api_version, "v1");
+        assert_eq!(c.templates.len(), 1);
+        assert_eq!(c.files.len(), 2);
+        assert_eq!(c.dependencies.len(), 1);
+        assert_eq!(c.dependencies[0].metadata.name, "sub");
+        assert!(c.dependencies[0].values.is_none());
+        assert!(c.values.is_some());
+    }
+
+    #[test]
+    fn load_errors() {
+        let e = load_files(vec![f("values.yaml", "")]).unwrap_err();
+        assert_eq!(e.to_string(), "Chart.yaml file is missing");
+        let e = load_files(vec![
+            f("Chart.yaml", "name: x\n"),
+            f("charts/README.md", "x"),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "validation: chart.metadata.version is required"
+        );
+        let e = load_files(vec![
+            f("Chart.yaml", "name: x\nversion: 1\n"),
+            f("charts/README.md", "x"),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "error unpacking subchart README.md in x: Chart.yaml file is missing"
+        );
+        let e = load_files(vec![
+            f("Chart.yaml", "name: x\nversion: 1\n"),
+            f("values.yaml", "- a\n"),
+        ])
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with("cannot load values.yaml: "),
+            "{e}"
+        );
+    }
+}

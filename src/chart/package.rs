@@ -1,0 +1,186 @@
+//! `helm package`: a chart as a deterministic `<name>-<version>.tgz`.
+//!
+//! Helm's archive layout (`chartutil.Save`): everything under `<name>/`,
+//! Chart.yaml and Chart.lock re-serialised, values.yaml as its raw bytes,
+//! subcharts expanded under `charts/<name>/`, regular-file entries only.
+//! Unlike Helm, rudder's archives are reproducible: entries are sorted the
+//! way a directory walk visits them (component by component), every entry
+//! has mode 0644, uid/gid 0 and a fixed timestamp, and the gzip header has
+//! no time (it carries Helm's extra field and `Helm` comment). The same chart
+//! always gives the same bytes.
+use super::metadata::{lock_to_yaml, metadata_to_yaml, DecodeNotes, ValidationError};
+use super::model::Chart;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The timestamp of every entry (2000-01-01T00:00:00Z): fixed so archives
+/// are reproducible, and recent enough that tools do not warn about it.
+pub const ENTRY_MTIME: u64 = 946_684_800;
+
+/// The gzip extra field Helm writes into every chart archive.
+const HELM_GZIP_EXTRA: &[u8] = b"+aHR0cHM6Ly95b3V0dS5iZS96OVV6MWljandyTQo=";
+
+/// Why packaging failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    /// The chart metadata is invalid.
+    #[error("chart validation: {0}")]
+    Validation(#[source] ValidationError),
+    /// `values.schema.json` is not JSON.
+    #[error("Invalid JSON in values.schema.json")]
+    InvalidSchema,
+    /// The destination exists and is not a directory.
+    #[error("is not a directory: {0}")]
+    NotADirectory(String),
+    /// Writing failed.
+    #[error("{op} {path}: {message}")]
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// The path.
+        path: String,
+        /// The OS error.
+        message: String,
+    },
+}
+
+/// The file name Helm gives a chart's package: `<name>-<version>.tgz`.
+pub fn archive_name(chart: &Chart) -> String {
+    format!("{}-{}.tgz", chart.metadata.name, chart.metadata.version)
+}
+
+/// The files of a package, `(path inside the archive, bytes)`, in archive
+/// order.
+pub fn package_entries(chart: &Chart) -> Result<Vec<(String, Vec<u8>)>, PackageError> {
+    let mut out = Vec::new();
+    collect(chart, &chart.metadata.name, &mut out)?;
+    out.sort_by(|a, b| a.0.split('/').cmp(b.0.split('/')));
+    Ok(out)
+}
+
+fn collect(
+    chart: &Chart,
+    base: &str,
+    out: &mut Vec<(String, Vec<u8>)>,
+) -> Result<(), PackageError> {
+    let mut md = chart.metadata.clone();
+    md.validate(DecodeNotes::default())
+        .map_err(PackageError::Validation)?;
+    out.push((
+        format!("{base}/Chart.yaml"),
+        metadata_to_yaml(&chart.metadata).into_bytes(),
+    ));
+    if chart.metadata.api_version == "v2" {
+        if let Some(lock) = &chart.lock {
+            out.push((
+                format!("{base}/Chart.lock"),
+                lock_to_yaml(lock).into_bytes(),
+            ));
+        }
+    }
+    if let Some(v) = chart.raw.iter().find(|f| f.name == "values.yaml") {
+        out.push((format!("{base}/values.yaml"), v.data.clone()));
+    }
+    if let Some(schema) = &chart.schema {
+        if serde_json::from_slice::<serde_json::Value>(schema).is_err() {
+            return Err(PackageError::InvalidSchema);
+        }
+        out.push((format!("{base}/values.schema.json"), schema.clone()));
+    }
+    for f in chart.templates.iter().chain(chart.files.iter()) {
+        out.push((format!("{base}/{}", f.name), f.data.clone()));
+    }
+    for dep in &chart.dependencies {
+        collect(dep, &format!("{base}/charts/{}", dep.metadata.name), out)?;
+    }
+    Ok(())
+}
+
+/// The package as bytes: a gzipped tar, identical for identical charts.
+pub fn package_bytes(chart: &Chart) -> Result<Vec<u8>, PackageError> {
+    let entries = package_entries(chart)?;
+    let io = |e: std::io::Error| PackageError::Io {
+        op: "write",
+        path: "<archive>".into(),
+        message: super::load::io_message(&e),
+    };
+    let gz = flate2::GzBuilder::new()
+        .mtime(0)
+        .operating_system(255)
+        .extra(HELM_GZIP_EXTRA)
+        .comment("Helm")
+        .write(Vec::new(), flate2::Compression::new(6));
+    let mut tar = tar::Builder::new(gz);
+    for (path, data) in &entries {
+        let mut h = tar::Header::new_ustar();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_mode(0o644);
+        h.set_uid(0);
+        h.set_gid(0);
+        h.set_mtime(ENTRY_MTIME);
+        h.set_size(data.len() as u64);
+        tar.append_data(&mut h, path, data.as_slice()).map_err(io)?;
+    }
+    let gz = tar.into_inner().map_err(io)?;
+    gz.finish().map_err(io)
+}
+
+/// Writes `<dest>/<name>-<version>.tgz` (creating `dest` if needed) and
+/// returns its path. A partial file is removed on failure.
+pub fn save(chart: &Chart, dest: impl AsRef<Path>) -> Result<PathBuf, PackageError> {
+    let dest = dest.as_ref();
+    let bytes = package_bytes(chart)?;
+    if dest.exists() && !dest.is_dir() {
+        return Err(PackageError::NotADirectory(dest.display().to_string()));
+    }
+    std::fs::create_dir_all(dest).map_err(|e| PackageError::Io {
+        op: "mkdir",
+        path: dest.display().to_string(),
+        message: super::load::io_message(&e),
+    })?;
+    let path = dest.join(archive_name(chart));
+    write_file(&path, &bytes)?;
+    Ok(path)
+}
+
+/// Writes the package to exactly `path`.
+pub fn save_to_file(chart: &Chart, path: impl AsRef<Path>) -> Result<(), PackageError> {
+    let bytes = package_bytes(chart)?;
+    write_file(path.as_ref(), &bytes)
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PackageError> {
+    let io = |op, e: std::io::Error| PackageError::Io {
+        op,
+        path: path.display().to_string(),
+        message: super::load::io_message(&e),
+    };
+    let mut f = std::fs::File::create(path).map_err(|e| io("open", e))?;
+    if let Err(e) = f.write_all(bytes).and_then(|_| f.sync_all()) {
+        let _ = std::fs::remove_file(path);
+        return Err(io("write", e));
+    }
+    Ok(())
+}
+
+/// Writes a chart as a directory (Helm's `SaveDir`, but with subcharts
+/// expanded rather than archived): Chart.yaml re-serialised, every other
+/// file verbatim.
+pub fn save_dir(chart: &Chart, dir: impl AsRef<Path>) -> Result<(), PackageError> {
+    let dir = dir.as_ref();
+    let entries = package_entries(chart)?;
+    let prefix = format!("{}/", chart.metadata.name);
+    for (path, data) in entries {
+        let rel = path.strip_prefix(&prefix).unwrap_or(&path);
+        let target = dir.join(rel);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| PackageError::Io {
+                op: "mkdir",
+                path: parent.display().to_string(),
+                message: super::load::io_message(&e),
+            })?;
+        }
+        write_file(&target, &data)?;
+    }
+    Ok(())
+}

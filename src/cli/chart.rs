@@ -1,0 +1,328 @@
+//! `rudder chart from-manifests`, `package`, `lint`, `show chart|values` and
+//! `build-fixtures`: thin wrappers over [`rudder::chart`].
+use clap::{Args, Subcommand};
+use rudder::chart::{self, lint, BuildOptions, Chart};
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+type CliResult = Result<(), Box<dyn Error>>;
+
+/// The error and its sources, Helm style: `a: b: c` (a source already
+/// quoted by its parent is not repeated).
+pub fn error_chain(e: &dyn Error) -> String {
+    let mut msg = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !msg.contains(&t) {
+            msg.push_str(": ");
+            msg.push_str(&t);
+        }
+        cur = s.source();
+    }
+    msg
+}
+
+/// Prints `Error: ...` to stderr and returns a failing exit code.
+pub fn fail(e: &dyn Error) -> ExitCode {
+    eprintln!("Error: {}", error_chain(e));
+    ExitCode::FAILURE
+}
+
+fn finish(r: CliResult) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e.as_ref()),
+    }
+}
+
+/// `rudder chart ...`.
+#[derive(Debug, Args)]
+pub struct ChartArgs {
+    #[command(subcommand)]
+    command: ChartCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ChartCommand {
+    /// Build a chart from rendered Kubernetes manifests.
+    FromManifests(FromManifestsArgs),
+}
+
+/// `rudder chart from-manifests`.
+#[derive(Debug, Args)]
+pub struct FromManifestsArgs {
+    /// Chart (and release) name.
+    #[arg(long)]
+    name: String,
+    /// Chart version.
+    #[arg(long, default_value = chart::build::DEFAULT_VERSION)]
+    version: String,
+    /// Release namespace (a Namespace object of that name is dropped).
+    #[arg(long)]
+    namespace: String,
+    /// Manifest files or directories (template names are paths relative to a
+    /// directory given, or a file's base name).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Output: a chart directory, or a `.tgz` file for a package.
+    #[arg(long, short = 'o')]
+    output: PathBuf,
+}
+
+/// `rudder package`.
+#[derive(Debug, Args)]
+pub struct PackageArgs {
+    /// The chart directory (or archive) to package.
+    chart: PathBuf,
+    /// Location to write the chart.
+    #[arg(short = 'd', long, default_value = ".")]
+    destination: PathBuf,
+}
+
+/// `rudder lint`.
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// Chart directories or archives.
+    #[arg(default_value = ".")]
+    charts: Vec<PathBuf>,
+    /// Fail on lint warnings.
+    #[arg(long)]
+    strict: bool,
+    /// Print only warnings and errors.
+    #[arg(long)]
+    quiet: bool,
+    /// Namespace to render templates in.
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+}
+
+/// `rudder show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(subcommand)]
+    what: ShowWhat,
+}
+
+#[derive(Debug, Subcommand)]
+enum ShowWhat {
+    /// Show the chart's definition (Chart.yaml as Helm writes it).
+    Chart {
+        /// Chart directory or archive.
+        chart: PathBuf,
+    },
+    /// Show the chart's values.yaml.
+    Values {
+        /// Chart directory or archive.
+        chart: PathBuf,
+    },
+}
+
+/// `rudder build-fixtures`.
+#[derive(Debug, Args)]
+pub struct BuildFixturesArgs {
+    /// Folder to write the charts to (a directory and a package per chart).
+    #[arg(long, short = 'o')]
+    output: PathBuf,
+}
+
+/// Runs `rudder chart ...`.
+pub fn chart(a: ChartArgs) -> ExitCode {
+    match a.command {
+        ChartCommand::FromManifests(a) => finish(from_manifests(a)),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Msg(String);
+
+fn msg(s: impl Into<String>) -> Box<dyn Error> {
+    Box::new(Msg(s.into()))
+}
+
+fn collect_dir(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> CliResult {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| msg(format!("{}: {e}", dir.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            collect_dir(root, &p, out)?;
+        } else {
+            let rel = p.strip_prefix(root).unwrap_or(&p);
+            let name = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            out.push((name, p));
+        }
+    }
+    Ok(())
+}
+
+/// Reads manifest files: directories recursively (names relative to them),
+/// files by base name.
+fn read_manifests(paths: &[PathBuf]) -> Result<BTreeMap<String, String>, Box<dyn Error>> {
+    let mut found = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| msg(format!("{}: {e}", p.display())))?;
+        if meta.is_dir() {
+            collect_dir(p, p, &mut found)?;
+        } else {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            found.push((name, p.clone()));
+        }
+    }
+    let mut out = BTreeMap::new();
+    let mut from: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for (name, path) in found {
+        if let Some(prev) = from.get(&name) {
+            return Err(msg(format!(
+                "{} and {} both give the manifest name {name:?}",
+                prev.display(),
+                path.display()
+            )));
+        }
+        let bytes = std::fs::read(&path).map_err(|e| msg(format!("{}: {e}", path.display())))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| msg(format!("{}: not UTF-8 text", path.display())))?;
+        from.insert(name.clone(), path);
+        out.insert(name, text);
+    }
+    Ok(out)
+}
+
+fn write_chart_dir(c: &Chart, dir: &Path) -> CliResult {
+    if dir.exists() {
+        let non_empty = std::fs::read_dir(dir)
+            .map_err(|e| msg(format!("{}: {e}", dir.display())))?
+            .next()
+            .is_some();
+        if non_empty {
+            return Err(msg(format!(
+                "output directory {} is not empty",
+                dir.display()
+            )));
+        }
+    }
+    chart::save_dir(c, dir)?;
+    Ok(())
+}
+
+fn from_manifests(a: FromManifestsArgs) -> CliResult {
+    let manifests = read_manifests(&a.paths)?;
+    let mut opts = BuildOptions::new(&a.name, &a.namespace);
+    opts.version = a.version;
+    let c = chart::chart_from_manifests_with(&opts, &manifests)?;
+    let out = a.output;
+    if out.to_string_lossy().ends_with(".tgz") {
+        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| msg(format!("{}: {e}", parent.display())))?;
+        }
+        chart::package::save_to_file(&c, &out)?;
+    } else {
+        write_chart_dir(&c, &out)?;
+    }
+    println!(
+        "Built chart {} {} in {}",
+        c.metadata.name,
+        c.metadata.version,
+        out.display()
+    );
+    Ok(())
+}
+
+/// Runs `rudder package`.
+pub fn package(a: PackageArgs) -> ExitCode {
+    finish((|| {
+        let c = chart::load(&a.chart)?;
+        let path = chart::save(&c, &a.destination)?;
+        let abs = std::path::absolute(&path).unwrap_or(path);
+        println!(
+            "Successfully packaged chart and saved it to: {}",
+            abs.display()
+        );
+        Ok(())
+    })())
+}
+
+/// Runs `rudder lint`.
+pub fn lint(a: LintArgs) -> ExitCode {
+    let opts = lint::LintOptions {
+        namespace: a.namespace.clone(),
+        renderer: None,
+    };
+    let results: Vec<_> = a.charts.iter().map(|p| lint::lint(p, &opts)).collect();
+    let rep = lint::report(&results, a.strict, a.quiet);
+    print!("{}", rep.stdout);
+    if rep.failed {
+        eprintln!("Error: {}", rep.summary);
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Runs `rudder show ...`.
+pub fn show(a: ShowArgs) -> ExitCode {
+    finish((|| {
+        match a.what {
+            ShowWhat::Chart { chart: p } => {
+                let c = chart::load(&p)?;
+                println!("{}", chart::metadata::metadata_to_yaml(&c.metadata));
+            }
+            ShowWhat::Values { chart: p } => {
+                let c = chart::load(&p)?;
+                if let Some(v) = c.raw.iter().find(|f| f.name == "values.yaml") {
+                    print!("{}", String::from_utf8_lossy(&v.data));
+                }
+            }
+        }
+        Ok(())
+    })())
+}
+
+/// Runs `rudder build-fixtures`: builds every fixture component's chart and
+/// writes `<output>/<name>/` and `<output>/<name>-<version>.tgz`.
+pub fn build_fixtures(a: BuildFixturesArgs) -> ExitCode {
+    finish((|| {
+        std::fs::create_dir_all(&a.output)
+            .map_err(|e| msg(format!("{}: {e}", a.output.display())))?;
+        let charts = chart::fixtures::charts().map_err(|e| -> Box<dyn Error> { e })?;
+        for c in charts {
+            let dir = a.output.join(&c.metadata.name);
+            // Replace a chart this command wrote before, nothing else.
+            if dir.exists() {
+                let ours =
+                    chart::load_dir(&dir).is_ok_and(|old| old.metadata.name == c.metadata.name);
+                if !ours {
+                    return Err(msg(format!(
+                        "{} exists and is not a {} chart",
+                        dir.display(),
+                        c.metadata.name
+                    )));
+                }
+                std::fs::remove_dir_all(&dir)
+                    .map_err(|e| msg(format!("{}: {e}", dir.display())))?;
+            }
+            chart::save_dir(&c, &dir)?;
+            let pkg = chart::save(&c, &a.output)?;
+            println!(
+                "{}: {} and {}",
+                c.metadata.name,
+                dir.display(),
+                pkg.display()
+            );
+        }
+        Ok(())
+    })())
+}

@@ -1,0 +1,290 @@
+//! The parse tree of a Go template, with Go's `String()` forms (they appear
+//! verbatim in error messages: `at <.Values.a.b>`).
+use std::fmt;
+use std::rc::Rc;
+
+/// A parsed template: a file's main body or one `define`/`block`.
+#[derive(Debug)]
+pub struct Tree {
+    /// The template name (`conf/templates/x.txt`, or the define's name).
+    pub name: String,
+    /// The name of the file it was parsed from (Go's `ParseName`).
+    pub parse_name: Rc<str>,
+    /// The whole text of that file, for line/column positions.
+    pub text: Rc<str>,
+    /// The body.
+    pub root: List,
+}
+
+impl Tree {
+    /// Go's `ErrorContext` location: `NAME:LINE:COL` with a 0-based byte column.
+    pub fn location(&self, pos: usize) -> String {
+        let pos = pos.min(self.text.len());
+        let before = &self.text.as_bytes()[..pos];
+        let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+        let col = match before.iter().rposition(|&b| b == b'\n') {
+            Some(nl) => pos - (nl + 1),
+            None => pos,
+        };
+        format!("{}:{}:{}", self.parse_name, line, col)
+    }
+}
+
+/// A list of nodes.
+#[derive(Debug, Default)]
+pub struct List {
+    /// The nodes.
+    pub nodes: Vec<Node>,
+}
+
+/// A body node.
+#[derive(Debug)]
+pub enum Node {
+    /// Plain text.
+    Text(Rc<str>),
+    /// `{{pipeline}}`
+    Action(Action),
+    /// `{{if}}`
+    If(Control),
+    /// `{{with}}`
+    With(Control),
+    /// `{{range}}`
+    Range(Control),
+    /// `{{template "name" pipeline}}`
+    Template(TemplateCall),
+    /// `{{break}}`
+    Break,
+    /// `{{continue}}`
+    Continue,
+}
+
+/// An action that prints its pipeline (unless it declares variables).
+#[derive(Debug)]
+pub struct Action {
+    /// Position.
+    pub pos: usize,
+    /// The pipeline.
+    pub pipe: Pipe,
+}
+
+/// `if`, `with` and `range`.
+#[derive(Debug)]
+pub struct Control {
+    /// Position of the pipeline.
+    pub pos: usize,
+    /// The condition or range pipeline.
+    pub pipe: Pipe,
+    /// The body.
+    pub list: List,
+    /// The `else` body.
+    pub else_list: Option<List>,
+}
+
+/// `{{template "name" pipeline}}`.
+#[derive(Debug)]
+pub struct TemplateCall {
+    /// Position of the name.
+    pub pos: usize,
+    /// The template name.
+    pub name: String,
+    /// The argument pipeline.
+    pub pipe: Option<Pipe>,
+}
+
+/// A pipeline with optional variable declarations.
+#[derive(Debug)]
+pub struct Pipe {
+    /// Position.
+    pub pos: usize,
+    /// `=` instead of `:=`.
+    pub is_assign: bool,
+    /// Declared variables (names with `$`).
+    pub decl: Vec<String>,
+    /// The commands.
+    pub cmds: Vec<Command>,
+}
+
+/// One command: an operand followed by arguments.
+#[derive(Debug)]
+pub struct Command {
+    /// Position.
+    pub pos: usize,
+    /// The words.
+    pub args: Vec<Arg>,
+}
+
+/// A parsed number constant with Go's interpretations.
+#[derive(Debug, Clone)]
+pub struct Number {
+    /// The source text.
+    pub text: String,
+    /// Valid as a signed integer.
+    pub is_int: bool,
+    /// Valid as an unsigned integer.
+    pub is_uint: bool,
+    /// Valid as a float.
+    pub is_float: bool,
+    /// A complex constant.
+    pub is_complex: bool,
+    /// Integer value.
+    pub int: i64,
+    /// Float value.
+    pub float: f64,
+}
+
+/// An operand.
+#[derive(Debug)]
+pub enum Arg {
+    /// `.A.B`
+    Field(usize, Vec<String>),
+    /// `(pipe).A.B` or `fn.A`
+    Chain(usize, Box<Arg>, Vec<String>),
+    /// A function name.
+    Identifier(usize, String),
+    /// `$x.A`
+    Variable(usize, Vec<String>),
+    /// `.`
+    Dot(usize),
+    /// `nil`
+    Nil(usize),
+    /// `true`/`false`
+    Bool(usize, bool),
+    /// A number.
+    Number(usize, Box<Number>),
+    /// A string: quoted source form and value.
+    String(usize, String, Rc<str>),
+    /// `(pipeline)`
+    Pipe(Box<Pipe>),
+}
+
+impl Arg {
+    /// Byte position.
+    pub fn pos(&self) -> usize {
+        match self {
+            Arg::Field(p, _)
+            | Arg::Chain(p, _, _)
+            | Arg::Identifier(p, _)
+            | Arg::Variable(p, _)
+            | Arg::Dot(p)
+            | Arg::Nil(p)
+            | Arg::Bool(p, _)
+            | Arg::Number(p, _)
+            | Arg::String(p, _, _) => *p,
+            Arg::Pipe(p) => p.pos,
+        }
+    }
+}
+
+impl fmt::Display for Arg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arg::Field(_, idents) => {
+                for i in idents {
+                    write!(f, ".{i}")?;
+                }
+                Ok(())
+            }
+            Arg::Chain(_, node, fields) => {
+                if let Arg::Pipe(p) = node.as_ref() {
+                    write!(f, "({p})")?;
+                } else {
+                    write!(f, "{node}")?;
+                }
+                for i in fields {
+                    write!(f, ".{i}")?;
+                }
+                Ok(())
+            }
+            Arg::Identifier(_, n) => f.write_str(n),
+            Arg::Variable(_, idents) => f.write_str(&idents.join(".")),
+            Arg::Dot(_) => f.write_str("."),
+            Arg::Nil(_) => f.write_str("nil"),
+            Arg::Bool(_, b) => write!(f, "{b}"),
+            Arg::Number(_, n) => f.write_str(&n.text),
+            Arg::String(_, q, _) => f.write_str(q),
+            Arg::Pipe(p) => write!(f, "{p}"),
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, a) in self.args.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            if let Arg::Pipe(p) = a {
+                write!(f, "({p})")?;
+            } else {
+                write!(f, "{a}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Pipe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.decl.is_empty() {
+            f.write_str(&self.decl.join(", "))?;
+            f.write_str(if self.is_assign { " = " } else { " := " })?;
+        }
+        for (i, c) in self.cmds.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" | ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for TemplateCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let q = crate::template::gofmt::quote_go(&self.name);
+        match &self.pipe {
+            Some(p) => write!(f, "{{{{template {q} {p}}}}}"),
+            None => write!(f, "{{{{template {q}}}}}"),
+        }
+    }
+}
+
+impl fmt::Display for List {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for n in &self.nodes {
+            write!(f, "{n}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Node::Text(t) => write!(f, "{}", crate::template::gofmt::quote_go(t)),
+            Node::Action(a) => write!(f, "{{{{{}}}}}", a.pipe),
+            Node::If(c) => ctl(f, "if", c),
+            Node::With(c) => ctl(f, "with", c),
+            Node::Range(c) => ctl(f, "range", c),
+            Node::Template(t) => write!(f, "{t}"),
+            Node::Break => f.write_str("{{break}}"),
+            Node::Continue => f.write_str("{{continue}}"),
+        }
+    }
+}
+
+fn ctl(f: &mut fmt::Formatter<'_>, kw: &str, c: &Control) -> fmt::Result {
+    write!(f, "{{{{{kw} {}}}}}{}", c.pipe, c.list)?;
+    if let Some(e) = &c.else_list {
+        write!(f, "{{{{else}}}}{e}")?;
+    }
+    f.write_str("{{end}}")
+}
+
+/// Whether a tree body is only whitespace text (Go's `IsEmptyTree`).
+pub fn is_empty_list(l: &List) -> bool {
+    l.nodes.iter().all(|n| match n {
+        Node::Text(t) => t.trim().is_empty(),
+        _ => false,
+    })
+}

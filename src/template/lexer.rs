@@ -1,0 +1,677 @@
+//! The tokenizer of Go's `text/template` (Go 1.23 rules).
+//!
+//! It produces the whole token list up front; a lexical error becomes the last
+//! token (`Tok::Error`), which the parser reports exactly where Go's parser
+//! would meet it. Delimiters are fixed to `{{` and `}}` as Helm never changes them.
+
+/// The kind of a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tok {
+    /// A lexical error; the text is the message.
+    Error,
+    /// `:=`
+    Declare,
+    /// `=`
+    Assign,
+    /// A boolean constant.
+    Bool,
+    /// A printable ASCII character not otherwise used (e.g. `,`).
+    Char,
+    /// A character constant such as `'a'`.
+    CharConstant,
+    /// A complex number constant.
+    Complex,
+    /// End of input.
+    Eof,
+    /// `.Field`
+    Field,
+    /// A function or keyword-less word.
+    Identifier,
+    /// `{{`
+    LeftDelim,
+    /// `(`
+    LeftParen,
+    /// A number.
+    Number,
+    /// `|`
+    Pipe,
+    /// A raw string with back quotes.
+    RawString,
+    /// `}}`
+    RightDelim,
+    /// `)`
+    RightParen,
+    /// Spaces inside an action.
+    Space,
+    /// A double-quoted string.
+    String,
+    /// Plain text outside actions.
+    Text,
+    /// `$x`
+    Variable,
+    /// Keyword `block`.
+    Block,
+    /// Keyword `break`.
+    Break,
+    /// Keyword `continue`.
+    Continue,
+    /// A lone `.`.
+    Dot,
+    /// Keyword `define`.
+    Define,
+    /// Keyword `else`.
+    Else,
+    /// Keyword `end`.
+    End,
+    /// Keyword `if`.
+    If,
+    /// Keyword `nil`.
+    Nil,
+    /// Keyword `range`.
+    Range,
+    /// Keyword `template`.
+    Template,
+    /// Keyword `with`.
+    With,
+}
+
+/// One token: its kind, byte offset, text and 1-based line.
+#[derive(Debug, Clone)]
+pub struct Item {
+    /// Kind.
+    pub typ: Tok,
+    /// Byte offset of the token in the template text.
+    pub pos: usize,
+    /// The token text (or the error message).
+    pub val: String,
+    /// The line the token starts on.
+    pub line: usize,
+}
+
+impl Item {
+    /// Go's `item.String()`, used in parse error messages.
+    pub fn describe(&self) -> String {
+        match self.typ {
+            Tok::Eof => "EOF".into(),
+            Tok::Error => self.val.clone(),
+            Tok::Block
+            | Tok::Break
+            | Tok::Continue
+            | Tok::Define
+            | Tok::Else
+            | Tok::End
+            | Tok::If
+            | Tok::Range
+            | Tok::Template
+            | Tok::With
+            | Tok::Nil
+            | Tok::Dot => format!("<{}>", self.val),
+            _ => {
+                if self.val.chars().count() > 10 {
+                    let s: String = self.val.chars().take(10).collect();
+                    format!("{}...", crate::template::gofmt::quote_go(&s))
+                } else {
+                    crate::template::gofmt::quote_go(&self.val)
+                }
+            }
+        }
+    }
+}
+
+const LEFT: &str = "{{";
+const RIGHT: &str = "}}";
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+fn is_alnum(c: char) -> bool {
+    c == '_' || c.is_alphabetic() || c.is_numeric()
+}
+
+struct Lexer<'a> {
+    input: &'a str,
+    pos: usize,
+    start: usize,
+    line: usize,
+    start_line: usize,
+    paren_depth: i32,
+    items: Vec<Item>,
+}
+
+/// Tokenizes a whole template. The last item is `Eof` or `Error`.
+pub fn lex(input: &str) -> Vec<Item> {
+    let mut l = Lexer {
+        input,
+        pos: 0,
+        start: 0,
+        line: 1,
+        start_line: 1,
+        paren_depth: 0,
+        items: Vec::new(),
+    };
+    l.run();
+    l.items
+}
+
+enum State {
+    Text,
+    LeftDelim,
+    Inside,
+    Done,
+}
+
+impl<'a> Lexer<'a> {
+    fn rest(&self) -> &'a str {
+        &self.input[self.pos..]
+    }
+    fn peek(&self) -> Option<char> {
+        self.rest().chars().next()
+    }
+    fn next(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += c.len_utf8();
+        if c == '\n' {
+            self.line += 1;
+        }
+        Some(c)
+    }
+    fn backup(&mut self, c: char) {
+        self.pos -= c.len_utf8();
+        if c == '\n' {
+            self.line -= 1;
+        }
+    }
+    fn emit(&mut self, typ: Tok) {
+        let val = self.input[self.start..self.pos].to_string();
+        self.items.push(Item {
+            typ,
+            pos: self.start,
+            val,
+            line: self.start_line,
+        });
+        self.start = self.pos;
+        self.start_line = self.line;
+    }
+    fn ignore(&mut self) {
+        self.line += self.input[self.start..self.pos].matches('\n').count();
+        self.start = self.pos;
+        self.start_line = self.line;
+    }
+    fn error(&mut self, msg: String) -> State {
+        self.items.push(Item {
+            typ: Tok::Error,
+            pos: self.start,
+            val: msg,
+            line: self.start_line,
+        });
+        State::Done
+    }
+    fn accept(&mut self, valid: &str) -> bool {
+        if let Some(c) = self.peek() {
+            if valid.contains(c) {
+                self.next();
+                return true;
+            }
+        }
+        false
+    }
+    fn accept_run(&mut self, valid: &str) {
+        while self.accept(valid) {}
+    }
+
+    fn run(&mut self) {
+        let mut st = State::Text;
+        loop {
+            st = match st {
+                State::Text => self.lex_text(),
+                State::LeftDelim => self.lex_left_delim(),
+                State::Inside => self.lex_inside(),
+                State::Done => return,
+            }
+        }
+    }
+
+    fn lex_text(&mut self) -> State {
+        if let Some(x) = self.rest().find(LEFT) {
+            if x > 0 {
+                self.pos += x;
+                let mut trim = 0;
+                if has_left_trim(&self.input[self.pos + LEFT.len()..]) {
+                    let text = &self.input[self.start..self.pos];
+                    trim = text.len()
+                        - text
+                            .trim_end_matches(|c: char| c.is_ascii() && is_space(c as u8))
+                            .len();
+                }
+                let end = self.pos - trim;
+                let val = self.input[self.start..end].to_string();
+                self.line += self.input[self.start..self.pos].matches('\n').count();
+                if !val.is_empty() {
+                    self.items.push(Item {
+                        typ: Tok::Text,
+                        pos: self.start,
+                        val,
+                        line: self.start_line,
+                    });
+                }
+                self.start = self.pos;
+                self.start_line = self.line;
+            }
+            return State::LeftDelim;
+        }
+        self.pos = self.input.len();
+        if self.pos > self.start {
+            self.line += self.input[self.start..self.pos].matches('\n').count();
+            let val = self.input[self.start..self.pos].to_string();
+            self.items.push(Item {
+                typ: Tok::Text,
+                pos: self.start,
+                val,
+                line: self.start_line,
+            });
+            self.start = self.pos;
+            self.start_line = self.line;
+        }
+        self.items.push(Item {
+            typ: Tok::Eof,
+            pos: self.pos,
+            val: String::new(),
+            line: self.line,
+        });
+        State::Done
+    }
+
+    /// Whether the input at pos is a right delimiter, and whether it has a trim marker.
+    fn at_right_delim(&self) -> (bool, bool) {
+        let r = self.rest();
+        if has_right_trim(r) && r[2..].starts_with(RIGHT) {
+            return (true, true);
+        }
+        if r.starts_with(RIGHT) {
+            return (true, false);
+        }
+        (false, false)
+    }
+
+    fn lex_left_delim(&mut self) -> State {
+        self.pos += LEFT.len();
+        let trim = has_left_trim(self.rest());
+        let after = if trim { 2 } else { 0 };
+        if self.input[self.pos + after..].starts_with("/*") {
+            self.pos += after;
+            self.ignore();
+            return self.lex_comment();
+        }
+        self.emit(Tok::LeftDelim);
+        self.pos += after;
+        self.ignore();
+        self.paren_depth = 0;
+        State::Inside
+    }
+
+    fn lex_comment(&mut self) -> State {
+        self.pos += 2;
+        let Some(x) = self.rest().find("*/") else {
+            return self.error("unclosed comment".into());
+        };
+        self.pos += x + 2;
+        let (delim, trim) = self.at_right_delim();
+        if !delim {
+            return self.error("comment ends before closing delimiter".into());
+        }
+        if trim {
+            self.pos += 2;
+        }
+        self.pos += RIGHT.len();
+        if trim {
+            self.pos += left_trim_len(self.rest());
+        }
+        self.ignore();
+        State::Text
+    }
+
+    fn lex_right_delim(&mut self) -> State {
+        let (_, trim) = self.at_right_delim();
+        if trim {
+            self.pos += 2;
+            self.ignore();
+        }
+        self.pos += RIGHT.len();
+        self.emit(Tok::RightDelim);
+        if trim {
+            self.pos += left_trim_len(self.rest());
+            self.ignore();
+        }
+        State::Text
+    }
+
+    fn lex_inside(&mut self) -> State {
+        let (delim, _) = self.at_right_delim();
+        if delim {
+            if self.paren_depth == 0 {
+                return self.lex_right_delim();
+            }
+            return self.error("unclosed left paren".into());
+        }
+        let Some(r) = self.next() else {
+            return self.error("unclosed action".into());
+        };
+        match r {
+            c if c.is_ascii() && is_space(c as u8) => {
+                self.backup(c);
+                return self.lex_space();
+            }
+            '=' => self.emit(Tok::Assign),
+            ':' => {
+                if self.next() != Some('=') {
+                    return self.error("expected :=".into());
+                }
+                self.emit(Tok::Declare);
+            }
+            '|' => self.emit(Tok::Pipe),
+            '"' => return self.lex_quote(),
+            '`' => return self.lex_raw_quote(),
+            '$' => return self.lex_field_or_var(Tok::Variable),
+            '\'' => return self.lex_char(),
+            '.' => {
+                let nx = self.rest().as_bytes().first().copied();
+                match nx {
+                    Some(b) if !b.is_ascii_digit() => return self.lex_field_or_var(Tok::Field),
+                    _ => {
+                        self.backup('.');
+                        return self.lex_number();
+                    }
+                }
+            }
+            '+' | '-' | '0'..='9' => {
+                self.backup(r);
+                return self.lex_number();
+            }
+            c if is_alnum(c) => {
+                self.backup(c);
+                return self.lex_identifier();
+            }
+            '(' => {
+                self.emit(Tok::LeftParen);
+                self.paren_depth += 1;
+            }
+            ')' => {
+                self.paren_depth -= 1;
+                if self.paren_depth < 0 {
+                    return self.error("unexpected right paren".into());
+                }
+                self.emit(Tok::RightParen);
+            }
+            c if c.is_ascii() && !c.is_ascii_control() => self.emit(Tok::Char),
+            c => {
+                return self.error(format!(
+                    "unrecognized character in action: {}",
+                    crate::template::gofmt::unicode_sharp(c)
+                ))
+            }
+        }
+        State::Inside
+    }
+
+    fn lex_space(&mut self) -> State {
+        let mut n = 0;
+        while let Some(c) = self.peek() {
+            if c.is_ascii() && is_space(c as u8) {
+                self.next();
+                n += 1;
+            } else {
+                break;
+            }
+        }
+        let before = &self.input[self.pos - 1..];
+        if has_right_trim(before) && before[2..].starts_with(RIGHT) {
+            self.pos -= 1;
+            if self.input.as_bytes()[self.pos] == b'\n' {
+                self.line -= 1;
+            }
+            if n == 1 {
+                return self.lex_right_delim();
+            }
+        }
+        self.emit(Tok::Space);
+        State::Inside
+    }
+
+    fn at_terminator(&self) -> bool {
+        match self.peek() {
+            None => true,
+            Some(c) if c.is_ascii() && is_space(c as u8) => true,
+            Some('.' | ',' | '|' | ':' | ')' | '(') => true,
+            Some(_) => self.rest().starts_with(RIGHT),
+        }
+    }
+
+    fn lex_field_or_var(&mut self, typ: Tok) -> State {
+        if self.at_terminator() {
+            self.emit(if typ == Tok::Variable {
+                Tok::Variable
+            } else {
+                Tok::Dot
+            });
+            return State::Inside;
+        }
+        let mut last = None;
+        loop {
+            match self.next() {
+                Some(c) if is_alnum(c) => {}
+                Some(c) => {
+                    self.backup(c);
+                    last = Some(c);
+                    break;
+                }
+                None => break,
+            }
+        }
+        if !self.at_terminator() {
+            let c = last.unwrap_or('\u{FFFD}');
+            return self.error(format!(
+                "bad character {}",
+                crate::template::gofmt::unicode_sharp(c)
+            ));
+        }
+        self.emit(typ);
+        State::Inside
+    }
+
+    fn lex_identifier(&mut self) -> State {
+        loop {
+            match self.next() {
+                Some(c) if is_alnum(c) => {}
+                other => {
+                    if let Some(c) = other {
+                        self.backup(c);
+                    }
+                    if !self.at_terminator() {
+                        let c = other.unwrap_or('\u{FFFD}');
+                        return self.error(format!(
+                            "bad character {}",
+                            crate::template::gofmt::unicode_sharp(c)
+                        ));
+                    }
+                    let word = &self.input[self.start..self.pos];
+                    let typ = match word {
+                        "block" => Tok::Block,
+                        "break" => Tok::Break,
+                        "continue" => Tok::Continue,
+                        "define" => Tok::Define,
+                        "else" => Tok::Else,
+                        "end" => Tok::End,
+                        "if" => Tok::If,
+                        "range" => Tok::Range,
+                        "nil" => Tok::Nil,
+                        "template" => Tok::Template,
+                        "with" => Tok::With,
+                        "true" | "false" => Tok::Bool,
+                        _ => Tok::Identifier,
+                    };
+                    self.emit(typ);
+                    return State::Inside;
+                }
+            }
+        }
+    }
+
+    fn lex_char(&mut self) -> State {
+        loop {
+            match self.next() {
+                Some('\\') => {
+                    if let Some(c) = self.next() {
+                        if c == '\n' {
+                            return self.error("unterminated character constant".into());
+                        }
+                    } else {
+                        return self.error("unterminated character constant".into());
+                    }
+                }
+                None | Some('\n') => return self.error("unterminated character constant".into()),
+                Some('\'') => break,
+                Some(_) => {}
+            }
+        }
+        self.emit(Tok::CharConstant);
+        State::Inside
+    }
+
+    fn lex_number(&mut self) -> State {
+        if !self.scan_number() {
+            let t = self.input[self.start..self.pos].to_string();
+            return self.error(format!(
+                "bad number syntax: {}",
+                crate::template::gofmt::quote_go(&t)
+            ));
+        }
+        if matches!(self.peek(), Some('+' | '-')) {
+            if !self.scan_number() || !self.input[..self.pos].ends_with('i') {
+                let t = self.input[self.start..self.pos].to_string();
+                return self.error(format!(
+                    "bad number syntax: {}",
+                    crate::template::gofmt::quote_go(&t)
+                ));
+            }
+            self.emit(Tok::Complex);
+        } else {
+            self.emit(Tok::Number);
+        }
+        State::Inside
+    }
+
+    fn scan_number(&mut self) -> bool {
+        self.accept("+-");
+        let mut digits = "0123456789_";
+        if self.accept("0") {
+            if self.accept("xX") {
+                digits = "0123456789abcdefABCDEF_";
+            } else if self.accept("oO") {
+                digits = "01234567_";
+            } else if self.accept("bB") {
+                digits = "01_";
+            }
+        }
+        self.accept_run(digits);
+        if self.accept(".") {
+            self.accept_run(digits);
+        }
+        if digits.len() == 11 && self.accept("eE") {
+            self.accept("+-");
+            self.accept_run("0123456789_");
+        }
+        if digits.len() == 23 && self.accept("pP") {
+            self.accept("+-");
+            self.accept_run("0123456789_");
+        }
+        self.accept("i");
+        if let Some(c) = self.peek() {
+            if is_alnum(c) {
+                self.next();
+                return false;
+            }
+        }
+        true
+    }
+
+    fn lex_quote(&mut self) -> State {
+        loop {
+            match self.next() {
+                Some('\\') => match self.next() {
+                    Some('\n') | None => return self.error("unterminated quoted string".into()),
+                    Some(_) => {}
+                },
+                None | Some('\n') => return self.error("unterminated quoted string".into()),
+                Some('"') => break,
+                Some(_) => {}
+            }
+        }
+        self.emit(Tok::String);
+        State::Inside
+    }
+
+    fn lex_raw_quote(&mut self) -> State {
+        loop {
+            match self.next() {
+                None => return self.error("unterminated raw quoted string".into()),
+                Some('`') => break,
+                Some(_) => {}
+            }
+        }
+        self.emit(Tok::RawString);
+        State::Inside
+    }
+}
+
+fn has_left_trim(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 2 && b[0] == b'-' && is_space(b[1])
+}
+
+fn has_right_trim(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 2 && is_space(b[0]) && b[1] == b'-'
+}
+
+fn left_trim_len(s: &str) -> usize {
+    s.len()
+        - s.trim_start_matches(|c: char| c.is_ascii() && is_space(c as u8))
+            .len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(s: &str) -> Vec<Tok> {
+        lex(s).into_iter().map(|i| i.typ).collect()
+    }
+
+    #[test]
+    fn trims_and_fields() {
+        let items = lex("a  {{- .x.y -}}  b");
+        assert_eq!(items[0].val, "a");
+        assert_eq!(items[2].val, ".x");
+        assert_eq!(items[3].val, ".y");
+        assert_eq!(items.last().map(|i| i.typ), Some(Tok::Eof));
+        assert_eq!(items[items.len() - 2].val, "b");
+    }
+
+    #[test]
+    fn minus_number_is_not_trim() {
+        assert_eq!(
+            kinds("{{-3}}"),
+            vec![Tok::LeftDelim, Tok::Number, Tok::RightDelim, Tok::Eof]
+        );
+    }
+
+    #[test]
+    fn bad_number() {
+        let items = lex("{{3-}}");
+        assert_eq!(
+            items.last().map(|i| i.val.as_str()),
+            Some("bad number syntax: \"3-\"")
+        );
+    }
+}

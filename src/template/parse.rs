@@ -1,0 +1,927 @@
+//! The parser of Go's `text/template` (Go 1.23): the same grammar, the same
+//! variable scoping and the same error messages.
+use super::ast::{
+    is_empty_list, Action, Arg, Command, Control, List, Node, Number, Pipe, TemplateCall, Tree,
+};
+use super::lexer::{lex, Item, Tok};
+use std::rc::Rc;
+
+/// How deeply expressions and control structures may nest (Go: 10000).
+const MAX_DEPTH: usize = 10000;
+
+/// A parse error, in Go's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseError {
+    /// The parse name (file name).
+    pub name: String,
+    /// 1-based line.
+    pub line: usize,
+    /// Go's message (after `template: NAME:LINE: `).
+    pub msg: String,
+}
+
+impl ParseError {
+    /// Go's full error text: `template: NAME:LINE: MSG`.
+    pub fn go_text(&self) -> String {
+        format!("template: {}:{}: {}", self.name, self.line, self.msg)
+    }
+}
+
+type PResult<T> = Result<T, ParseError>;
+
+struct Parser<'a> {
+    items: Vec<Item>,
+    idx: usize,
+    furthest: usize,
+    vars: Vec<String>,
+    range_depth: usize,
+    depth: usize,
+    action_line: usize,
+    parse_name: Rc<str>,
+    text: Rc<str>,
+    has_func: &'a dyn Fn(&str) -> bool,
+    trees: Vec<Tree>,
+}
+
+/// Parses `text` as template `name`: returns the file's own tree first, then
+/// its `define`/`block` trees, in source order.
+pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult<Vec<Tree>> {
+    let mut p = Parser {
+        items: lex(text),
+        idx: 0,
+        furthest: 0,
+        vars: vec!["$".into()],
+        range_depth: 0,
+        depth: 0,
+        action_line: 0,
+        parse_name: Rc::from(name),
+        text: Rc::from(text),
+        has_func,
+        trees: Vec::new(),
+    };
+    let root = p.parse_top()?;
+    let main = Tree {
+        name: name.to_string(),
+        parse_name: p.parse_name.clone(),
+        text: p.text.clone(),
+        root,
+    };
+    let mut out = vec![main];
+    out.append(&mut p.trees);
+    Ok(out)
+}
+
+fn unquote(tok: &Item) -> Result<String, String> {
+    let s = tok.val.as_str();
+    if tok.typ == Tok::RawString {
+        let inner = s.get(1..s.len().saturating_sub(1)).unwrap_or("");
+        return Ok(inner.replace('\r', ""));
+    }
+    unquote_go(s)
+}
+
+/// Go's `strconv.Unquote` for a double-quoted string.
+pub fn unquote_go(s: &str) -> Result<String, String> {
+    let bad = || "invalid syntax".to_string();
+    let inner = s
+        .strip_prefix('"')
+        .and_then(|x| x.strip_suffix('"'))
+        .ok_or_else(bad)?;
+    let mut out = String::new();
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '"' || c == '\n' {
+            return Err(bad());
+        }
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let e = chars.next().ok_or_else(bad)?;
+        match e {
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'f' => out.push('\x0c'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'v' => out.push('\x0b'),
+            '\\' => out.push('\\'),
+            '"' => out.push('"'),
+            'x' | 'u' | 'U' => {
+                let n = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let mut v: u32 = 0;
+                for _ in 0..n {
+                    let d = chars.next().and_then(|c| c.to_digit(16)).ok_or_else(bad)?;
+                    v = v * 16 + d;
+                }
+                if e == 'x' && v >= 0x80 {
+                    // A raw byte: not representable in a Rust string; use U+FFFD.
+                    out.push('\u{FFFD}');
+                } else {
+                    out.push(char::from_u32(v).ok_or_else(bad)?);
+                }
+            }
+            '0'..='7' => {
+                let mut v = e.to_digit(8).unwrap_or(0);
+                for _ in 0..2 {
+                    let d = chars.next().and_then(|c| c.to_digit(8)).ok_or_else(bad)?;
+                    v = v * 8 + d;
+                }
+                if v > 255 {
+                    return Err(bad());
+                }
+                if v >= 0x80 {
+                    out.push('\u{FFFD}');
+                } else {
+                    out.push(char::from_u32(v).ok_or_else(bad)?);
+                }
+            }
+            _ => return Err(bad()),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_go_int(text: &str) -> Option<(bool, u64)> {
+    let (neg, body) = match text.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (radix, digits, prefixed) =
+        if let Some(d) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+            (16, d, true)
+        } else if let Some(d) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
+            (8, d, true)
+        } else if let Some(d) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
+            (2, d, true)
+        } else if body.len() > 1 && body.starts_with('0') {
+            (8, &body[1..], true)
+        } else {
+            (10, body, false)
+        };
+    if body.contains('_') && !underscore_ok(body) {
+        return None;
+    }
+    let _ = prefixed;
+    let clean: String = digits.chars().filter(|&c| c != '_').collect();
+    if clean.is_empty() {
+        return None;
+    }
+    let v = u64::from_str_radix(&clean, radix).ok()?;
+    Some((neg, v))
+}
+
+/// Go's rule for `_` in number literals: only between digits or after a base prefix.
+fn underscore_ok(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut saw = '^';
+    let mut i = 0;
+    let mut hex = false;
+    if b.len() >= 2 && b[0] == b'0' {
+        let c = b[1].to_ascii_lowercase();
+        if c == b'x' || c == b'o' || c == b'b' {
+            hex = c == b'x';
+            i = 2;
+            saw = '0';
+        }
+    }
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
+            saw = '0';
+        } else if c == b'_' {
+            if saw != '0' {
+                return false;
+            }
+            saw = '_';
+        } else {
+            if saw == '_' {
+                return false;
+            }
+            saw = '!';
+        }
+        i += 1;
+    }
+    saw != '_'
+}
+
+fn parse_go_float(text: &str) -> Option<f64> {
+    if text.contains('_') && !underscore_ok(text.trim_start_matches(['+', '-'])) {
+        return None;
+    }
+    let clean: String = text.chars().filter(|&c| c != '_').collect();
+    let lower = clean.to_ascii_lowercase();
+    let body = lower.trim_start_matches(['+', '-']);
+    if body.starts_with("0x") {
+        return parse_hex_float(&lower);
+    }
+    if body.contains("inf") || body.contains("nan") {
+        return None;
+    }
+    clean.parse::<f64>().ok()
+}
+
+fn parse_hex_float(s: &str) -> Option<f64> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let body = body.strip_prefix("0x")?;
+    let (mant, exp) = match body.split_once('p') {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (body, 0),
+    };
+    let (ip, fp) = mant.split_once('.').unwrap_or((mant, ""));
+    let mut v = 0f64;
+    for c in ip.chars() {
+        v = v * 16.0 + c.to_digit(16)? as f64;
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in fp.chars() {
+        v += c.to_digit(16)? as f64 * scale;
+        scale /= 16.0;
+    }
+    let v = v * 2f64.powi(exp);
+    Some(if neg { -v } else { v })
+}
+
+/// Go's `parse.newNumber`.
+fn new_number(tok: &Item) -> Result<Number, String> {
+    let text = tok.val.clone();
+    let mut n = Number {
+        text: text.clone(),
+        is_int: false,
+        is_uint: false,
+        is_float: false,
+        is_complex: false,
+        int: 0,
+        float: 0.0,
+    };
+    match tok.typ {
+        Tok::CharConstant => {
+            let inner = &text[1..text.len().saturating_sub(1)];
+            let c = if let Some(rest) = inner.strip_prefix('\\') {
+                let q = format!("\"\\{rest}\"");
+                let q = if rest == "'" { "\"'\"".to_string() } else { q };
+                let s = unquote_go(&q).map_err(|e| e.to_string())?;
+                let mut it = s.chars();
+                let c = it.next().ok_or("invalid syntax")?;
+                if it.next().is_some() {
+                    return Err(format!("malformed character constant: {text}"));
+                }
+                c
+            } else {
+                let mut it = inner.chars();
+                let c = it.next().ok_or("invalid syntax")?;
+                if it.next().is_some() {
+                    return Err(format!("malformed character constant: {text}"));
+                }
+                c
+            };
+            n.int = c as i64;
+            n.is_int = true;
+            n.is_uint = true;
+            n.float = c as i64 as f64;
+            n.is_float = true;
+            return Ok(n);
+        }
+        Tok::Complex => {
+            n.is_complex = true;
+            return Ok(n);
+        }
+        _ => {}
+    }
+    if text.ends_with('i') {
+        if parse_go_float(&text[..text.len() - 1]).is_some() {
+            n.is_complex = true;
+            return Ok(n);
+        }
+    }
+    let mut uval = None;
+    if let Some((neg, u)) = parse_go_int(&text) {
+        if !neg && !text.starts_with('+') || (!neg && text.starts_with('+')) {
+            // ParseUint rejects a sign
+            if !text.starts_with('+') {
+                n.is_uint = true;
+                uval = Some(u);
+            }
+        }
+        if neg {
+            if u <= 1u64 << 63 {
+                n.is_int = true;
+                n.int = (u as i128).wrapping_neg() as i64;
+                if u == 0 {
+                    n.is_uint = true;
+                }
+            }
+        } else if u <= i64::MAX as u64 {
+            n.is_int = true;
+            n.int = u as i64;
+        }
+    }
+    if n.is_int {
+        n.is_float = true;
+        n.float = n.int as f64;
+    } else if n.is_uint {
+        n.is_float = true;
+        n.float = uval.unwrap_or(0) as f64;
+    } else if let Some(f) = parse_go_float(&text) {
+        if !text.contains(['.', 'e', 'E', 'p', 'P']) {
+            return Err(format!(
+                "integer overflow: {}",
+                super::gofmt::quote_go(&text)
+            ));
+        }
+        n.is_float = true;
+        n.float = f;
+        if f.fract() == 0.0 && f.abs() < 9.2e18 {
+            n.is_int = true;
+            n.int = f as i64;
+        }
+        if f.fract() == 0.0 && (0.0..1.8e19).contains(&f) {
+            n.is_uint = true;
+        }
+    }
+    if !n.is_int && !n.is_uint && !n.is_float {
+        return Err(format!(
+            "illegal number syntax: {}",
+            super::gofmt::quote_go(&text)
+        ));
+    }
+    Ok(n)
+}
+
+enum Ended {
+    End,
+    Else,
+}
+
+impl<'a> Parser<'a> {
+    fn errorf(&self, msg: impl Into<String>) -> ParseError {
+        let line = self
+            .items
+            .get(self.furthest.min(self.items.len().saturating_sub(1)))
+            .map(|i| i.line)
+            .unwrap_or(1);
+        ParseError {
+            name: self.parse_name.to_string(),
+            line,
+            msg: msg.into(),
+        }
+    }
+
+    fn next(&mut self) -> Item {
+        let last = self.items.len().saturating_sub(1);
+        let i = self.idx.min(last);
+        if self.idx <= last {
+            self.idx += 1;
+        }
+        if i > self.furthest {
+            self.furthest = i;
+        }
+        self.items[i].clone()
+    }
+    fn backup(&mut self) {
+        self.idx = self.idx.saturating_sub(1);
+    }
+    fn peek(&mut self) -> Item {
+        let it = self.next();
+        self.backup();
+        it
+    }
+    fn next_non_space(&mut self) -> Item {
+        loop {
+            let it = self.next();
+            if it.typ != Tok::Space {
+                return it;
+            }
+        }
+    }
+    fn peek_non_space(&mut self) -> Item {
+        let it = self.next_non_space();
+        self.backup();
+        it
+    }
+    fn unexpected(&self, it: &Item, context: &str) -> ParseError {
+        if it.typ == Tok::Error {
+            let mut extra = String::new();
+            if self.action_line != 0 && self.action_line != it.line {
+                extra = format!(
+                    " in action started at {}:{}",
+                    self.parse_name, self.action_line
+                );
+                if it.val.ends_with(" action") {
+                    extra = extra[" in action".len()..].to_string();
+                }
+            }
+            return self.errorf(format!("{}{extra}", it.val));
+        }
+        self.errorf(format!("unexpected {} in {}", it.describe(), context))
+    }
+    fn expect(&mut self, typ: Tok, context: &str) -> PResult<Item> {
+        let it = self.next_non_space();
+        if it.typ != typ {
+            return Err(self.unexpected(&it, context));
+        }
+        Ok(it)
+    }
+    fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.errorf("max expression depth exceeded"));
+        }
+        Ok(())
+    }
+
+    fn parse_top(&mut self) -> PResult<List> {
+        let mut root = List::default();
+        loop {
+            let pk = self.peek();
+            if pk.typ == Tok::Eof {
+                break;
+            }
+            if pk.typ == Tok::LeftDelim {
+                let save = self.idx;
+                self.next();
+                if self.next_non_space().typ == Tok::Define {
+                    self.parse_definition()?;
+                    continue;
+                }
+                self.idx = save;
+            }
+            match self.text_or_action()? {
+                TA::Node(n) => root.nodes.push(n),
+                TA::End => return Err(self.errorf("unexpected {{end}}")),
+                TA::Else(_) => return Err(self.errorf("unexpected {{else}}")),
+                TA::None => {}
+            }
+        }
+        Ok(root)
+    }
+
+    fn add_tree(&mut self, name: String, root: List) -> PResult<()> {
+        if let Some(existing) = self.trees.iter_mut().find(|t| t.name == name) {
+            if is_empty_list(&existing.root) {
+                existing.root = root;
+                return Ok(());
+            }
+            if !is_empty_list(&root) {
+                return Err(self.errorf(format!(
+                    "template: multiple definition of template {}",
+                    super::gofmt::quote_go(&name)
+                )));
+            }
+            return Ok(());
+        }
+        self.trees.push(Tree {
+            name,
+            parse_name: self.parse_name.clone(),
+            text: self.text.clone(),
+            root,
+        });
+        Ok(())
+    }
+
+    fn parse_definition(&mut self) -> PResult<()> {
+        let context = "define clause";
+        let tok = self.next_non_space();
+        if tok.typ != Tok::String && tok.typ != Tok::RawString {
+            return Err(self.unexpected(&tok, context));
+        }
+        let name = unquote(&tok).map_err(|e| self.errorf(e))?;
+        self.expect(Tok::RightDelim, context)?;
+        let saved_vars = std::mem::replace(&mut self.vars, vec!["$".into()]);
+        let saved_range = std::mem::replace(&mut self.range_depth, 0);
+        let (list, end) = self.item_list()?;
+        self.vars = saved_vars;
+        self.range_depth = saved_range;
+        if let Ended::Else = end {
+            return Err(self.errorf(format!("unexpected {{{{else}}}} in {context}")));
+        }
+        self.add_tree(name, list)
+    }
+
+    fn item_list(&mut self) -> PResult<(List, Ended)> {
+        let mut list = List::default();
+        while self.peek_non_space().typ != Tok::Eof {
+            match self.text_or_action()? {
+                TA::Node(n) => list.nodes.push(n),
+                TA::End => return Ok((list, Ended::End)),
+                TA::Else(_) => return Ok((list, Ended::Else)),
+                TA::None => {}
+            }
+        }
+        Err(self.errorf("unexpected EOF"))
+    }
+
+    fn text_or_action(&mut self) -> PResult<TA> {
+        let tok = self.next_non_space();
+        match tok.typ {
+            Tok::Text => Ok(TA::Node(Node::Text(Rc::from(tok.val.as_str())))),
+            Tok::LeftDelim => {
+                self.action_line = tok.line;
+                let r = self.action();
+                self.action_line = 0;
+                r
+            }
+            _ => Err(self.unexpected(&tok, "input")),
+        }
+    }
+
+    fn action(&mut self) -> PResult<TA> {
+        let tok = self.next_non_space();
+        match tok.typ {
+            Tok::Block => return self.block_control().map(TA::Node),
+            Tok::Break | Tok::Continue => {
+                let word = if tok.typ == Tok::Break {
+                    "break"
+                } else {
+                    "continue"
+                };
+                let t2 = self.next_non_space();
+                if t2.typ != Tok::RightDelim {
+                    return Err(self.unexpected(&t2, &format!("{{{{{word}}}}}")));
+                }
+                if self.range_depth == 0 {
+                    return Err(self.errorf(format!("{{{{{word}}}}} outside {{{{range}}}}")));
+                }
+                return Ok(TA::Node(if tok.typ == Tok::Break {
+                    Node::Break
+                } else {
+                    Node::Continue
+                }));
+            }
+            Tok::Else => {
+                let pk = self.peek_non_space();
+                if pk.typ == Tok::If || pk.typ == Tok::With {
+                    return Ok(TA::Else(pk.pos));
+                }
+                let t = self.expect(Tok::RightDelim, "else")?;
+                return Ok(TA::Else(t.pos));
+            }
+            Tok::End => {
+                self.expect(Tok::RightDelim, "end")?;
+                return Ok(TA::End);
+            }
+            Tok::If => return self.control("if").map(|c| TA::Node(Node::If(c))),
+            Tok::Range => return self.control("range").map(|c| TA::Node(Node::Range(c))),
+            Tok::With => return self.control("with").map(|c| TA::Node(Node::With(c))),
+            Tok::Template => return self.template_control().map(TA::Node),
+            _ => {}
+        }
+        self.backup();
+        let tok = self.peek();
+        let pipe = self.pipeline("command", Tok::RightDelim)?;
+        Ok(TA::Node(Node::Action(Action { pos: tok.pos, pipe })))
+    }
+
+    fn control(&mut self, context: &str) -> PResult<Control> {
+        self.enter()?;
+        let nvars = self.vars.len();
+        let r = self.control_inner(context);
+        self.vars.truncate(nvars);
+        self.depth -= 1;
+        r
+    }
+
+    fn control_inner(&mut self, context: &str) -> PResult<Control> {
+        let pipe = self.pipeline(context, Tok::RightDelim)?;
+        if context == "range" {
+            self.range_depth += 1;
+        }
+        let res = self.item_list();
+        if context == "range" {
+            self.range_depth -= 1;
+        }
+        let (list, next) = res?;
+        let mut else_list = None;
+        if let Ended::Else = next {
+            let pk = self.peek();
+            if context == "if" && pk.typ == Tok::If {
+                self.next();
+                let c = self.control("if")?;
+                else_list = Some(List {
+                    nodes: vec![Node::If(c)],
+                });
+            } else if context == "with" && pk.typ == Tok::With {
+                self.next();
+                let c = self.control("with")?;
+                else_list = Some(List {
+                    nodes: vec![Node::With(c)],
+                });
+            } else {
+                let (l, n2) = self.item_list()?;
+                if let Ended::Else = n2 {
+                    return Err(self.errorf("expected end; found {{else}}"));
+                }
+                else_list = Some(l);
+            }
+        }
+        Ok(Control {
+            pos: pipe.pos,
+            pipe,
+            list,
+            else_list,
+        })
+    }
+
+    fn template_name(&mut self, tok: &Item, context: &str) -> PResult<String> {
+        match tok.typ {
+            Tok::String | Tok::RawString => unquote(tok).map_err(|e| self.errorf(e)),
+            _ => Err(self.unexpected(tok, context)),
+        }
+    }
+
+    fn template_control(&mut self) -> PResult<Node> {
+        let context = "template clause";
+        let tok = self.next_non_space();
+        let name = self.template_name(&tok, context)?;
+        let mut pipe = None;
+        if self.next_non_space().typ != Tok::RightDelim {
+            self.backup();
+            pipe = Some(self.pipeline(context, Tok::RightDelim)?);
+        }
+        Ok(Node::Template(TemplateCall {
+            pos: tok.pos,
+            name,
+            pipe,
+        }))
+    }
+
+    fn block_control(&mut self) -> PResult<Node> {
+        let context = "block clause";
+        let tok = self.next_non_space();
+        let name = self.template_name(&tok, context)?;
+        let pipe = self.pipeline(context, Tok::RightDelim)?;
+        let saved_vars = std::mem::replace(&mut self.vars, vec!["$".into()]);
+        let saved_range = std::mem::replace(&mut self.range_depth, 0);
+        let res = self.item_list();
+        self.vars = saved_vars;
+        self.range_depth = saved_range;
+        let (list, end) = res?;
+        if let Ended::Else = end {
+            return Err(self.errorf(format!("unexpected {{{{else}}}} in {context}")));
+        }
+        self.add_tree(name.clone(), list)?;
+        Ok(Node::Template(TemplateCall {
+            pos: tok.pos,
+            name,
+            pipe: Some(pipe),
+        }))
+    }
+
+    fn pipeline(&mut self, context: &str, end: Tok) -> PResult<Pipe> {
+        let tok = self.peek_non_space();
+        let mut pipe = Pipe {
+            pos: tok.pos,
+            is_assign: false,
+            decl: Vec::new(),
+            cmds: Vec::new(),
+        };
+        // declarations
+        loop {
+            let v = self.peek_non_space();
+            if v.typ != Tok::Variable {
+                break;
+            }
+            let save = self.idx;
+            self.next_non_space();
+            let after = self.peek();
+            let nx = self.peek_non_space();
+            if nx.typ == Tok::Assign || nx.typ == Tok::Declare {
+                pipe.is_assign = nx.typ == Tok::Assign;
+                self.next_non_space();
+                pipe.decl.push(v.val.clone());
+                self.vars.push(v.val.clone());
+                break;
+            } else if nx.typ == Tok::Char && nx.val == "," {
+                self.next_non_space();
+                pipe.decl.push(v.val.clone());
+                self.vars.push(v.val.clone());
+                if context == "range" && pipe.decl.len() < 2 {
+                    let pk = self.peek_non_space();
+                    match pk.typ {
+                        Tok::Variable | Tok::RightDelim | Tok::RightParen => continue,
+                        _ => return Err(self.errorf("range can only initialize variables")),
+                    }
+                }
+                return Err(self.errorf(format!("too many declarations in {context}")));
+            } else {
+                let _ = after;
+                self.idx = save;
+                break;
+            }
+        }
+        loop {
+            let tok = self.next_non_space();
+            if tok.typ == end {
+                self.check_pipeline(&pipe, context)?;
+                return Ok(pipe);
+            }
+            match tok.typ {
+                Tok::Bool
+                | Tok::CharConstant
+                | Tok::Complex
+                | Tok::Dot
+                | Tok::Field
+                | Tok::Identifier
+                | Tok::Number
+                | Tok::Nil
+                | Tok::RawString
+                | Tok::String
+                | Tok::Variable
+                | Tok::LeftParen => {
+                    self.backup();
+                    let c = self.command()?;
+                    pipe.cmds.push(c);
+                }
+                _ => return Err(self.unexpected(&tok, context)),
+            }
+        }
+    }
+
+    fn check_pipeline(&self, pipe: &Pipe, context: &str) -> PResult<()> {
+        if pipe.cmds.is_empty() {
+            return Err(self.errorf(format!("missing value for {context}")));
+        }
+        for (i, c) in pipe.cmds.iter().enumerate().skip(1) {
+            if matches!(
+                c.args.first(),
+                Some(Arg::Bool(..) | Arg::Dot(_) | Arg::Nil(_) | Arg::Number(..) | Arg::String(..))
+            ) {
+                return Err(self.errorf(format!(
+                    "non executable command in pipeline stage {}",
+                    i + 1
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn command(&mut self) -> PResult<Command> {
+        let pos = self.peek_non_space().pos;
+        let mut cmd = Command {
+            pos,
+            args: Vec::new(),
+        };
+        loop {
+            self.peek_non_space();
+            if let Some(op) = self.operand()? {
+                cmd.args.push(op);
+            }
+            let tok = self.next();
+            match tok.typ {
+                Tok::Space => continue,
+                Tok::RightDelim | Tok::RightParen => self.backup(),
+                Tok::Pipe => {}
+                _ => return Err(self.unexpected(&tok, "operand")),
+            }
+            break;
+        }
+        if cmd.args.is_empty() {
+            return Err(self.errorf("empty command"));
+        }
+        Ok(cmd)
+    }
+
+    fn operand(&mut self) -> PResult<Option<Arg>> {
+        let Some(node) = self.term()? else {
+            return Ok(None);
+        };
+        if self.peek().typ == Tok::Field {
+            let cpos = self.peek().pos;
+            let mut fields = Vec::new();
+            while self.peek().typ == Tok::Field {
+                let t = self.next();
+                fields.push(t.val[1..].to_string());
+            }
+            let node = match node {
+                Arg::Field(_, mut idents) => {
+                    idents.extend(fields);
+                    Arg::Field(cpos, idents)
+                }
+                Arg::Variable(_, mut idents) => {
+                    idents.extend(fields);
+                    Arg::Variable(cpos, idents)
+                }
+                Arg::Bool(..) | Arg::String(..) | Arg::Number(..) | Arg::Nil(_) | Arg::Dot(_) => {
+                    let q = super::gofmt::quote_go(&node.to_string());
+                    return Err(self.errorf(format!("unexpected . after term {q}")));
+                }
+                other => Arg::Chain(cpos, Box::new(other), fields),
+            };
+            return Ok(Some(node));
+        }
+        Ok(Some(node))
+    }
+
+    fn term(&mut self) -> PResult<Option<Arg>> {
+        let tok = self.next_non_space();
+        Ok(Some(match tok.typ {
+            Tok::Identifier => {
+                if !(self.has_func)(&tok.val) {
+                    return Err(self.errorf(format!(
+                        "function {} not defined",
+                        super::gofmt::quote_go(&tok.val)
+                    )));
+                }
+                Arg::Identifier(tok.pos, tok.val)
+            }
+            Tok::Dot => Arg::Dot(tok.pos),
+            Tok::Nil => Arg::Nil(tok.pos),
+            Tok::Variable => {
+                let name = tok.val.split('.').next().unwrap_or("").to_string();
+                if !self.vars.iter().any(|v| *v == name) {
+                    return Err(self.errorf(format!(
+                        "undefined variable {}",
+                        super::gofmt::quote_go(&name)
+                    )));
+                }
+                Arg::Variable(tok.pos, vec![tok.val])
+            }
+            Tok::Field => Arg::Field(tok.pos, vec![tok.val[1..].to_string()]),
+            Tok::Bool => Arg::Bool(tok.pos, tok.val == "true"),
+            Tok::CharConstant | Tok::Complex | Tok::Number => {
+                let n = new_number(&tok).map_err(|e| self.errorf(e))?;
+                Arg::Number(tok.pos, Box::new(n))
+            }
+            Tok::LeftParen => {
+                self.enter()?;
+                let p = self.pipeline("parenthesized pipeline", Tok::RightParen);
+                self.depth -= 1;
+                Arg::Pipe(Box::new(p?))
+            }
+            Tok::String | Tok::RawString => {
+                let s = unquote(&tok).map_err(|e| self.errorf(e))?;
+                Arg::String(tok.pos, tok.val.clone(), Rc::from(s.as_str()))
+            }
+            _ => {
+                self.backup();
+                return Ok(None);
+            }
+        }))
+    }
+}
+
+enum TA {
+    Node(Node),
+    End,
+    Else(usize),
+    #[allow(dead_code)]
+    None,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Vec<Tree>, String> {
+        parse("t", s, &|n| n != "nope").map_err(|e| e.go_text())
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(
+            p("{{ if }}{{ end }}").unwrap_err(),
+            "template: t:1: missing value for if"
+        );
+        assert_eq!(
+            p("{{ $y }}").unwrap_err(),
+            "template: t:1: undefined variable \"$y\""
+        );
+        assert_eq!(
+            p("a\n\n{{end}}").unwrap_err(),
+            "template: t:3: unexpected {{end}}"
+        );
+        assert_eq!(
+            p("{{ nope }}").unwrap_err(),
+            "template: t:1: function \"nope\" not defined"
+        );
+        assert_eq!(
+            p("{{ 1.2.3 }}").unwrap_err(),
+            "template: t:1: unexpected \".3\" in operand"
+        );
+        assert_eq!(
+            p("{{ .x | 3 }}").unwrap_err(),
+            "template: t:1: non executable command in pipeline stage 2"
+        );
+        assert_eq!(
+            p("{{ break }}").unwrap_err(),
+            "template: t:1: {{break}} outside {{range}}"
+        );
+    }
+
+    #[test]
+    fn strings_of_nodes() {
+        let t = p("{{ $x := .a.b | printf \"%d\" (len .c) }}").unwrap();
+        assert_eq!(
+            t[0].root.nodes[0].to_string(),
+            "{{$x := .a.b | printf \"%d\" (len .c)}}"
+        );
+    }
+}

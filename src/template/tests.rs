@@ -1,0 +1,81 @@
+//! Unit tests of the engine against behaviour verified with Helm.
+use super::*;
+use std::collections::BTreeMap;
+
+fn run_with(text: &str, values: Value) -> Result<String, TemplateError> {
+    let mut e = Engine::default();
+    e.add_template("t.txt", text)?;
+    let mut top = BTreeMap::new();
+    top.insert("Values".to_string(), values);
+    let data = Value::Map(Rc::new(RefCell::new(top)), MapKind::Values);
+    e.execute("t.txt", &data)
+}
+
+fn vals(pairs: &[(&str, Value)]) -> Value {
+    let m: BTreeMap<String, Value> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    Value::Map(Rc::new(RefCell::new(m)), MapKind::Values)
+}
+
+fn run(text: &str) -> String {
+    match run_with(
+        text,
+        vals(&[("a", Value::Float(1.0)), ("s", Value::str("x"))]),
+    ) {
+        Ok(s) => s,
+        Err(e) => format!("ERR {e}"),
+    }
+}
+
+#[test]
+fn plain_and_fields() {
+    assert_eq!(run("hello {{ .Values.s }} {{ .Values.a }}"), "hello x 1");
+    assert_eq!(run("{{ .Values.missing }}|"), "|");
+    assert_eq!(
+        run("{{ .Values.missing.sub }}"),
+        "ERR template: t.txt:1:10: executing \"t.txt\" at <.Values.missing.sub>: nil pointer evaluating interface {}.sub"
+    );
+}
+
+#[test]
+fn control_flow() {
+    let l = Value::list(vec![Value::Int(1), Value::Int(2), Value::Int(3)]);
+    let r = |t: &str| run_with(t, vals(&[("l", l.clone())])).unwrap_or_else(|e| e.to_string());
+    assert_eq!(r("{{ range $i, $v := .Values.l }}{{ if eq $v 2 }}{{ continue }}{{ end }}{{ $i }}{{ end }}"), "02");
+    assert_eq!(
+        r("{{ range .Values.l }}{{ if eq . 2 }}{{ break }}{{ end }}{{ . }}{{ end }}"),
+        "1"
+    );
+    assert_eq!(
+        run("{{ if false }}a{{ else if true }}b{{ else }}c{{ end }}"),
+        "b"
+    );
+    assert_eq!(run("{{ with .Values.s }}{{ . }}{{ end }}"), "x");
+    assert_eq!(run("{{ $x := 1 }}{{ $x = 2 }}{{ $x }}"), "2");
+    assert_eq!(
+        run("{{ define \"d\" }}D{{ . }}{{ end }}{{ template \"d\" 3 }}"),
+        "D3"
+    );
+}
+
+#[test]
+fn comparisons_and_errors() {
+    assert_eq!(
+        run("{{ eq 1 1 }} {{ lt 1 2 }} {{ eq \"a\" \"b\" \"a\" }}"),
+        "true true true"
+    );
+    assert_eq!(
+        run("{{ eq .Values.a 1 }}"),
+        "ERR template: t.txt:1:3: executing \"t.txt\" at <eq .Values.a 1>: error calling eq: incompatible types for comparison"
+    );
+    assert_eq!(run("{{ and 1 0 2 }} {{ or 0 \"\" 3 }}"), "0 3");
+    assert_eq!(run("{{ printf \"%d-%s\" 3 \"x\" }}"), "3-x");
+    assert_eq!(run("{{ 3 | printf \"%d\" }}"), "3");
+    assert_eq!(
+        run("{{ fail \"boom\" }}"),
+        "ERR execution error at (t.txt:1:3): boom"
+    );
+    assert_eq!(run("{{ 3-}}"), "ERR parse error at (t.txt:1): \"3-\"");
+}

@@ -1,0 +1,806 @@
+//! YAML reading with gopkg.in/yaml.v2's typing, on yaml-rust2's event stream.
+//!
+//! Three layers, as in Go:
+//! 1. events -> a node tree with anchors (the libyaml parser's job);
+//! 2. the tree -> yaml.v2 values ([`V`]): YAML 1.1 scalar resolution, explicit
+//!    tags, aliases, merge keys, duplicate keys (last wins);
+//! 3. sigs.k8s.io/yaml's conversion to JSON-able values: keys stringified,
+//!    `null` keys rejected, infinities rejected, numbers made float64 when the
+//!    JSON round trip applies.
+use super::error::YamlError;
+use super::json::json_kind;
+use super::resolve::{self, Scalar};
+use super::{format_go_float, format_go_float32, Node};
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use yaml_rust2::parser::{Event, Parser, Tag};
+use yaml_rust2::scanner::{Marker, ScanError, TScalarStyle};
+
+/// A value as yaml.v2 decodes it into `interface{}`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum V {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<V>),
+    /// `map[interface{}]interface{}`: insertion order, unique keys.
+    Map(Vec<(V, V)>),
+}
+
+#[derive(Debug)]
+enum RawKind {
+    Scalar {
+        value: String,
+        style: TScalarStyle,
+        tag: Option<String>,
+    },
+    Seq(Vec<Raw>),
+    Map(Vec<(Raw, Raw)>),
+    Alias(Rc<Raw>, String),
+}
+
+#[derive(Debug)]
+struct Raw {
+    kind: RawKind,
+    line: usize,
+    col: usize,
+}
+
+enum Frame {
+    Seq(Vec<Raw>, usize, Marker),
+    Map(Vec<Raw>, usize, Marker),
+}
+
+/// Reads the documents of a stream as node trees. `None` for an empty document.
+/// With `first_only`, stops after the first document, like `yaml.Unmarshal`.
+fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
+    // libyaml skips a byte order mark at the start of the stream.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut parser = Parser::new_from_str(text);
+    let mut docs = Vec::new();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: HashMap<usize, Rc<Raw>> = HashMap::new();
+    let mut root: Option<Raw> = None;
+    let mut doc_index = 0usize;
+    let mut in_doc = false;
+    loop {
+        let (ev, mark) = parser
+            .next_token()
+            .map_err(|e| syntax_error(text, &e, doc_index))?;
+        let done: Option<(Raw, usize)> = match ev {
+            Event::StreamStart | Event::Nothing => None,
+            Event::StreamEnd => break,
+            Event::DocumentStart => {
+                in_doc = true;
+                anchors.clear();
+                root = None;
+                None
+            }
+            Event::DocumentEnd => {
+                docs.push(root.take());
+                in_doc = false;
+                doc_index += 1;
+                if first_only {
+                    break;
+                }
+                None
+            }
+            Event::Alias(id) => {
+                let name = anchor_name_at(text, &mark);
+                match anchors.get(&id) {
+                    Some(target) => Some((
+                        Raw {
+                            kind: RawKind::Alias(Rc::clone(target), name),
+                            line: mark.line(),
+                            col: mark.col() + 1,
+                        },
+                        0,
+                    )),
+                    None => {
+                        return Err(YamlError::Decode {
+                            message: format!("anchor '{name}' value contains itself"),
+                            line: mark.line(),
+                            column: mark.col() + 1,
+                            document: doc_index,
+                        })
+                    }
+                }
+            }
+            Event::Scalar(value, style, anchor, tag) => Some((
+                Raw {
+                    kind: RawKind::Scalar {
+                        value,
+                        style,
+                        tag: tag.map(|t| tag_name(&t)),
+                    },
+                    line: mark.line(),
+                    col: mark.col() + 1,
+                },
+                anchor,
+            )),
+            Event::SequenceStart(anchor, _) => {
+                stack.push(Frame::Seq(Vec::new(), anchor, mark));
+                None
+            }
+            Event::MappingStart(anchor, _) => {
+                stack.push(Frame::Map(Vec::new(), anchor, mark));
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some(Frame::Seq(items, anchor, m)) => Some((
+                    Raw {
+                        kind: RawKind::Seq(items),
+                        line: m.line(),
+                        col: m.col() + 1,
+                    },
+                    anchor,
+                )),
+                Some(Frame::Map(items, anchor, m)) => {
+                    let mut pairs = Vec::with_capacity(items.len() / 2);
+                    let mut it = items.into_iter();
+                    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                        pairs.push((k, v));
+                    }
+                    Some((
+                        Raw {
+                            kind: RawKind::Map(pairs),
+                            line: m.line(),
+                            col: m.col() + 1,
+                        },
+                        anchor,
+                    ))
+                }
+                None => None,
+            },
+        };
+        if let Some((node, anchor)) = done {
+            let node = if anchor > 0 {
+                let rc = Rc::new(node);
+                anchors.insert(anchor, Rc::clone(&rc));
+                // The anchored node itself is used through the shared pointer.
+                let name = String::new();
+                Raw {
+                    line: rc.line,
+                    col: rc.col,
+                    kind: RawKind::Alias(rc, name),
+                }
+            } else {
+                node
+            };
+            match stack.last_mut() {
+                Some(Frame::Seq(items, ..)) | Some(Frame::Map(items, ..)) => items.push(node),
+                None => root = Some(node),
+            }
+        }
+    }
+    if in_doc {
+        docs.push(root.take());
+    }
+    Ok(docs)
+}
+
+/// Normalises a tag to yaml.v2's short form (`!!str`, `!local`).
+fn tag_name(t: &Tag) -> String {
+    if t.handle == "tag:yaml.org,2002:" {
+        format!("!!{}", t.suffix)
+    } else if t.handle == "!" || t.handle.is_empty() {
+        if t.suffix == "!" {
+            "!".to_string()
+        } else {
+            format!("!{}", t.suffix)
+        }
+    } else {
+        format!("{}{}", t.handle, t.suffix)
+    }
+}
+
+/// The name of the alias or anchor that starts at `mark` (`*name`).
+fn anchor_name_at(text: &str, mark: &Marker) -> String {
+    let rest: String = text.chars().skip(mark.index()).collect();
+    let rest = rest.trim_start_matches(['*', '&']);
+    rest.chars()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | '[' | ']' | '{' | '}'))
+        .collect()
+}
+
+/// Translates a yaml-rust2 error into libyaml's wording and yaml.v2's line.
+fn syntax_error(text: &str, e: &ScanError, document: usize) -> YamlError {
+    let info = e.info();
+    let m = e.marker();
+    if info.contains("unknown anchor") {
+        let name = anchor_name_at(text, m);
+        return YamlError::Decode {
+            message: format!("unknown anchor '{name}' referenced"),
+            line: m.line(),
+            column: m.col() + 1,
+            document,
+        };
+    }
+    let (problem, is_parser) = libyaml_problem(info);
+    // yaml.v2 prints the problem mark's 0-based line for parser errors and
+    // the 1-based line for scanner errors, and no line at all when the mark
+    // is on the first line.
+    let mut line0 = m.line().saturating_sub(1);
+    if problem == "found unexpected end of stream" {
+        // libyaml marks the end of the text, yaml-rust2 the scalar's start.
+        line0 = text.matches('\n').count();
+    } else if problem == "found a tab character that violates indentation" {
+        // libyaml marks the tab, on a continuation line.
+        line0 += 1;
+    }
+    let go_line = if line0 == 0 {
+        0
+    } else if is_parser {
+        line0
+    } else {
+        line0 + 1
+    };
+    YamlError::Syntax {
+        problem,
+        line: m.line(),
+        column: m.col() + 1,
+        go_line,
+        document,
+    }
+}
+
+/// libyaml's problem text for a yaml-rust2 message, and whether libyaml
+/// raises it in the parser (as opposed to the scanner).
+fn libyaml_problem(info: &str) -> (String, bool) {
+    let parser_problems = [
+        ("did not find expected node content", true),
+        ("did not find expected key", true),
+        ("did not find expected '-' indicator", true),
+        ("did not find expected ',' or '}'", true),
+        ("expected ',' or ']'", true),
+        ("did not find expected <document start>", true),
+        ("did not find expected <document-start>", true),
+        ("the handle wasn't declared", true),
+        ("found incompatible YAML document", true),
+        ("duplicate version directive", true),
+        ("invalid trailing content after double-quoted scalar", true),
+    ];
+    for (p, parser) in parser_problems {
+        if info.ends_with(p) {
+            let text = match p {
+                "expected ',' or ']'" => "did not find expected ',' or ']'",
+                "did not find expected <document-start>" => {
+                    "did not find expected <document start>"
+                }
+                "the handle wasn't declared" => "found undefined tag handle",
+                "duplicate version directive" => "found duplicate %YAML directive",
+                "invalid trailing content after double-quoted scalar" => {
+                    "did not find expected key"
+                }
+                other => other,
+            };
+            return (text.to_string(), parser);
+        }
+    }
+    let scanner = if info.starts_with("unexpected character")
+        || info.starts_with("tab")
+        || info.contains("tabs disallowed")
+    {
+        "found character that cannot start any token".to_string()
+    } else if info.ends_with("found a tab") {
+        "found a tab character that violates indentation".to_string()
+    } else if info == "simple key expect ':'" || info == "simple key expected" {
+        "could not find expected ':'".to_string()
+    } else if let Some((_, p)) = info.split_once(", ") {
+        if info.starts_with("while ") {
+            p.to_string()
+        } else {
+            info.to_string()
+        }
+    } else {
+        info.to_string()
+    };
+    (scanner, false)
+}
+
+/// Decoder state: yaml.v2 counts decodes and alias expansions to stop
+/// "billion laughs" documents.
+struct Decoder {
+    decode_count: u64,
+    /// Nodes decoded while expanding an alias.
+    alias_count: u64,
+    alias_depth: usize,
+    document: usize,
+}
+
+fn allowed_alias_ratio(decode_count: u64) -> f64 {
+    const LOW: f64 = 400_000.0;
+    const HIGH: f64 = 4_000_000.0;
+    let d = decode_count as f64;
+    if d <= LOW {
+        0.99
+    } else if d >= HIGH {
+        0.10
+    } else {
+        0.99 - 0.89 * ((d - LOW) / (HIGH - LOW))
+    }
+}
+
+impl Decoder {
+    fn fail(&self, raw: &Raw, message: String) -> YamlError {
+        YamlError::Decode {
+            message,
+            line: raw.line,
+            column: raw.col,
+            document: self.document,
+        }
+    }
+
+    fn decode(&mut self, raw: &Raw) -> Result<V, YamlError> {
+        self.decode_count += 1;
+        if self.alias_depth > 0 {
+            self.alias_count += 1;
+        }
+        if self.alias_count > 100
+            && self.decode_count > 1000
+            && self.alias_count as f64 / self.decode_count as f64
+                > allowed_alias_ratio(self.decode_count)
+        {
+            return Err(self.fail(raw, "document contains excessive aliasing".into()));
+        }
+        match &raw.kind {
+            RawKind::Scalar { value, style, tag } => {
+                self.scalar(raw, value, *style, tag.as_deref())
+            }
+            RawKind::Seq(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for it in items {
+                    out.push(self.decode(it)?);
+                }
+                Ok(V::Seq(out))
+            }
+            RawKind::Map(pairs) => {
+                let mut out = Vec::with_capacity(pairs.len());
+                self.mapping_into(pairs, &mut out)?;
+                Ok(V::Map(out))
+            }
+            RawKind::Alias(target, name) => {
+                if name.is_empty() {
+                    return self.decode(target);
+                }
+                self.alias_depth += 1;
+                let r = self.decode(target);
+                self.alias_depth -= 1;
+                r
+            }
+        }
+    }
+
+    fn scalar(
+        &mut self,
+        raw: &Raw,
+        value: &str,
+        style: TScalarStyle,
+        tag: Option<&str>,
+    ) -> Result<V, YamlError> {
+        let Some(tag) = tag else {
+            if style != TScalarStyle::Plain {
+                return Ok(V::Str(value.to_string()));
+            }
+            return Ok(scalar_value(resolve::resolve_plain(value), value));
+        };
+        match tag {
+            "!!str" => Ok(V::Str(value.to_string())),
+            "!!binary" => {
+                use base64::Engine;
+                let cleaned: String = value.chars().filter(|c| !c.is_whitespace()).collect();
+                match base64::engine::general_purpose::STANDARD.decode(cleaned.as_bytes()) {
+                    Ok(b) => Ok(V::Str(String::from_utf8_lossy(&b).into_owned())),
+                    Err(_) => {
+                        Err(self.fail(raw, "!!binary value contains invalid base64 data".into()))
+                    }
+                }
+            }
+            "!!bool" | "!!int" | "!!float" | "!!null" | "!!timestamp" => {
+                let resolved = if tag == "!!timestamp" {
+                    resolve::resolve_plain(value)
+                } else {
+                    match resolve::resolve_plain(value) {
+                        // Only an untagged or !!timestamp scalar is tried as a timestamp.
+                        Scalar::Timestamp => resolve_without_timestamp(value),
+                        other => other,
+                    }
+                };
+                let rtag = match &resolved {
+                    Scalar::Null => "!!null",
+                    Scalar::Bool(_) => "!!bool",
+                    Scalar::Int(_) | Scalar::Uint(_) => "!!int",
+                    Scalar::Float(_) => "!!float",
+                    Scalar::Timestamp => "!!timestamp",
+                    Scalar::Str => "!!str",
+                };
+                if rtag == tag {
+                    return Ok(scalar_value(resolved, value));
+                }
+                if tag == "!!float" {
+                    match resolved {
+                        Scalar::Int(i) => return Ok(V::Float(i as f64)),
+                        Scalar::Uint(u) => return Ok(V::Float(u as f64)),
+                        _ => {}
+                    }
+                }
+                Err(self.fail(raw, format!("cannot decode {rtag} `{value}` as a {tag}")))
+            }
+            // Any other tag (local, `!`, !!map on a scalar, ...) keeps the text.
+            _ => Ok(V::Str(value.to_string())),
+        }
+    }
+
+    fn mapping_into(
+        &mut self,
+        pairs: &[(Raw, Raw)],
+        out: &mut Vec<(V, V)>,
+    ) -> Result<(), YamlError> {
+        for (k, v) in pairs {
+            if is_merge_key(k) {
+                self.merge(v, out)?;
+                continue;
+            }
+            let key = self.decode(k)?;
+            if matches!(key, V::Seq(_) | V::Map(_)) {
+                return Err(self.fail(k, format!("invalid map key: {}", go_syntax(&key, true))));
+            }
+            let val = self.decode(v)?;
+            insert(out, key, val);
+        }
+        Ok(())
+    }
+
+    fn merge(&mut self, v: &Raw, out: &mut Vec<(V, V)>) -> Result<(), YamlError> {
+        let want_map = |d: &Decoder| {
+            d.fail(
+                v,
+                "map merge requires map or sequence of maps as the value".into(),
+            )
+        };
+        match target(v) {
+            Raw {
+                kind: RawKind::Map(pairs),
+                ..
+            } => {
+                self.decode_count += 1;
+                let alias = is_alias(v);
+                self.alias_depth += usize::from(alias);
+                let r = self.mapping_into(pairs, out);
+                self.alias_depth -= usize::from(alias);
+                r
+            }
+            Raw {
+                kind: RawKind::Seq(items),
+                ..
+            } if !is_named_alias(v) => {
+                for item in items.iter().rev() {
+                    match target(item) {
+                        Raw {
+                            kind: RawKind::Map(pairs),
+                            ..
+                        } => {
+                            self.decode_count += 1;
+                            let alias = is_alias(item);
+                            self.alias_depth += usize::from(alias);
+                            let r = self.mapping_into(pairs, out);
+                            self.alias_depth -= usize::from(alias);
+                            r?;
+                        }
+                        _ => return Err(want_map(self)),
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(want_map(self)),
+        }
+    }
+}
+
+/// The node an alias (or an anchored node) stands for.
+fn target(r: &Raw) -> &Raw {
+    match &r.kind {
+        RawKind::Alias(t, _) => target(t),
+        _ => r,
+    }
+}
+
+fn is_alias(r: &Raw) -> bool {
+    is_named_alias(r)
+}
+
+/// A real `*alias` (anchored nodes are stored as unnamed aliases).
+fn is_named_alias(r: &Raw) -> bool {
+    matches!(&r.kind, RawKind::Alias(_, n) if !n.is_empty())
+}
+
+/// yaml.v2's `isMerge`: a plain, untagged `<<`, or one tagged `!!merge`.
+fn is_merge_key(k: &Raw) -> bool {
+    match &target(k).kind {
+        RawKind::Scalar { value, style, tag } => {
+            value == "<<"
+                && ((tag.is_none() && *style == TScalarStyle::Plain)
+                    || tag.as_deref() == Some("!!merge"))
+        }
+        _ => false,
+    }
+}
+
+fn resolve_without_timestamp(value: &str) -> Scalar {
+    let plain: String = value.chars().filter(|&c| c != '_').collect();
+    if let Some(i) = resolve::parse_go_int(&plain) {
+        return Scalar::Int(i);
+    }
+    if let Some(u) = resolve::parse_go_uint(&plain) {
+        return Scalar::Uint(u);
+    }
+    if resolve::is_yaml_style_float(&plain) {
+        if let Some(f) = resolve::parse_go_float(&plain) {
+            return Scalar::Float(f);
+        }
+    }
+    Scalar::Str
+}
+
+fn scalar_value(s: Scalar, text: &str) -> V {
+    match s {
+        Scalar::Null => V::Null,
+        Scalar::Bool(b) => V::Bool(b),
+        Scalar::Int(i) => V::Int(i),
+        Scalar::Uint(u) => V::Uint(u),
+        Scalar::Float(f) => V::Float(f),
+        Scalar::Timestamp | Scalar::Str => V::Str(text.to_string()),
+    }
+}
+
+/// Go map assignment: replaces an equal key in place, else appends.
+fn insert(out: &mut Vec<(V, V)>, key: V, val: V) {
+    if let Some(slot) = out.iter_mut().find(|(k, _)| go_key_eq(k, &key)) {
+        slot.1 = val;
+    } else {
+        out.push((key, val));
+    }
+}
+
+fn go_key_eq(a: &V, b: &V) -> bool {
+    match (a, b) {
+        (V::Float(x), V::Float(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Go's `%#v` of a decoded value (used in yaml.v2 and sigs.k8s.io/yaml errors).
+pub(crate) fn go_syntax(v: &V, top: bool) -> String {
+    match v {
+        V::Null => {
+            if top {
+                "<nil>".into()
+            } else {
+                "interface {}(nil)".into()
+            }
+        }
+        V::Bool(b) => b.to_string(),
+        V::Int(i) => i.to_string(),
+        V::Uint(u) => format!("0x{u:x}"),
+        V::Float(f) => format_go_float(*f),
+        V::Str(s) => go_quote(s),
+        V::Seq(items) => {
+            let inner: Vec<String> = items.iter().map(|x| go_syntax(x, false)).collect();
+            format!("[]interface {{}}{{{}}}", inner.join(", "))
+        }
+        V::Map(pairs) => {
+            let mut inner: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, x)| (go_syntax(k, false), go_syntax(x, false)))
+                .collect();
+            inner.sort();
+            let parts: Vec<String> = inner.into_iter().map(|(k, x)| format!("{k}:{x}")).collect();
+            format!("map[interface {{}}]interface {{}}{{{}}}", parts.join(", "))
+        }
+    }
+}
+
+/// Go's `strconv.Quote`.
+pub(crate) fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() || c == '\u{feff}' => {
+                let n = c as u32;
+                if n < 0x10000 {
+                    out.push_str(&format!("\\u{n:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{n:08x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// How numbers come out of the sigs.k8s.io/yaml conversion.
+#[derive(Clone, Copy, PartialEq)]
+enum Numbers {
+    /// After the JSON round trip into `interface{}`: every number is float64.
+    Float64,
+    /// yaml.v2's own types: ints stay ints.
+    Keep,
+}
+
+/// sigs.k8s.io/yaml's `convertToJSONableObject` followed by the checks
+/// `json.Marshal` makes (non-finite floats).
+fn to_jsonable(v: V, numbers: Numbers, document: usize) -> Result<Node, YamlError> {
+    let node = convert(v, numbers, document)?;
+    check_finite(&node, document)?;
+    Ok(node)
+}
+
+fn convert(v: V, numbers: Numbers, document: usize) -> Result<Node, YamlError> {
+    Ok(match v {
+        V::Null => Node::Null,
+        V::Bool(b) => Node::Bool(b),
+        V::Int(i) => match numbers {
+            Numbers::Float64 => Node::Float(i as f64),
+            Numbers::Keep => Node::Int(i),
+        },
+        V::Uint(u) => Node::Float(u as f64),
+        V::Float(f) => Node::Float(f),
+        V::Str(s) => Node::Str(s),
+        V::Seq(items) => Node::Seq(
+            items
+                .into_iter()
+                .map(|x| convert(x, numbers, document))
+                .collect::<Result<_, _>>()?,
+        ),
+        V::Map(pairs) => {
+            let mut out = BTreeMap::new();
+            for (k, x) in pairs {
+                let key = match &k {
+                    V::Str(s) => s.clone(),
+                    V::Int(i) => i.to_string(),
+                    V::Float(f) => {
+                        let s = format_go_float32(*f as f32);
+                        match s.as_str() {
+                            "+Inf" => ".inf".into(),
+                            "-Inf" => "-.inf".into(),
+                            "NaN" => ".nan".into(),
+                            _ => s,
+                        }
+                    }
+                    V::Bool(b) => b.to_string(),
+                    V::Null | V::Uint(_) | V::Seq(_) | V::Map(_) => {
+                        let ty = match &k {
+                            V::Null => "%!s(<nil>)",
+                            V::Uint(_) => "uint64",
+                            V::Seq(_) => "[]interface {}",
+                            _ => "map[interface {}]interface {}",
+                        };
+                        return Err(YamlError::Key {
+                            message: format!(
+                                "unsupported map key of type: {ty}, key: {}, value: {}",
+                                go_syntax(&k, true),
+                                go_syntax(&x, true)
+                            ),
+                            document,
+                        });
+                    }
+                };
+                out.insert(key, convert(x, numbers, document)?);
+            }
+            Node::Map(out)
+        }
+    })
+}
+
+fn check_finite(n: &Node, document: usize) -> Result<(), YamlError> {
+    match n {
+        Node::Float(f) if !f.is_finite() => Err(YamlError::UnsupportedValue {
+            value: format_go_float(*f),
+            document,
+        }),
+        Node::Seq(items) => items.iter().try_for_each(|x| check_finite(x, document)),
+        Node::Map(m) => m.values().try_for_each(|x| check_finite(x, document)),
+        _ => Ok(()),
+    }
+}
+
+fn decode_docs(text: &str, first_only: bool) -> Result<Vec<Option<V>>, YamlError> {
+    let docs = load(text, first_only)?;
+    let mut out = Vec::with_capacity(docs.len());
+    for (i, d) in docs.into_iter().enumerate() {
+        let mut dec = Decoder {
+            decode_count: 0,
+            alias_count: 0,
+            alias_depth: 0,
+            document: i,
+        };
+        out.push(match d {
+            Some(raw) => Some(dec.decode(&raw)?),
+            None => None,
+        });
+    }
+    Ok(out)
+}
+
+/// sigs.k8s.io/yaml's `YAMLToJSON` of the first document, decoded into
+/// `interface{}`: the shape is free, every number is float64. An empty
+/// document is [`Node::Null`].
+pub fn parse_yaml_to_json(text: &str) -> Result<Node, YamlError> {
+    let docs = decode_docs(text, true)?;
+    match docs.into_iter().next().flatten() {
+        Some(v) => to_jsonable(v, Numbers::Float64, 0),
+        None => Ok(Node::Null),
+    }
+}
+
+/// Reads values YAML as Helm does (`sigs.k8s.io/yaml.Unmarshal` into
+/// `map[string]interface{}`): YAML 1.1 scalars, keys stringified, every
+/// number a float64, first document only. An empty or `null` document gives
+/// an empty map; any other non-mapping document is an error.
+pub fn parse_values(text: &str) -> Result<Node, YamlError> {
+    match parse_yaml_to_json(text)? {
+        Node::Null => Ok(Node::Map(BTreeMap::new())),
+        m @ Node::Map(_) => Ok(m),
+        other => Err(YamlError::Type {
+            found: json_kind(&other).into(),
+            target: "map[string]interface {}".into(),
+        }),
+    }
+}
+
+/// Like [`parse_values`] for a `[]interface{}` target (Helm's `fromYamlArray`):
+/// an empty document gives an empty list.
+pub fn parse_values_array(text: &str) -> Result<Node, YamlError> {
+    match parse_yaml_to_json(text)? {
+        Node::Null => Ok(Node::Seq(Vec::new())),
+        s @ Node::Seq(_) => Ok(s),
+        other => Err(YamlError::Type {
+            found: json_kind(&other).into(),
+            target: "[]interface {}".into(),
+        }),
+    }
+}
+
+/// Reads every document of a YAML stream (manifests, Chart.yaml) with
+/// yaml.v2's types: integers stay [`Node::Int`] (an unsigned value beyond
+/// int64 becomes a [`Node::Float`]), floats are [`Node::Float`], keys are
+/// stringified as sigs.k8s.io/yaml does. An empty or comment-only document is
+/// [`Node::Null`]. Errors carry the document index and the line/column.
+pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
+    let docs = decode_docs(text, false)?;
+    docs.into_iter()
+        .enumerate()
+        .map(|(i, d)| match d {
+            Some(v) => to_jsonable(v, Numbers::Keep, i),
+            None => Ok(Node::Null),
+        })
+        .collect()
+}
+
+/// Reads the first document of a YAML text with yaml.v2's types, as
+/// [`parse_documents`] does, or [`Node::Null`] when there is none.
+pub fn parse_document(text: &str) -> Result<Node, YamlError> {
+    let docs = decode_docs(text, true)?;
+    match docs.into_iter().next().flatten() {
+        Some(v) => to_jsonable(v, Numbers::Keep, 0),
+        None => Ok(Node::Null),
+    }
+}
