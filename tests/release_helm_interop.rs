@@ -74,6 +74,14 @@ fn read_commands(revisions: &[u64]) -> Vec<Vec<String>> {
         vec!["list", "--superseded"],
         vec!["list", "--uninstalled", "-o", "json"],
         vec!["list", "-q", "-a"],
+        vec!["list", "-a", "--no-headers"],
+        vec!["list", "-a", "-r"],
+        // (`-d` is not compared: Helm sorts by whole seconds over an order
+        // that comes from a Go map, so releases made within one second come
+        // out in random order.)
+        vec!["list", "-a", "--max", "1", "--offset", "1"],
+        vec!["list", "-a", "--offset", "9"],
+        vec!["list", "-a", "--filter", "^r[13]$"],
         vec!["status", "r1"],
         vec!["status", "r1", "--show-desc"],
         vec!["status", "r1", "-o", "json"],

@@ -119,24 +119,29 @@ pub fn list_rows(rels: &[Release]) -> Vec<ListRow> {
         .collect()
 }
 
-/// `helm list` output.
-pub fn list(rels: &[Release], format: Format) -> String {
+/// `helm list` output (`no_headers`: `--no-headers`, tables only).
+pub fn list(rels: &[Release], format: Format, no_headers: bool) -> String {
     let rows = list_rows(rels);
     match format {
         Format::Json => go_json(&rows),
         Format::Yaml => go_yaml(&rows),
         Format::Table => {
-            let mut t = vec![[
-                "NAME",
-                "NAMESPACE",
-                "REVISION",
-                "UPDATED",
-                "STATUS",
-                "CHART",
-                "APP VERSION",
-            ]
-            .map(String::from)
-            .to_vec()];
+            let mut t: Vec<Vec<String>> = Vec::new();
+            if !no_headers {
+                t.push(
+                    [
+                        "NAME",
+                        "NAMESPACE",
+                        "REVISION",
+                        "UPDATED",
+                        "STATUS",
+                        "CHART",
+                        "APP VERSION",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                );
+            }
             for r in rows {
                 t.push(vec![
                     r.name,
