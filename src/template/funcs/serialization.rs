@@ -9,7 +9,7 @@
 //!   the `must*` variants return the error.
 //! - `toYaml` and `toYamlPretty` trim one trailing newline.
 use super::{CallContext, FuncError, FuncResult, Param, Registry};
-use crate::template::value::{ListKind, MapKind, Value};
+use crate::template::value::Value;
 use crate::yaml::{self, Node};
 use base64::Engine as _;
 use std::collections::BTreeMap;
@@ -59,27 +59,7 @@ pub fn value_to_node(v: &Value) -> Node {
 /// A parsed document as template data: `[]interface{}` lists and
 /// `map[string]interface{}` maps; integers (from TOML) are `int64`.
 pub fn node_to_value(n: &Node) -> Value {
-    match n {
-        Node::Null => Value::Nil,
-        Node::Bool(b) => Value::Bool(*b),
-        Node::Int(i) => Value::Int64(*i),
-        Node::Float(f) => Value::Float(*f),
-        Node::Str(s) => Value::str(s.as_str()),
-        Node::Seq(items) => Value::List(
-            std::rc::Rc::new(items.iter().map(node_to_value).collect()),
-            ListKind::Interface,
-        ),
-        Node::Map(m) => {
-            let entries: BTreeMap<String, Value> = m
-                .iter()
-                .map(|(k, x)| (k.clone(), node_to_value(x)))
-                .collect();
-            Value::Map(
-                std::rc::Rc::new(std::cell::RefCell::new(entries)),
-                MapKind::Interface,
-            )
-        }
-    }
+    Value::from_node(n)
 }
 
 fn arg(args: &[Value]) -> Node {
