@@ -203,6 +203,24 @@ fn block_scalar_value(chars: &[char], start: usize, value: String) -> String {
     }
 }
 
+/// Nesting deeper than this is refused, so that decoding, converting,
+/// emitting and dropping the tree (all recursive) stay inside a 2 MiB thread
+/// stack even in debug builds. Go has no such limit for YAML (its stacks
+/// grow) and 10000 for JSON; real charts stay far below (a few dozen levels).
+pub(crate) const MAX_DEPTH: usize = 200;
+
+fn check_depth(depth: usize, mark: &Marker, document: usize) -> Result<(), LoadFail> {
+    if depth >= MAX_DEPTH {
+        return Err(LoadFail::Yaml(YamlError::Decode {
+            message: format!("exceeded max depth of {MAX_DEPTH}"),
+            line: mark.line(),
+            column: mark.col() + 1,
+            document,
+        }));
+    }
+    Ok(())
+}
+
 fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail> {
     let chars: Vec<char> = text.chars().collect();
     let mut parser = Parser::new_from_str(text);
@@ -295,10 +313,12 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                 anchor,
             )),
             Event::SequenceStart(anchor, _) => {
+                check_depth(stack.len(), &mark, doc_index)?;
                 stack.push(Frame::Seq(Vec::new(), anchor, mark));
                 None
             }
             Event::MappingStart(anchor, _) => {
+                check_depth(stack.len(), &mark, doc_index)?;
                 stack.push(Frame::Map(Vec::new(), anchor, mark));
                 None
             }
@@ -481,6 +501,8 @@ struct Decoder {
     /// Nodes decoded while expanding an alias.
     alias_count: u64,
     alias_depth: usize,
+    /// Current nesting, aliases expanded.
+    depth: usize,
     document: usize,
 }
 
@@ -508,6 +530,17 @@ impl Decoder {
     }
 
     fn decode(&mut self, raw: &Raw) -> Result<V, YamlError> {
+        // Alias chains can nest deeper than the text does.
+        if self.depth >= 2 * MAX_DEPTH {
+            return Err(self.fail(raw, format!("exceeded max depth of {MAX_DEPTH}")));
+        }
+        self.depth += 1;
+        let r = self.decode_inner(raw);
+        self.depth -= 1;
+        r
+    }
+
+    fn decode_inner(&mut self, raw: &Raw) -> Result<V, YamlError> {
         self.decode_count += 1;
         if self.alias_depth > 0 {
             self.alias_count += 1;
@@ -903,6 +936,7 @@ fn decode_docs(text: &str, first_only: bool) -> Result<Vec<Option<V>>, YamlError
             decode_count: 0,
             alias_count: 0,
             alias_depth: 0,
+            depth: 0,
             document: i,
         };
         out.push(match d {
