@@ -92,6 +92,10 @@ fn emitters_match_helm() {
                 let Node::Map(m) = &n else { panic!() };
                 to_yaml(&m["s"]).trim_end_matches('\n').to_string()
             }
+            "yaml_a" => {
+                let Node::Map(m) = &n else { panic!() };
+                to_yaml(&m["a"]).trim_end_matches('\n').to_string()
+            }
             "pretty" => to_yaml_pretty(&n).trim_end_matches('\n').to_string(),
             "json" => to_json(&n, true),
             "rawjson" => to_json(&n, false),

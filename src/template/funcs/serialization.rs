@@ -328,6 +328,17 @@ mod tests {
         );
         assert_eq!(call(to_yaml, &[bytes]), "aGk=");
         assert_eq!(call(to_yaml_pretty, &[Value::Float(1000000.0)]), "1e+06");
+        let mut m = BTreeMap::new();
+        m.insert(
+            "a".to_string(),
+            Value::list(vec![Value::Int(1), Value::Int(2)]),
+        );
+        let l = Value::list(vec![Value::map(m), Value::list(vec![Value::empty_map()])]);
+        assert_eq!(
+            call(to_yaml, std::slice::from_ref(&l)),
+            "- a:\n  - 1\n  - 2\n- - {}"
+        );
+        assert_eq!(call(to_yaml_pretty, &[l]), "- a:\n    - 1\n    - 2\n- - {}");
         assert_eq!(call(to_json, &[Value::Float(f64::INFINITY)]), "");
         assert_eq!(
             call(to_raw_json, &[Value::Float(f64::INFINITY)]),
