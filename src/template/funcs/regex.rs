@@ -193,6 +193,11 @@ fn slice_bytes(s: &str, start: usize, end: usize) -> String {
         .to_string()
 }
 
+/// The last `(` before byte offset `at` (the group an error is in).
+fn open_paren(pat: &str, at: usize) -> usize {
+    pat.get(..at).and_then(|p| p.rfind('(')).unwrap_or(at)
+}
+
 /// Go's error for a pattern the parser rejects.
 fn go_error(pat: &str) -> Option<GoRegexError> {
     use regex_syntax::ast::ErrorKind as K;
@@ -231,10 +236,10 @@ fn go_error(pat: &str) -> Option<GoRegexError> {
                 }
                 K::GroupNameEmpty | K::GroupNameInvalid | K::GroupNameUnexpectedEof => (
                     "invalid named capture",
-                    slice_bytes(pat, pat[..s].rfind('(').unwrap_or(s), t + 1),
+                    slice_bytes(pat, open_paren(pat, s), t + 1),
                 ),
                 _ => {
-                    let open = pat[..s.min(pat.len())].rfind('(').unwrap_or(s);
+                    let open = open_paren(pat, s);
                     (
                         "invalid or unsupported Perl syntax",
                         slice_bytes(pat, open, t.max(s + 1)),

@@ -775,4 +775,25 @@ mod tests {
         assert!(strslice(&Value::Nil).is_empty());
         assert_eq!(strslice(&Value::Int(3)), vec!["3"]);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn raw_bytes_survive(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            let s = go_string_from_bytes(&data);
+            let back = go_bytes(&s).into_owned();
+            proptest::prop_assert_eq!(back, data);
+        }
+
+        #[test]
+        fn parse_int_matches_decimal(n in proptest::prelude::any::<i64>()) {
+            proptest::prop_assert_eq!(parse_go_int(&n.to_string(), 0), Some(n));
+            proptest::prop_assert_eq!(parse_go_int(&n.to_string(), 10), Some(n));
+        }
+
+        #[test]
+        fn parse_float_reads_shortest_repr(f in proptest::num::f64::NORMAL) {
+            proptest::prop_assert_eq!(parse_go_float(&format!("{f}")), Some(f));
+            proptest::prop_assert_eq!(parse_go_float(&format!("{f:e}")), Some(f));
+        }
+    }
 }
