@@ -429,6 +429,23 @@ impl Dec<'_> {
 /// Go's `json.Unmarshal` into `interface{}`: numbers become [`Node::Float`],
 /// objects maps (duplicate keys: last wins). Errors are Go's messages.
 pub fn parse_json(text: &str) -> Result<Node, JsonError> {
+    match parse_json_partial(text) {
+        (_, Some(e)) => Err(e),
+        (n, None) => Ok(n),
+    }
+}
+
+/// Like [`parse_json`], but as Go leaves the target after a type error: the
+/// data decoded so far (an out-of-range number becomes null) together with
+/// the first error. After a syntax error the data is [`Node::Null`].
+pub fn parse_json_partial(text: &str) -> (Node, Option<JsonError>) {
+    match parse_json_inner(text) {
+        Ok((n, e)) => (n, e),
+        Err(e) => (Node::Null, Some(e)),
+    }
+}
+
+fn parse_json_inner(text: &str) -> Result<(Node, Option<JsonError>), JsonError> {
     let mut d = Dec {
         s: text,
         b: text.as_bytes(),
@@ -440,10 +457,7 @@ pub fn parse_json(text: &str) -> Result<Node, JsonError> {
     if d.i < d.b.len() {
         return Err(d.err_at("after top-level value"));
     }
-    match d.type_err {
-        Some(e) => Err(e),
-        None => Ok(v),
-    }
+    Ok((v, d.type_err))
 }
 
 /// The JSON kind Go names in `cannot unmarshal X into ...`.

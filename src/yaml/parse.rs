@@ -54,11 +54,157 @@ enum Frame {
     Map(Vec<Raw>, usize, Marker),
 }
 
+/// Why one pass of [`load_once`] stopped.
+enum LoadFail {
+    Yaml(YamlError),
+    /// yaml-rust2 (YAML 1.2) refused a line inside a flow collection for its
+    /// indentation, which libyaml ignores: `(line, flow start line)`, 1-based.
+    FlowIndent(usize, usize),
+}
+
 /// Reads the documents of a stream as node trees. `None` for an empty document.
 /// With `first_only`, stops after the first document, like `yaml.Unmarshal`.
 fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
     // libyaml skips a byte order mark at the start of the stream.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    precheck(text)?;
+    let mut owned: Option<String> = None;
+    for _ in 0..200 {
+        let current = owned.as_deref().unwrap_or(text);
+        match load_once(current, first_only) {
+            Ok(docs) => return Ok(docs),
+            Err(LoadFail::Yaml(e)) => return Err(e),
+            Err(LoadFail::FlowIndent(line, start)) => {
+                // Whitespace inside a flow collection carries no meaning:
+                // indent the refused line past the collection's own line.
+                let lines: Vec<&str> = current.split('\n').collect();
+                let start_indent = lines
+                    .get(start.saturating_sub(1))
+                    .map(|l| l.len() - l.trim_start_matches(' ').len())
+                    .unwrap_or(0);
+                let mut out = String::with_capacity(current.len() + 64);
+                for (i, l) in lines.iter().enumerate() {
+                    if i > 0 {
+                        out.push('\n');
+                    }
+                    if i + 1 == line {
+                        let have = l.len() - l.trim_start_matches(' ').len();
+                        let want = start_indent + 2;
+                        if have >= want {
+                            // No progress possible: report yaml-rust2's error.
+                            return load_once(current, first_only).map_err(|f| match f {
+                                LoadFail::Yaml(e) => e,
+                                LoadFail::FlowIndent(..) => flow_indent_error(line),
+                            });
+                        }
+                        out.push_str(&" ".repeat(want - have));
+                    }
+                    out.push_str(l);
+                }
+                owned = Some(out);
+            }
+        }
+    }
+    Err(flow_indent_error(0))
+}
+
+fn flow_indent_error(line: usize) -> YamlError {
+    YamlError::Syntax {
+        problem: "did not find expected ',' or ']'".into(),
+        line,
+        column: 1,
+        go_line: line.saturating_sub(1),
+        document: 0,
+    }
+}
+
+/// Checks libyaml makes that yaml-rust2 does not: only `%YAML 1.1`
+/// documents, and no `...` before the first document.
+fn precheck(text: &str) -> Result<(), YamlError> {
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_end();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if let Some(v) = t.strip_prefix("%YAML") {
+            let v = v.split('#').next().unwrap_or("").trim();
+            if v != "1.1" {
+                return Err(YamlError::Syntax {
+                    problem: "found incompatible YAML document".into(),
+                    line: i + 1,
+                    column: 1,
+                    go_line: i,
+                    document: 0,
+                });
+            }
+            continue;
+        }
+        if t.starts_with('%') {
+            continue;
+        }
+        if t == "..." || t.starts_with("... ") {
+            return Err(YamlError::Syntax {
+                problem: "did not find expected node content".into(),
+                line: i + 1,
+                column: 1,
+                go_line: i,
+                document: 0,
+            });
+        }
+        break;
+    }
+    Ok(())
+}
+
+/// The escapes of the double-quoted scalar starting at `start`: libyaml
+/// (YAML 1.1) does not know `\/`, which yaml-rust2 accepts.
+fn check_double_quoted(chars: &[char], start: usize, document: usize) -> Result<(), YamlError> {
+    if chars.get(start) != Some(&'"') {
+        return Ok(());
+    }
+    let mut i = start + 1;
+    while i < chars.len() {
+        match chars[i] {
+            '"' => return Ok(()),
+            '\\' => {
+                if chars.get(i + 1) == Some(&'/') {
+                    let line0 = chars[..i].iter().filter(|&&c| c == '\n').count();
+                    return Err(YamlError::Syntax {
+                        problem: "found unknown escape character".into(),
+                        line: line0 + 1,
+                        column: 1,
+                        go_line: if line0 == 0 { 0 } else { line0 + 1 },
+                        document,
+                    });
+                }
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
+/// libyaml gives an empty string for a block scalar without content unless
+/// it keeps trailing breaks (`|+`); yaml-rust2 gives the line break.
+fn block_scalar_value(chars: &[char], start: usize, value: String) -> String {
+    if value.is_empty() || !value.chars().all(|c| c == '\n') {
+        return value;
+    }
+    let header: String = chars
+        .iter()
+        .skip(start)
+        .take_while(|&&c| c != '\n' && c != '#')
+        .collect();
+    if header.contains('+') {
+        value
+    } else {
+        String::new()
+    }
+}
+
+fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail> {
+    let chars: Vec<char> = text.chars().collect();
     let mut parser = Parser::new_from_str(text);
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
@@ -67,9 +213,23 @@ fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
     let mut doc_index = 0usize;
     let mut in_doc = false;
     loop {
-        let (ev, mark) = parser
-            .next_token()
-            .map_err(|e| syntax_error(text, &e, doc_index))?;
+        let (ev, mark) = match parser.next_token() {
+            Ok(x) => x,
+            Err(e) => {
+                if e.info().starts_with("invalid indentation") {
+                    let flow_start = stack.iter().rev().find_map(|f| {
+                        let m = match f {
+                            Frame::Seq(_, _, m) | Frame::Map(_, _, m) => m,
+                        };
+                        matches!(chars.get(m.index()), Some('[' | '{')).then(|| m.line())
+                    });
+                    if let Some(start) = flow_start {
+                        return Err(LoadFail::FlowIndent(e.marker().line(), start));
+                    }
+                }
+                return Err(LoadFail::Yaml(syntax_error(text, &e, doc_index)));
+            }
+        };
         let done: Option<(Raw, usize)> = match ev {
             Event::StreamStart | Event::Nothing => None,
             Event::StreamEnd => break,
@@ -100,24 +260,37 @@ fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
                         0,
                     )),
                     None => {
-                        return Err(YamlError::Decode {
+                        return Err(LoadFail::Yaml(YamlError::Decode {
                             message: format!("anchor '{name}' value contains itself"),
                             line: mark.line(),
                             column: mark.col() + 1,
                             document: doc_index,
-                        })
+                        }))
                     }
                 }
             }
             Event::Scalar(value, style, anchor, tag) => Some((
-                Raw {
-                    kind: RawKind::Scalar {
-                        value,
-                        style,
-                        tag: tag.map(|t| tag_name(&t)),
-                    },
-                    line: mark.line(),
-                    col: mark.col() + 1,
+                {
+                    let value = match style {
+                        TScalarStyle::DoubleQuoted => {
+                            check_double_quoted(&chars, mark.index(), doc_index)
+                                .map_err(LoadFail::Yaml)?;
+                            value
+                        }
+                        TScalarStyle::Literal | TScalarStyle::Folded => {
+                            block_scalar_value(&chars, mark.index(), value)
+                        }
+                        _ => value,
+                    };
+                    Raw {
+                        kind: RawKind::Scalar {
+                            value,
+                            style,
+                            tag: tag.map(|t| tag_name(&t)),
+                        },
+                        line: mark.line(),
+                        col: mark.col() + 1,
+                    }
                 },
                 anchor,
             )),

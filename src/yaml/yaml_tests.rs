@@ -128,3 +128,120 @@ fn emit_errors_give_empty_output() {
     assert_eq!(to_yaml(&Node::Null), "null\n");
     assert_eq!(to_yaml(&Node::Map(Default::default())), "{}\n");
 }
+
+mod props {
+    use super::super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// Strings yaml.v2 can read back after Go's JSON encoding (no DEL, C1
+    /// controls or non-characters, which make Helm's toYaml fail; no NEL,
+    /// which yaml.v2 folds).
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-zA-Z0-9 _.:#'\"-]{0,12}",
+            "(yes|no|on|off|y|n|true|null|~|0x1F|017|1e3|1:30|2024-01-01|- a|a: b| a |<<|\\.inf)",
+            any::<String>().prop_map(|s| s
+                .chars()
+                .filter(|&c| {
+                    let n = c as u32;
+                    !(n == 0x7f || (0x80..0xa0).contains(&n) || n == 0xfffe || n == 0xffff)
+                })
+                .collect()),
+        ]
+    }
+
+    fn scalar() -> impl Strategy<Value = Node> {
+        prop_oneof![
+            text().prop_map(Node::Str),
+            any::<bool>().prop_map(Node::Bool),
+            (-1_000_000_000i64..1_000_000_000).prop_map(|i| Node::Float(i as f64)),
+            // -0 is written as 0, as Helm writes it.
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| Node::Float(if f == 0.0 { 0.0 } else { f })),
+            Just(Node::Null),
+        ]
+    }
+
+    fn tree() -> impl Strategy<Value = Node> {
+        scalar().prop_recursive(3, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Node::Seq),
+                prop::collection::btree_map(text(), inner, 0..5).prop_map(Node::Map),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn parsers_never_panic(s in any::<String>()) {
+            let _ = parse_values(&s);
+            let _ = parse_documents(&s);
+            let _ = parse_json(&s);
+            let _ = parse_toml(&s);
+        }
+
+        #[test]
+        fn parsers_never_panic_on_yamlish(s in "[-:{}\\[\\]&*!|>'\"%@`#?, \\n\\ta-z0-9<.~]{0,40}") {
+            let _ = parse_values(&s);
+            let _ = parse_documents(&s);
+            let _ = parse_toml(&s);
+        }
+
+        #[test]
+        fn to_yaml_round_trips(m in prop::collection::btree_map(text(), tree(), 0..6)) {
+            // A `<<` key is written plain and read back as a merge key, in
+            // Helm too; leave it out.
+            fn no_merge_keys(n: Node) -> Node {
+                match n {
+                    Node::Map(m) => Node::Map(
+                        m.into_iter()
+                            .filter(|(k, _)| k != "<<")
+                            .map(|(k, v)| (k, no_merge_keys(v)))
+                            .collect(),
+                    ),
+                    Node::Seq(items) => Node::Seq(items.into_iter().map(no_merge_keys).collect()),
+                    other => other,
+                }
+            }
+            let n = no_merge_keys(Node::Map(m));
+            let text = to_yaml(&n);
+            let back = parse_values(&text);
+            prop_assert!(back.is_ok(), "{text:?}: {back:?}");
+            let back = back.unwrap_or_default();
+            // The JSON round trip is the identity for these values.
+            prop_assert_eq!(to_json(&back, true), to_json(&n, true), "{}", text);
+        }
+
+        #[test]
+        fn json_round_trips(m in prop::collection::btree_map(text(), tree(), 0..6)) {
+            let n = Node::Map(m);
+            let text = to_json(&n, false);
+            let back = parse_json(&text);
+            prop_assert!(back.is_ok(), "{text:?}");
+            prop_assert_eq!(back.unwrap_or_default(), n);
+        }
+
+        #[test]
+        fn toml_round_trips(m in prop::collection::btree_map("[a-z]{1,5}", prop_oneof![
+            "[a-zA-Z0-9 _.\"\\\\]{0,8}".prop_map(Node::Str),
+            any::<bool>().prop_map(Node::Bool),
+            any::<i64>().prop_map(Node::Int),
+        ], 0..6)) {
+            let n = Node::Map(m);
+            let text = to_toml(&n);
+            let back = parse_toml(&text);
+            prop_assert!(back.is_ok(), "{text:?}: {back:?}");
+            prop_assert_eq!(back.unwrap_or_default(), n);
+        }
+    }
+
+    #[test]
+    fn empty_map_round_trip() {
+        let n = Node::Map(BTreeMap::new());
+        assert_eq!(parse_values(&to_yaml(&n)).unwrap(), n);
+    }
+}

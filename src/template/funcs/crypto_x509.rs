@@ -148,8 +148,8 @@ pub fn pem_decode(input: &[u8]) -> Option<(String, Vec<u8>)> {
         } else {
             block
         };
-        let cleaned: String = data.chars().filter(|c| !c.is_whitespace()).collect();
-        match base64::engine::general_purpose::STANDARD.decode(cleaned.as_bytes()) {
+        let cleaned: String = data.chars().filter(|c| *c != ' ' && *c != '\t').collect();
+        match super::crypto::go_base64_decode(&cleaned) {
             Ok(bytes) => return Some((kind.to_string(), bytes)),
             Err(_) => {
                 rest = after;

@@ -1,5 +1,769 @@
-//! Sprig semver and semverCompare (Masterminds/semver v3 constraints).
-use super::Registry;
+//! Sprig `semver` and `semverCompare`, on a port of Masterminds/semver v3.3.0:
+//! its lenient version parser ([`parse_version`]), its ordering, and its
+//! constraint language ([`Constraints`]: `=`, `!=`, `>`, `<`, `>=`, `<=`,
+//! `~`, `^`, `x`/`*` wildcards, hyphen ranges, `||`, comma or space
+//! conjunctions, and the rule that pre-releases only match constraints that
+//! carry a pre-release themselves).
+//!
+//! [`constraint_matches`] is what Helm's `kubeVersion` check
+//! (`chartutil.IsCompatibleRange`) needs.
+use super::regex::compile;
+use super::util::{arg_str, err, params};
+use super::{CallContext, FuncResult, Registry};
+use crate::template::value::{GoObject, Value};
+use regex::Regex;
+use std::cmp::Ordering;
+use std::fmt;
+use std::rc::Rc;
+use std::sync::OnceLock;
+
+/// Errors of Masterminds/semver, with its exact messages.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SemverError {
+    /// `ErrInvalidSemVer`.
+    #[error("Invalid Semantic Version")]
+    InvalidSemVer,
+    /// `ErrEmptyString` (strict parsing).
+    #[error("Version string empty")]
+    EmptyString,
+    /// `ErrInvalidCharacters` (strict parsing).
+    #[error("Invalid characters in version")]
+    InvalidCharacters,
+    /// `ErrSegmentStartsZero`.
+    #[error("Version segment starts with 0")]
+    SegmentStartsZero,
+    /// `ErrInvalidMetadata`.
+    #[error("Invalid Metadata string")]
+    InvalidMetadata,
+    /// `ErrInvalidPrerelease`.
+    #[error("Invalid Prerelease string")]
+    InvalidPrerelease,
+    /// A numeric segment out of the uint64 range.
+    #[error("Error parsing version segment: strconv.ParseUint: parsing {0}: value out of range")]
+    SegmentRange(String),
+    /// A constraint (or one `||` alternative) that does not parse.
+    #[error("improper constraint: {0}")]
+    ImproperConstraint(String),
+    /// A constraint whose version part does not parse.
+    #[error("constraint Parser Error")]
+    ConstraintParser,
+}
+
+/// A semantic version as Masterminds/semver holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    /// Major number.
+    pub major: u64,
+    /// Minor number.
+    pub minor: u64,
+    /// Patch number.
+    pub patch: u64,
+    /// Pre-release (without `-`), empty when none.
+    pub pre: String,
+    /// Build metadata (without `+`), empty when none.
+    pub metadata: String,
+    /// The text it was parsed from.
+    pub original: String,
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        if !self.pre.is_empty() {
+            write!(f, "-{}", self.pre)?;
+        }
+        if !self.metadata.is_empty() {
+            write!(f, "+{}", self.metadata)?;
+        }
+        Ok(())
+    }
+}
+
+const CV: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
+const SV: &str = r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
+const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
+
+struct Patterns {
+    version: Regex,
+    constraint: Regex,
+    range: Regex,
+    find: Regex,
+    valid: Regex,
+}
+
+fn patterns() -> Option<&'static Patterns> {
+    static P: OnceLock<Option<Patterns>> = OnceLock::new();
+    P.get_or_init(|| {
+        Some(Patterns {
+            version: compile(&format!("^{SV}$")).ok()?,
+            constraint: compile(&format!(r"^\s*({OPS})\s*({CV})\s*$")).ok()?,
+            range: compile(&format!(r"\s*({CV})\s+-\s+({CV})\s*")).ok()?,
+            find: compile(&format!(r"({OPS})\s*({CV})")).ok()?,
+            valid: compile(&format!(
+                r"^(\s*({OPS})\s*({CV})\s*)((?:\s+|,\s*)({OPS})\s*({CV})\s*)*$"
+            ))
+            .ok()?,
+        })
+    })
+    .as_ref()
+}
+
+fn only(s: &str, allowed: impl Fn(char) -> bool) -> bool {
+    s.chars().all(allowed)
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '-'
+}
+
+fn validate_prerelease(p: &str) -> Result<(), SemverError> {
+    for part in p.split('.') {
+        if only(part, |c| c.is_ascii_digit()) {
+            if part.len() > 1 && part.starts_with('0') {
+                return Err(SemverError::SegmentStartsZero);
+            }
+        } else if !only(part, is_ident_char) {
+            return Err(SemverError::InvalidPrerelease);
+        }
+    }
+    Ok(())
+}
+
+fn validate_metadata(m: &str) -> Result<(), SemverError> {
+    if m.split('.').all(|p| only(p, is_ident_char)) {
+        Ok(())
+    } else {
+        Err(SemverError::InvalidMetadata)
+    }
+}
+
+fn parse_segment(s: &str) -> Result<u64, SemverError> {
+    s.parse::<u64>()
+        .map_err(|_| SemverError::SegmentRange(super::util::go_quote(s)))
+}
+
+/// Masterminds `NewVersion`: lenient (`v` prefix, missing minor or patch,
+/// leading zeros in numbers).
+pub fn parse_version(v: &str) -> Result<Version, SemverError> {
+    let p = patterns().ok_or(SemverError::InvalidSemVer)?;
+    let caps = p.version.captures(v).ok_or(SemverError::InvalidSemVer)?;
+    let g = |i: usize| caps.get(i).map(|m| m.as_str()).unwrap_or("");
+    let mut sv = Version {
+        major: parse_segment(g(1))?,
+        minor: 0,
+        patch: 0,
+        pre: g(5).to_string(),
+        metadata: g(8).to_string(),
+        original: v.to_string(),
+    };
+    if !g(2).is_empty() {
+        sv.minor = parse_segment(&g(2)[1..])?;
+    }
+    if !g(3).is_empty() {
+        sv.patch = parse_segment(&g(3)[1..])?;
+    }
+    if !sv.pre.is_empty() {
+        validate_prerelease(&sv.pre)?;
+    }
+    if !sv.metadata.is_empty() {
+        validate_metadata(&sv.metadata)?;
+    }
+    Ok(sv)
+}
+
+/// Masterminds `StrictNewVersion`: exactly `MAJOR.MINOR.PATCH[-PRE][+META]`.
+pub fn parse_strict_version(v: &str) -> Result<Version, SemverError> {
+    if v.is_empty() {
+        return Err(SemverError::EmptyString);
+    }
+    let parts: Vec<&str> = v.splitn(3, '.').collect();
+    if parts.len() != 3 {
+        return Err(SemverError::InvalidSemVer);
+    }
+    let mut last = parts[2].to_string();
+    let mut metadata = String::new();
+    let mut pre = String::new();
+    if let Some((a, b)) = last.clone().split_once('+') {
+        metadata = b.to_string();
+        last = a.to_string();
+        validate_metadata(&metadata)?;
+    }
+    if let Some((a, b)) = last.clone().split_once('-') {
+        pre = b.to_string();
+        last = a.to_string();
+        validate_prerelease(&pre)?;
+    }
+    let nums = [parts[0], parts[1], last.as_str()];
+    for p in nums {
+        if !only(p, |c| c.is_ascii_digit()) {
+            return Err(SemverError::InvalidCharacters);
+        }
+        if p.len() > 1 && p.starts_with('0') {
+            return Err(SemverError::SegmentStartsZero);
+        }
+    }
+    Ok(Version {
+        major: parse_segment(nums[0])?,
+        minor: parse_segment(nums[1])?,
+        patch: parse_segment(nums[2])?,
+        pre,
+        metadata,
+        original: v.to_string(),
+    })
+}
+
+fn compare_pre_part(s: &str, o: &str) -> Ordering {
+    if s == o {
+        return Ordering::Equal;
+    }
+    if s.is_empty() {
+        return Ordering::Less;
+    }
+    if o.is_empty() {
+        return Ordering::Greater;
+    }
+    match (s.parse::<u64>(), o.parse::<u64>()) {
+        (Err(_), Err(_)) => {
+            if s > o {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            }
+        }
+        (Ok(_), Err(_)) => Ordering::Less,
+        (Err(_), Ok(_)) => Ordering::Greater,
+        (Ok(a), Ok(b)) => {
+            if a > b {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            }
+        }
+    }
+}
+
+fn compare_prerelease(v: &str, o: &str) -> Ordering {
+    let sp: Vec<&str> = v.split('.').collect();
+    let op: Vec<&str> = o.split('.').collect();
+    for i in 0..sp.len().max(op.len()) {
+        let d = compare_pre_part(
+            sp.get(i).copied().unwrap_or(""),
+            op.get(i).copied().unwrap_or(""),
+        );
+        if d != Ordering::Equal {
+            return d;
+        }
+    }
+    Ordering::Equal
+}
+
+impl Version {
+    /// Semver precedence (metadata ignored; a release sorts after its pre-releases).
+    pub fn compare(&self, o: &Version) -> Ordering {
+        self.major
+            .cmp(&o.major)
+            .then(self.minor.cmp(&o.minor))
+            .then(self.patch.cmp(&o.patch))
+            .then_with(|| match (self.pre.is_empty(), o.pre.is_empty()) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Greater,
+                (false, true) => Ordering::Less,
+                (false, false) => compare_prerelease(&self.pre, &o.pre),
+            })
+    }
+
+    fn v_prefix(&self) -> &'static str {
+        if self.original.starts_with('v') {
+            "v"
+        } else {
+            ""
+        }
+    }
+
+    fn with_original(mut self, prefix: &str) -> Version {
+        self.original = format!("{prefix}{self}");
+        self
+    }
+
+    /// `IncPatch`: drops a pre-release, or else bumps the patch.
+    pub fn inc_patch(&self) -> Version {
+        let mut n = self.clone();
+        n.metadata.clear();
+        if n.pre.is_empty() {
+            n.patch += 1;
+        }
+        n.pre.clear();
+        n.with_original(self.v_prefix())
+    }
+
+    /// `IncMinor`.
+    pub fn inc_minor(&self) -> Version {
+        let mut n = self.clone();
+        n.metadata.clear();
+        n.pre.clear();
+        n.patch = 0;
+        n.minor += 1;
+        n.with_original(self.v_prefix())
+    }
+
+    /// `IncMajor`.
+    pub fn inc_major(&self) -> Version {
+        let mut n = self.clone();
+        n.metadata.clear();
+        n.pre.clear();
+        n.patch = 0;
+        n.minor = 0;
+        n.major += 1;
+        n.with_original(self.v_prefix())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    TildeOrEqual,
+    NotEqual,
+    Gt,
+    Lt,
+    Ge,
+    Le,
+    Tilde,
+    Caret,
+}
+
+#[derive(Debug, Clone)]
+struct Constraint {
+    con: Version,
+    op: Op,
+    minor_dirty: bool,
+    patch_dirty: bool,
+    dirty: bool,
+}
+
+/// A parsed constraint: alternatives (`||`) of conjunctions.
+#[derive(Debug, Clone)]
+pub struct Constraints {
+    alternatives: Vec<Vec<Constraint>>,
+}
+
+fn is_x(s: &str) -> bool {
+    matches!(s, "x" | "X" | "*")
+}
+
+fn parse_one(c: &str) -> Result<Constraint, SemverError> {
+    let p = patterns().ok_or(SemverError::ConstraintParser)?;
+    if c.is_empty() {
+        return Ok(Constraint {
+            con: parse_version("0.0.0")?,
+            op: Op::TildeOrEqual,
+            minor_dirty: false,
+            patch_dirty: false,
+            dirty: true,
+        });
+    }
+    let m = p
+        .constraint
+        .captures(c)
+        .ok_or_else(|| SemverError::ImproperConstraint(c.to_string()))?;
+    let g = |i: usize| m.get(i).map(|x| x.as_str()).unwrap_or("");
+    let op = match g(1) {
+        "" | "=" => Op::TildeOrEqual,
+        "!=" => Op::NotEqual,
+        ">" => Op::Gt,
+        "<" => Op::Lt,
+        ">=" | "=>" => Op::Ge,
+        "<=" | "=<" => Op::Le,
+        "~" | "~>" => Op::Tilde,
+        _ => Op::Caret,
+    };
+    let (m3, m4, m5, m6) = (g(3), g(4), g(5), g(6));
+    let (mut minor_dirty, mut patch_dirty, mut dirty) = (false, false, false);
+    let ver = if is_x(m3) || m3.is_empty() {
+        dirty = true;
+        format!("0.0.0{m6}")
+    } else if is_x(m4.trim_start_matches('.')) || m4.is_empty() {
+        minor_dirty = true;
+        dirty = true;
+        format!("{m3}.0.0{m6}")
+    } else if is_x(m5.trim_start_matches('.')) || m5.is_empty() {
+        dirty = true;
+        patch_dirty = true;
+        format!("{m3}{m4}.0{m6}")
+    } else {
+        g(2).to_string()
+    };
+    let con = parse_version(&ver).map_err(|_| SemverError::ConstraintParser)?;
+    Ok(Constraint {
+        con,
+        op,
+        minor_dirty,
+        patch_dirty,
+        dirty,
+    })
+}
+
+/// Rewrites hyphen ranges `a - b` to `>= a, <= b `.
+fn rewrite_range(p: &Patterns, input: &str) -> String {
+    let mut out = input.to_string();
+    let found: Vec<(String, String, String)> = p
+        .range
+        .captures_iter(input)
+        .map(|c| {
+            let g = |i: usize| c.get(i).map(|x| x.as_str().to_string()).unwrap_or_default();
+            (g(0), g(1), g(11))
+        })
+        .collect();
+    for (whole, a, b) in found {
+        out = out.replacen(&whole, &format!(">= {a}, <= {b} "), 1);
+    }
+    out
+}
+
+impl Constraints {
+    /// Masterminds `NewConstraint`.
+    pub fn parse(c: &str) -> Result<Constraints, SemverError> {
+        let p = patterns().ok_or(SemverError::ConstraintParser)?;
+        let c = rewrite_range(p, c);
+        let mut alternatives = Vec::new();
+        for alt in c.split("||") {
+            if !p.valid.is_match(alt) {
+                return Err(SemverError::ImproperConstraint(alt.to_string()));
+            }
+            let mut parts: Vec<&str> = p.find.find_iter(alt).map(|m| m.as_str()).collect();
+            if parts.is_empty() {
+                parts.push(alt);
+            }
+            alternatives.push(parts.into_iter().map(parse_one).collect::<Result<_, _>>()?);
+        }
+        Ok(Constraints { alternatives })
+    }
+
+    /// Masterminds `Constraints.Check`.
+    pub fn check(&self, v: &Version) -> bool {
+        self.alternatives
+            .iter()
+            .any(|all| all.iter().all(|c| check_one(c, v)))
+    }
+}
+
+fn tilde(v: &Version, c: &Constraint) -> bool {
+    if v.compare(&c.con) == Ordering::Less {
+        return false;
+    }
+    if c.con.major == 0 && c.con.minor == 0 && c.con.patch == 0 && !c.minor_dirty && !c.patch_dirty
+    {
+        return true;
+    }
+    if v.major != c.con.major {
+        return false;
+    }
+    v.minor == c.con.minor || c.minor_dirty
+}
+
+fn check_one(c: &Constraint, v: &Version) -> bool {
+    let pre_blocked = !v.pre.is_empty() && c.con.pre.is_empty();
+    match c.op {
+        Op::NotEqual => {
+            if c.dirty {
+                if pre_blocked {
+                    return false;
+                }
+                if c.con.major != v.major {
+                    return true;
+                }
+                if c.con.minor != v.minor && !c.minor_dirty {
+                    return true;
+                } else if c.minor_dirty {
+                    return false;
+                } else if c.con.patch != v.patch && !c.patch_dirty {
+                    return true;
+                } else if c.patch_dirty {
+                    if !v.pre.is_empty() || !c.con.pre.is_empty() {
+                        return compare_prerelease(&v.pre, &c.con.pre) != Ordering::Equal;
+                    }
+                    return false;
+                }
+            }
+            v.compare(&c.con) != Ordering::Equal
+        }
+        _ if pre_blocked => false,
+        Op::Gt => {
+            if !c.dirty {
+                return v.compare(&c.con) == Ordering::Greater;
+            }
+            if v.major > c.con.major {
+                true
+            } else if v.major < c.con.major || c.minor_dirty {
+                false
+            } else if c.patch_dirty {
+                v.minor > c.con.minor
+            } else {
+                v.compare(&c.con) == Ordering::Greater
+            }
+        }
+        Op::Lt => v.compare(&c.con) == Ordering::Less,
+        Op::Ge => v.compare(&c.con) != Ordering::Less,
+        Op::Le => {
+            if !c.dirty {
+                return v.compare(&c.con) != Ordering::Greater;
+            }
+            !(v.major > c.con.major
+                || (v.major == c.con.major && v.minor > c.con.minor && !c.minor_dirty))
+        }
+        Op::Tilde => tilde(v, c),
+        Op::TildeOrEqual => {
+            if c.dirty {
+                tilde(v, c)
+            } else {
+                v.compare(&c.con) == Ordering::Equal
+            }
+        }
+        Op::Caret => {
+            if v.compare(&c.con) == Ordering::Less {
+                return false;
+            }
+            if c.con.major > 0 || c.minor_dirty {
+                return v.major == c.con.major;
+            }
+            if v.major > 0 {
+                return false;
+            }
+            if c.con.minor > 0 || c.patch_dirty {
+                return v.minor == c.con.minor;
+            }
+            if v.minor > 0 {
+                return false;
+            }
+            c.con.patch == v.patch
+        }
+    }
+}
+
+/// Whether `version` satisfies `constraint` (Masterminds `NewConstraint`,
+/// `NewVersion`, `Check`), as Sprig's `semverCompare` and Helm's
+/// `kubeVersion` check use it.
+pub fn constraint_matches(constraint: &str, version: &str) -> Result<bool, SemverError> {
+    let c = Constraints::parse(constraint)?;
+    let v = parse_version(version)?;
+    Ok(c.check(&v))
+}
+
+/// A `*semver.Version` (from `semver`) or a `semver.Version` value (from
+/// its `Inc*`/`Set*` methods) in templates.
+#[derive(Debug, Clone)]
+pub struct VersionObject {
+    /// The version.
+    pub version: Version,
+    /// Whether Go holds it as a pointer (`*semver.Version`).
+    pub pointer: bool,
+}
+
+impl VersionObject {
+    fn value(version: Version, pointer: bool) -> Value {
+        Value::Object(Rc::new(VersionObject { version, pointer }))
+    }
+}
+
+fn version_arg(args: &[Value], method: &str) -> Result<Version, String> {
+    match args {
+        [Value::Object(o)] => match o.as_any().downcast_ref::<VersionObject>() {
+            Some(v) if v.pointer => Ok(v.version.clone()),
+            _ => Err(format!(
+                "wrong type for value; expected *semver.Version; got {}",
+                o.type_name()
+            )),
+        },
+        [other] => Err(format!(
+            "wrong type for value; expected *semver.Version; got {}",
+            other.type_name()
+        )),
+        _ => Err(format!(
+            "wrong number of args for {method}: want 1 got {}",
+            args.len()
+        )),
+    }
+}
+
+impl GoObject for VersionObject {
+    fn type_name(&self) -> &str {
+        if self.pointer {
+            "*semver.Version"
+        } else {
+            "semver.Version"
+        }
+    }
+
+    fn field(&self, name: &str) -> Option<Value> {
+        let v = &self.version;
+        // Original has a pointer receiver: a semver.Version value lacks it.
+        if name == "Original" && !self.pointer {
+            return None;
+        }
+        Some(match name {
+            "Major" => Value::Int64(v.major as i64),
+            "Minor" => Value::Int64(v.minor as i64),
+            "Patch" => Value::Int64(v.patch as i64),
+            "Prerelease" => Value::str(v.pre.as_str()),
+            "Metadata" => Value::str(v.metadata.as_str()),
+            "Original" => Value::str(v.original.as_str()),
+            "String" => Value::str(v.to_string()),
+            "IncPatch" => VersionObject::value(v.inc_patch(), false),
+            "IncMinor" => VersionObject::value(v.inc_minor(), false),
+            "IncMajor" => VersionObject::value(v.inc_major(), false),
+            _ => return None,
+        })
+    }
+
+    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+        let v = &self.version;
+        let pointer_method = matches!(
+            name,
+            "LessThan" | "LessThanEqual" | "GreaterThan" | "GreaterThanEqual" | "Equal" | "Compare"
+        );
+        if pointer_method && !self.pointer {
+            return None;
+        }
+        let cmp = |args: &[Value]| version_arg(args, name).map(|o| v.compare(&o));
+        Some(match name {
+            "LessThan" => cmp(args).map(|o| Value::Bool(o == Ordering::Less)),
+            "LessThanEqual" => cmp(args).map(|o| Value::Bool(o != Ordering::Greater)),
+            "GreaterThan" => cmp(args).map(|o| Value::Bool(o == Ordering::Greater)),
+            "GreaterThanEqual" => cmp(args).map(|o| Value::Bool(o != Ordering::Less)),
+            "Equal" => cmp(args).map(|o| Value::Bool(o == Ordering::Equal)),
+            "Compare" => cmp(args).map(|o| Value::Int(o as i64)),
+            "SetPrerelease" | "SetMetadata" => match args {
+                [Value::Str(s)] => {
+                    let mut n = v.clone();
+                    let res = if name == "SetPrerelease" {
+                        n.pre = s.to_string();
+                        if s.is_empty() {
+                            Ok(())
+                        } else {
+                            validate_prerelease(s)
+                        }
+                    } else {
+                        n.metadata = s.to_string();
+                        if s.is_empty() {
+                            Ok(())
+                        } else {
+                            validate_metadata(s)
+                        }
+                    };
+                    res.map(|_| VersionObject::value(n.with_original(v.v_prefix()), false))
+                        .map_err(|e| e.to_string())
+                }
+                [other] => Err(format!(
+                    "wrong type for value; expected string; got {}",
+                    other.type_name()
+                )),
+                _ => Err(format!(
+                    "wrong number of args for {name}: want 1 got {}",
+                    args.len()
+                )),
+            },
+            _ => return self.field(name).map(Ok),
+        })
+    }
+
+    fn fmt_go(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.version)
+    }
+
+    fn to_json_value(&self) -> Value {
+        Value::str(self.version.to_string())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn semver_fn(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    parse_version(&arg_str(a, 0))
+        .map(|v| VersionObject::value(v, true))
+        .map_err(|e| err(e.to_string()))
+}
+
+fn semver_compare(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    constraint_matches(&arg_str(a, 0), &arg_str(a, 1))
+        .map(Value::Bool)
+        .map_err(|e| err(e.to_string()))
+}
 
 /// Adds this family's functions to the registry.
-pub fn register(_r: &mut Registry) {}
+pub fn register(r: &mut Registry) {
+    r.add("semver", params::S, None, semver_fn);
+    r.add("semverCompare", params::SS, None, semver_compare);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(c: &str, v: &str) -> bool {
+        match constraint_matches(c, v) {
+            Ok(b) => b,
+            Err(e) => panic!("{c} {v}: {e}"),
+        }
+    }
+
+    #[test]
+    fn versions() {
+        let v = parse_version("1.2.3-alpha.1+build.5").unwrap();
+        assert_eq!((v.major, v.minor, v.patch), (1, 2, 3));
+        assert_eq!(v.pre, "alpha.1");
+        assert_eq!(v.metadata, "build.5");
+        assert_eq!(parse_version("v1.2").unwrap().to_string(), "1.2.0");
+        assert_eq!(parse_version("1").unwrap().to_string(), "1.0.0");
+        assert_eq!(parse_version("abc"), Err(SemverError::InvalidSemVer));
+        assert_eq!(parse_version("1.0.0.0"), Err(SemverError::InvalidSemVer));
+        assert_eq!(
+            parse_version("1.0.0-01"),
+            Err(SemverError::SegmentStartsZero)
+        );
+        assert_eq!(parse_version("01.02.03").unwrap().to_string(), "1.2.3");
+        assert_eq!(
+            parse_strict_version("v1.0.0"),
+            Err(SemverError::InvalidCharacters)
+        );
+        assert_eq!(
+            parse_version("1.2.3").unwrap().inc_minor().to_string(),
+            "1.3.0"
+        );
+    }
+
+    #[test]
+    fn constraints() {
+        assert!(m(">=1.20.0", "1.21.3"));
+        assert!(!m("<1.20", "1.21.3"));
+        assert!(m("~1.2.0", "1.2.9"));
+        assert!(!m("~1.2.0", "1.3.0"));
+        assert!(m("^1.2.0", "1.9.0"));
+        assert!(!m("^1.2.0", "2.0.0"));
+        assert!(m(">1.0, <2.0", "1.5.0"));
+        assert!(m(">1.0 <2.0", "1.5.0"));
+        assert!(m("1.x", "1.9.9"));
+        assert!(!m("1.x", "2.0.0"));
+        assert!(m("<1.0 || >=3.0", "3.1.0"));
+        assert!(m("=1.2.3", "v1.2.3"));
+        assert!(m("1.2 - 1.4.5", "1.4.5"));
+        assert!(!m("1.2 - 1.4.5", "1.4.6"));
+        assert!(!m(">=1.20.0", "v1.30.5-gke.1"));
+        assert!(m(">=1.20.0-0", "v1.30.5-gke.1"));
+        assert!(!m("~1.30", "1.31.0"));
+        assert!(m("^0.2.3", "0.2.9"));
+        assert!(!m("^0.2.3", "0.3.0"));
+        assert!(m("*", "4.5.6"));
+        assert!(m("^0.0", "0.0.5"));
+        assert!(m("1.2.3 - 2", "2.5"));
+        assert!(m("!=1.2.3", "1.2.4"));
+        assert!(!m("!=1.2.x", "1.2.4"));
+        assert_eq!(
+            constraint_matches("!!!", "1.0.0"),
+            Err(SemverError::ImproperConstraint("!!!".into()))
+        );
+        assert_eq!(
+            constraint_matches(">=1.0", "abc"),
+            Err(SemverError::InvalidSemVer)
+        );
+    }
+}

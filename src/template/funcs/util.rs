@@ -1,1 +1,778 @@
 //! Sprig's shared coercions (strval, toInt64, toFloat64, ...), used by every family.
+//!
+//! These follow `github.com/spf13/cast` v1.7.0 (which Sprig v3.3.0 calls for
+//! `int`, `int64`, `float64` and its math) and Sprig's own `strval`/`strslice`.
+//!
+//! # Go strings that are not UTF-8
+//!
+//! Go strings are byte strings: `substr 0 2 "héllo"` yields `h\xc3`. A Rust
+//! `str` cannot hold that, so a byte that is not part of a valid UTF-8
+//! sequence is stored as the private-use character `U+10FF00 + byte`
+//! ([`go_string_from_bytes`]); [`go_bytes`] turns such a string back into
+//! Go's exact bytes. The engine should write rendered output through
+//! [`go_bytes`] so that these bytes come out raw.
+use super::{FuncError, Param};
+use crate::template::value::{ListKind, MapKind, Value};
+use std::borrow::Cow;
+use std::rc::Rc;
+
+/// First code point of the private-use range that stands for raw bytes.
+const RAW_BYTE_BASE: u32 = 0x10_FF00;
+
+/// Builds a Go string from arbitrary bytes: valid UTF-8 stays as is, every
+/// other byte becomes the private-use character `U+10FF00 + byte`.
+pub fn go_string_from_bytes(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => {
+            let mut out = String::with_capacity(bytes.len() + 8);
+            let mut rest = bytes;
+            while !rest.is_empty() {
+                match std::str::from_utf8(rest) {
+                    Ok(s) => {
+                        out.push_str(s);
+                        break;
+                    }
+                    Err(e) => {
+                        let good = e.valid_up_to();
+                        // The prefix is valid by construction.
+                        out.push_str(std::str::from_utf8(&rest[..good]).unwrap_or_default());
+                        let bad = e.error_len().unwrap_or(rest.len() - good).max(1);
+                        for &b in &rest[good..good + bad] {
+                            out.push(raw_byte_char(b));
+                        }
+                        rest = &rest[good + bad..];
+                    }
+                }
+            }
+            out
+        }
+    }
+}
+
+fn raw_byte_char(b: u8) -> char {
+    char::from_u32(RAW_BYTE_BASE + b as u32).unwrap_or(char::REPLACEMENT_CHARACTER)
+}
+
+/// If `c` stands for a raw (non-UTF-8) byte, that byte.
+pub fn raw_byte_of(c: char) -> Option<u8> {
+    let u = c as u32;
+    if (RAW_BYTE_BASE + 0x80..=RAW_BYTE_BASE + 0xFF).contains(&u) {
+        Some((u - RAW_BYTE_BASE) as u8)
+    } else {
+        None
+    }
+}
+
+/// The exact Go bytes of a string (see the module docs on raw bytes).
+pub fn go_bytes(s: &str) -> Cow<'_, [u8]> {
+    if !s.chars().any(|c| raw_byte_of(c).is_some()) {
+        return Cow::Borrowed(s.as_bytes());
+    }
+    let mut out = Vec::with_capacity(s.len());
+    let mut buf = [0u8; 4];
+    for c in s.chars() {
+        match raw_byte_of(c) {
+            Some(b) => out.push(b),
+            None => out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes()),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Go's `len(s)` of a string: its byte count (raw bytes count once).
+pub fn go_len(s: &str) -> usize {
+    go_bytes(s).len()
+}
+
+/// A Go string value made from bytes (see [`go_string_from_bytes`]).
+pub fn str_value_from_bytes(bytes: &[u8]) -> Value {
+    Value::str(go_string_from_bytes(bytes))
+}
+
+/// Sprig's `strval`: a string as is, `[]byte` as text, anything else with
+/// Go's `%v` (objects print through their `String` method, which `%v` uses).
+pub fn strval(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.to_string(),
+        Value::Bytes(b) => go_string_from_bytes(b),
+        other => other.to_string(),
+    }
+}
+
+/// Go's `float64 -> int64` conversion on amd64: truncation, and
+/// `-9223372036854775808` for NaN and values out of range.
+pub fn float_to_int64(f: f64) -> i64 {
+    // 2^63 is exactly representable; the valid range is [-2^63, 2^63).
+    const TWO63: f64 = 9_223_372_036_854_775_808.0;
+    if f.is_nan() || !(-TWO63..TWO63).contains(&f) {
+        i64::MIN
+    } else {
+        f.trunc() as i64
+    }
+}
+
+/// spf13/cast's `trimZeroDecimal`: `"1.00"` -> `"1"`, anything else unchanged.
+fn trim_zero_decimal(s: &str) -> &str {
+    let b = s.as_bytes();
+    let mut found_zero = false;
+    for i in (1..=b.len()).rev() {
+        match b[i - 1] {
+            b'.' => {
+                if found_zero {
+                    return &s[..i - 1];
+                }
+            }
+            b'0' => found_zero = true,
+            _ => return s,
+        }
+    }
+    s
+}
+
+/// Go's `strconv.ParseInt(s, base, 64)`; `None` on a syntax or range error.
+/// Base 0 reads the `0x`/`0o`/`0b`/`0` prefixes and allows `_` separators.
+pub fn parse_go_int(s: &str, base: u32) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let un = parse_go_uint(body, base, s)?;
+    let cutoff = 1u64 << 63;
+    if neg {
+        if un > cutoff {
+            return None;
+        }
+        Some((un as i64).wrapping_neg())
+    } else {
+        if un >= cutoff {
+            return None;
+        }
+        Some(un as i64)
+    }
+}
+
+fn parse_go_uint(s: &str, base: u32, whole: &str) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    let base0 = base == 0;
+    let b = s.as_bytes();
+    let (base, digits) = if base0 {
+        if b[0] == b'0' {
+            if b.len() >= 3 {
+                match b[1].to_ascii_lowercase() {
+                    b'b' => (2, &b[2..]),
+                    b'o' => (8, &b[2..]),
+                    b'x' => (16, &b[2..]),
+                    _ => (8, &b[1..]),
+                }
+            } else {
+                (8, &b[1..])
+            }
+        } else {
+            (10, b)
+        }
+    } else {
+        (base, b)
+    };
+    let mut n: u64 = 0;
+    let mut underscores = false;
+    for &c in digits {
+        let d = match c {
+            b'_' if base0 => {
+                underscores = true;
+                continue;
+            }
+            b'0'..=b'9' => (c - b'0') as u32,
+            b'a'..=b'z' => (c - b'a') as u32 + 10,
+            b'A'..=b'Z' => (c - b'A') as u32 + 10,
+            _ => return None,
+        };
+        if d >= base {
+            return None;
+        }
+        n = n.checked_mul(base as u64)?.checked_add(d as u64)?;
+    }
+    if underscores && !underscore_ok(whole) {
+        return None;
+    }
+    Some(n)
+}
+
+/// Whether `_` separators in a base-0 literal only sit between digits.
+fn underscore_ok(s: &str) -> bool {
+    let mut b = s.as_bytes();
+    if let Some(b'-' | b'+') = b.first() {
+        b = &b[1..];
+    }
+    // 'd' digit or base prefix, 'u' underscore, 'x' other, '^' start.
+    let mut saw = b'^';
+    let mut i = 0;
+    let mut hex = false;
+    if b.len() >= 2 && b[0] == b'0' && matches!(b[1].to_ascii_lowercase(), b'b' | b'o' | b'x') {
+        i = 2;
+        saw = b'd';
+        hex = b[1].eq_ignore_ascii_case(&b'x');
+    }
+    while i < b.len() {
+        let c = b[i];
+        i += 1;
+        if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
+            saw = b'd';
+            continue;
+        }
+        if c == b'_' {
+            if saw != b'd' {
+                return false;
+            }
+            saw = b'u';
+            continue;
+        }
+        if saw == b'u' {
+            return false;
+        }
+        saw = b'x';
+    }
+    saw != b'u'
+}
+
+/// Go's `strconv.ParseFloat(s, 64)` for decimal input; `None` on a syntax
+/// error or when the value overflows (Go reports a range error then).
+pub fn parse_go_float(s: &str) -> Option<f64> {
+    let lower = s.to_ascii_lowercase();
+    let unsigned = lower.trim_start_matches(['+', '-']);
+    if lower.len() - unsigned.len() > 1 {
+        return None;
+    }
+    match unsigned {
+        "inf" | "infinity" => return s.parse::<f64>().ok(),
+        "nan" => {
+            return if unsigned.len() == lower.len() {
+                Some(f64::NAN)
+            } else {
+                None
+            }
+        }
+        _ => {}
+    }
+    if unsigned.starts_with("0x") {
+        return parse_hex_float(&lower);
+    }
+    if !unsigned
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-' | b'_'))
+    {
+        return None;
+    }
+    // Go accepts `_` between digits, as in Go literals (`1_000.5`).
+    let cleaned;
+    let s = if s.contains('_') {
+        if !underscore_ok(s) {
+            return None;
+        }
+        cleaned = s.replace('_', "");
+        cleaned.as_str()
+    } else {
+        s
+    };
+    let v: f64 = s.parse().ok()?;
+    if v.is_infinite() {
+        None
+    } else {
+        Some(v)
+    }
+}
+
+/// Hexadecimal floats (`0x1.8p1`), which ParseFloat accepts; the `p` exponent is required.
+fn parse_hex_float(lower: &str) -> Option<f64> {
+    let (neg, rest) = match lower.as_bytes().first() {
+        Some(b'-') => (true, &lower[1..]),
+        Some(b'+') => (false, &lower[1..]),
+        _ => (false, lower),
+    };
+    let rest = rest.strip_prefix("0x")?;
+    let (mant, exp) = rest.split_once('p')?;
+    let mant = mant.replace('_', "");
+    let exp: i32 = exp.parse().ok()?;
+    let (ip, fp) = mant.split_once('.').unwrap_or((&mant, ""));
+    if ip.is_empty() && fp.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in ip.chars() {
+        v = v * 16.0 + c.to_digit(16)? as f64;
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in fp.chars() {
+        v += c.to_digit(16)? as f64 * scale;
+        scale /= 16.0;
+    }
+    let v = v * 2f64.powi(exp);
+    if v.is_infinite() {
+        return None;
+    }
+    Some(if neg { -v } else { v })
+}
+
+/// spf13/cast `ToInt64`: ints as is, floats truncated (Go conversion),
+/// bools 0/1, nil 0, strings with `strconv.ParseInt(trimZeroDecimal(s), 0, 0)`,
+/// and 0 for anything it cannot cast.
+pub fn to_int64(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) | Value::Int64(i) => *i,
+        Value::Float(f) => float_to_int64(*f),
+        Value::Bool(b) => *b as i64,
+        Value::Str(s) => parse_go_int(trim_zero_decimal(s), 0).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// spf13/cast `ToInt` (same as [`to_int64`] on a 64-bit platform).
+pub fn to_int(v: &Value) -> i64 {
+    to_int64(v)
+}
+
+/// spf13/cast `ToFloat64`: numbers converted, bools 0/1, nil 0, strings with
+/// `strconv.ParseFloat`, and 0 for anything it cannot cast.
+pub fn to_float64(v: &Value) -> f64 {
+    match v {
+        Value::Int(i) | Value::Int64(i) => *i as f64,
+        Value::Float(f) => *f,
+        Value::Bool(b) => *b as i64 as f64,
+        Value::Str(s) => parse_go_float(s).unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
+
+/// Sprig's `strslice` (`toStrings`): a list's non-nil elements through
+/// [`strval`], `[]` for nil, and a one-element list for anything else.
+pub fn strslice(v: &Value) -> Vec<String> {
+    match v {
+        Value::List(items, ListKind::String) => items.iter().map(strval).collect(),
+        Value::List(items, _) => items
+            .iter()
+            .filter(|x| !matches!(x, Value::Nil))
+            .map(strval)
+            .collect(),
+        // []byte is a slice too: each byte prints as a number.
+        Value::Bytes(b) => b.iter().map(|x| x.to_string()).collect(),
+        Value::Nil => Vec::new(),
+        other => vec![strval(other)],
+    }
+}
+
+/// A `[]string` value.
+pub fn string_list(items: Vec<String>) -> Value {
+    Value::List(
+        Rc::new(items.into_iter().map(Value::str).collect()),
+        ListKind::String,
+    )
+}
+
+/// A `[]int` value.
+pub fn int_list(items: Vec<i64>) -> Value {
+    Value::List(
+        Rc::new(items.into_iter().map(Value::Int).collect()),
+        ListKind::Int,
+    )
+}
+
+/// The elements of a Go slice value (`[]byte` gives its bytes as `uint8`
+/// numbers, shown here as ints); `None` when the value is not a slice.
+pub fn slice_items(v: &Value) -> Option<Vec<Value>> {
+    match v {
+        Value::List(items, _) => Some(items.as_ref().clone()),
+        Value::Bytes(b) => Some(b.iter().map(|x| Value::Int(*x as i64)).collect()),
+        _ => None,
+    }
+}
+
+/// The string held by an argument the engine converted to `string`.
+pub fn arg_str(args: &[Value], i: usize) -> Cow<'_, str> {
+    match args.get(i) {
+        Some(Value::Str(s)) => Cow::Borrowed(s),
+        Some(Value::Nil) | None => Cow::Borrowed(""),
+        Some(other) => Cow::Owned(strval(other)),
+    }
+}
+
+/// The integer held by an argument the engine converted to `int`/`int64`.
+pub fn arg_int(args: &[Value], i: usize) -> i64 {
+    args.get(i).map(to_int64).unwrap_or(0)
+}
+
+/// The float held by an argument the engine converted to `float64`.
+pub fn arg_float(args: &[Value], i: usize) -> f64 {
+    args.get(i).map(to_float64).unwrap_or(0.0)
+}
+
+/// The bool held by an argument the engine converted to `bool`.
+pub fn arg_bool(args: &[Value], i: usize) -> bool {
+    matches!(args.get(i), Some(Value::Bool(true)))
+}
+
+/// The argument itself (nil when missing).
+pub fn arg(args: &[Value], i: usize) -> Value {
+    args.get(i).cloned().unwrap_or(Value::Nil)
+}
+
+/// Go's `strconv.Quote` (what `%q` does to a string): escapes, `\x` for raw
+/// bytes, `\u`/`\U` for non-printable runes.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if let Some(b) = raw_byte_of(c) {
+            out.push_str(&format!("\\x{b:02x}"));
+            continue;
+        }
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if go_is_print(c) => out.push(c),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `strconv.IsPrint`: letters, marks, numbers, punctuation, symbols
+/// and the ASCII space.
+pub fn go_is_print(c: char) -> bool {
+    use unicode_properties::{GeneralCategoryGroup as G, UnicodeGeneralCategory};
+    if c == ' ' {
+        return true;
+    }
+    matches!(
+        c.general_category_group(),
+        G::Letter | G::Mark | G::Number | G::Punctuation | G::Symbol
+    )
+}
+
+/// Go's `unicode.IsSpace`.
+pub fn go_is_space(c: char) -> bool {
+    c.is_whitespace()
+}
+
+/// Go's `unicode.IsUpper` (category Lu).
+pub fn go_is_upper(c: char) -> bool {
+    use unicode_properties::{GeneralCategory as C, UnicodeGeneralCategory};
+    if c.is_ascii() {
+        return c.is_ascii_uppercase();
+    }
+    c.general_category() == C::UppercaseLetter
+}
+
+/// Go's `unicode.IsLower` (category Ll).
+pub fn go_is_lower(c: char) -> bool {
+    use unicode_properties::{GeneralCategory as C, UnicodeGeneralCategory};
+    if c.is_ascii() {
+        return c.is_ascii_lowercase();
+    }
+    c.general_category() == C::LowercaseLetter
+}
+
+/// Go's `unicode.IsTitle` (category Lt).
+pub fn go_is_title(c: char) -> bool {
+    use unicode_properties::{GeneralCategory as C, UnicodeGeneralCategory};
+    c.general_category() == C::TitlecaseLetter
+}
+
+/// Go's `unicode.IsLetter` (category L).
+pub fn go_is_letter(c: char) -> bool {
+    use unicode_properties::{GeneralCategoryGroup as G, UnicodeGeneralCategory};
+    if c.is_ascii() {
+        return c.is_ascii_alphabetic();
+    }
+    c.general_category_group() == G::Letter
+}
+
+/// Go's `unicode.IsDigit` (category Nd).
+pub fn go_is_digit(c: char) -> bool {
+    use unicode_properties::{GeneralCategory as C, UnicodeGeneralCategory};
+    if c.is_ascii() {
+        return c.is_ascii_digit();
+    }
+    c.general_category() == C::DecimalNumber
+}
+
+/// Go's `unicode.IsNumber` (category N).
+pub fn go_is_number(c: char) -> bool {
+    use unicode_properties::{GeneralCategoryGroup as G, UnicodeGeneralCategory};
+    c.general_category_group() == G::Number
+}
+
+/// Go's `unicode.IsPunct` (category P).
+pub fn go_is_punct(c: char) -> bool {
+    use unicode_properties::{GeneralCategoryGroup as G, UnicodeGeneralCategory};
+    c.general_category_group() == G::Punctuation
+}
+
+/// Go's `unicode.ToUpper`: the simple (one rune) upper-case mapping.
+pub fn go_to_upper(c: char) -> char {
+    if c.is_ascii() {
+        return c.to_ascii_uppercase();
+    }
+    let mut it = c.to_uppercase();
+    match (it.next(), it.next()) {
+        (Some(u), None) => u,
+        _ => simple_upper_special(c),
+    }
+}
+
+/// Runes whose full upper-case mapping has several runes but whose simple
+/// mapping is one rune (Greek with ypogegrammeni and a few others).
+fn simple_upper_special(c: char) -> char {
+    let u = c as u32;
+    let mapped = match u {
+        // Greek extended: ᾀ..ᾯ, ᾳ, ῃ, ῳ map to their title-case forms.
+        0x1F80..=0x1F87 | 0x1F90..=0x1F97 | 0x1FA0..=0x1FA7 => u + 8,
+        0x1FB3 | 0x1FC3 | 0x1FF3 => u + 9,
+        _ => u,
+    };
+    char::from_u32(mapped).unwrap_or(c)
+}
+
+/// Go's `unicode.ToLower`: the simple (one rune) lower-case mapping.
+pub fn go_to_lower(c: char) -> char {
+    if c.is_ascii() {
+        return c.to_ascii_lowercase();
+    }
+    let mut it = c.to_lowercase();
+    match (it.next(), it.next()) {
+        (Some(l), None) => l,
+        // U+0130 (İ) lowers to "i̇" in full mapping, to 'i' in the simple one.
+        (Some(l), Some(_)) if c == '\u{130}' => l,
+        _ => c,
+    }
+}
+
+/// Go's `unicode.ToTitle`: the simple title-case mapping.
+pub fn go_to_title(c: char) -> char {
+    match c {
+        '\u{1C4}'..='\u{1C6}' => '\u{1C5}',
+        '\u{1C7}'..='\u{1C9}' => '\u{1C8}',
+        '\u{1CA}'..='\u{1CC}' => '\u{1CB}',
+        '\u{1F1}'..='\u{1F3}' => '\u{1F2}',
+        _ => {
+            let u = go_to_upper(c);
+            // Greek with ypogegrammeni: title case is the +8 form itself.
+            if ('\u{1F88}'..='\u{1FAF}').contains(&c) {
+                c
+            } else {
+                u
+            }
+        }
+    }
+}
+
+/// Maps every rune of a Go string like `strings.Map`: raw bytes (invalid
+/// UTF-8) become U+FFFD, as Go's decoder reads them.
+pub fn map_runes(s: &str, f: impl Fn(char) -> char) -> String {
+    s.chars()
+        .map(|c| {
+            if raw_byte_of(c).is_some() {
+                char::REPLACEMENT_CHARACTER
+            } else {
+                f(c)
+            }
+        })
+        .collect()
+}
+
+/// Sprig's `quote`-style `'%v'` formatting: the value in single quotes.
+pub fn squote_one(v: &Value) -> String {
+    format!("'{v}'")
+}
+
+/// Go's `fmt.Sprint(v)` for one operand (`%v`, strings as is).
+pub fn sprint(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// A Go panic or error message returned as a function error.
+pub fn err(msg: impl Into<String>) -> FuncError {
+    FuncError::Msg(msg.into())
+}
+
+/// Go's message for a nil pointer dereference panic.
+pub const NIL_DEREF: &str = "runtime error: invalid memory address or nil pointer dereference";
+
+/// Whether a value is a map of any kind.
+pub fn is_map(v: &Value) -> bool {
+    matches!(v, Value::Map(..))
+}
+
+/// The Go type of a map as an `interface{}` conversion error names it.
+pub fn map_kind_name(k: MapKind) -> &'static str {
+    match k {
+        MapKind::Interface => "map[string]interface {}",
+        MapKind::String => "map[string]string",
+        MapKind::Values => "chartutil.Values",
+    }
+}
+
+/// Parameter lists used by many functions.
+pub mod params {
+    use super::Param;
+    /// `(string)`
+    pub const S: &[Param] = &[Param::String];
+    /// `(string, string)`
+    pub const SS: &[Param] = &[Param::String, Param::String];
+    /// `(string, string, string)`
+    pub const SSS: &[Param] = &[Param::String, Param::String, Param::String];
+    /// `(interface{})`
+    pub const A: &[Param] = &[Param::Any];
+    /// `(interface{}, interface{})`
+    pub const AA: &[Param] = &[Param::Any, Param::Any];
+    /// `()`
+    pub const NONE: &[Param] = &[];
+    /// `(int, string)`
+    pub const IS: &[Param] = &[Param::Int, Param::String];
+}
+
+#[cfg(test)]
+pub(crate) mod testctx {
+    //! A minimal call context for unit tests.
+    use super::super::{CallContext, FuncResult, Registry};
+    use crate::template::value::Value;
+
+    /// A context that supports no engine callbacks.
+    pub struct TestCtx;
+
+    impl CallContext for TestCtx {
+        fn include(&mut self, _name: &str, _data: Value) -> FuncResult {
+            Ok(Value::Nil)
+        }
+        fn tpl(&mut self, _text: &str, _data: Value) -> FuncResult {
+            Ok(Value::Nil)
+        }
+        fn lookup(&mut self, _a: &str, _k: &str, _n: &str, _name: &str) -> FuncResult {
+            Ok(Value::empty_map())
+        }
+    }
+
+    /// Calls a function of a registry built by `reg` with already converted arguments.
+    pub fn call(reg: fn(&mut Registry), name: &str, args: &[Value]) -> FuncResult {
+        let mut r = Registry::new();
+        reg(&mut r);
+        let spec = match r.get(name) {
+            Some(s) => s.clone(),
+            None => panic!("function {name} not registered"),
+        };
+        (spec.f)(&mut TestCtx, args)
+    }
+
+    /// Calls and formats the result with Go's `%v`, or `ERR: msg`.
+    pub fn show(reg: fn(&mut Registry), name: &str, args: &[Value]) -> String {
+        match call(reg, name, args) {
+            Ok(v) => v.to_string(),
+            Err(super::super::FuncError::Msg(m)) | Err(super::super::FuncError::Fail(m)) => {
+                format!("ERR: {m}")
+            }
+        }
+    }
+
+    /// A string value.
+    pub fn s(x: &str) -> Value {
+        Value::str(x)
+    }
+    /// An int value.
+    pub fn i(x: i64) -> Value {
+        Value::Int(x)
+    }
+    /// A float64 value.
+    pub fn f(x: f64) -> Value {
+        Value::Float(x)
+    }
+    /// A list value.
+    pub fn l(x: Vec<Value>) -> Value {
+        Value::list(x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cast_int64() {
+        assert_eq!(to_int64(&Value::str("1e3")), 0);
+        assert_eq!(to_int64(&Value::str("12")), 12);
+        assert_eq!(to_int64(&Value::str("12abc")), 0);
+        assert_eq!(to_int64(&Value::str("1.9")), 0);
+        assert_eq!(to_int64(&Value::str("1.00")), 1);
+        assert_eq!(to_int64(&Value::str("0x1F")), 31);
+        assert_eq!(to_int64(&Value::str("017")), 15);
+        assert_eq!(to_int64(&Value::str("1_000")), 1000);
+        assert_eq!(to_int64(&Value::str("1__0")), 0);
+        assert_eq!(to_int64(&Value::str(" 4")), 0);
+        assert_eq!(to_int64(&Value::str("-9223372036854775808")), i64::MIN);
+        assert_eq!(to_int64(&Value::str("9223372036854775808")), 0);
+        assert_eq!(to_int64(&Value::Float(1e21)), i64::MIN);
+        assert_eq!(
+            to_int64(&Value::Float(9_223_372_036_854_775_807.0)),
+            i64::MIN
+        );
+        assert_eq!(to_int64(&Value::Float(-42.9)), -42);
+        assert_eq!(to_int64(&Value::Bool(true)), 1);
+        assert_eq!(to_int64(&Value::Nil), 0);
+    }
+
+    #[test]
+    fn cast_float64() {
+        assert_eq!(to_float64(&Value::str("1e3")), 1000.0);
+        assert_eq!(to_float64(&Value::str("x")), 0.0);
+        assert_eq!(to_float64(&Value::str("1e400")), 0.0);
+        assert_eq!(to_float64(&Value::str("0x1p4")), 16.0);
+        assert_eq!(to_float64(&Value::str("1_0")), 10.0);
+        assert_eq!(to_float64(&Value::str("1__0")), 0.0);
+        assert_eq!(to_float64(&Value::str("1._5")), 0.0);
+        assert!(to_float64(&Value::str("-Inf")).is_infinite());
+        assert_eq!(to_float64(&Value::Int(3)), 3.0);
+    }
+
+    #[test]
+    fn raw_bytes_roundtrip() {
+        let b = b"h\xc3";
+        let s = go_string_from_bytes(b);
+        assert_eq!(go_bytes(&s).as_ref(), b);
+        assert_eq!(go_len(&s), 2);
+        assert_eq!(go_quote(&s), "\"h\\xc3\"");
+        assert_eq!(go_string_from_bytes("héllo".as_bytes()), "héllo");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(go_quote("a\"b\n\u{a0}é"), "\"a\\\"b\\n\\u00a0é\"");
+        assert_eq!(go_quote("\u{1}"), "\"\\x01\"");
+    }
+
+    #[test]
+    fn to_strings_rules() {
+        let l = Value::list(vec![
+            Value::Int(1),
+            Value::str("a"),
+            Value::Nil,
+            Value::Float(2.5),
+        ]);
+        assert_eq!(strslice(&l), vec!["1", "a", "2.5"]);
+        assert!(strslice(&Value::Nil).is_empty());
+        assert_eq!(strslice(&Value::Int(3)), vec!["3"]);
+    }
+}

@@ -556,3 +556,17 @@ fn self_signed_and_custom_cert() {
         "error processing alternate dns name: 1 is not a string"
     );
 }
+
+proptest::proptest! {
+    #[test]
+    fn go_base64_agrees_on_canonical_input(data in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+        let enc = base64::engine::general_purpose::STANDARD.encode(&data);
+        proptest::prop_assert_eq!(go_base64_decode(&enc), Ok(data));
+    }
+
+    #[test]
+    fn aes_round_trips(key in "\\PC{0,40}", plain in "\\PC{1,40}") {
+        let ct = text("encryptAES", &[st(&key), st(&plain)]);
+        proptest::prop_assert_eq!(text("decryptAES", &[st(&key), st(&ct)]), plain);
+    }
+}
