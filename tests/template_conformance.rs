@@ -10,8 +10,8 @@
 mod common;
 
 use base64::Engine as _;
-use rudder::render::{render_with, RenderError, RenderOptions, TemplateSet};
-use rudder::template::{Engine, EngineOptions, Value};
+use rudder::render::{render_with, RenderError, RenderOptions};
+use rudder::template::{Engine, EngineOptions};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 
@@ -25,18 +25,6 @@ const NOT_YET_ENFORCED: &[&str] = &[
     "sprig_reflect",
     "sprig_strings",
 ];
-
-/// The crate's engine behind render's `TemplateSet` seam.
-struct EngineSet(Engine);
-
-impl TemplateSet for EngineSet {
-    fn add_template(&mut self, name: &str, text: &str) -> Result<(), String> {
-        self.0.add_template(name, text).map_err(|e| e.to_string())
-    }
-    fn execute(&mut self, name: &str, data: &Value) -> Result<String, String> {
-        self.0.execute(name, data).map_err(|e| e.to_string())
-    }
-}
 
 enum Outcome {
     Output(Vec<u8>),
@@ -90,7 +78,7 @@ fn run_case(case: &Json) -> Outcome {
         kube_version: Some("1.31.0".into()),
         ..RenderOptions::default()
     };
-    let mut set = EngineSet(Engine::new(EngineOptions::default()));
+    let mut set = Engine::new(EngineOptions::default());
     let name = format!("conf/templates/{id}.txt");
     let files = match render_with(&mut set, &chart, &BTreeMap::new(), &opts) {
         Ok(r) => r.files,
