@@ -114,6 +114,17 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
                 if sp.minus {
                     sp.zero = false;
                 }
+                if verb == 'v' {
+                    // Go turns '+' and '#' into the %+v / %#v forms.
+                    sp.plus = false;
+                    if sp.sharp {
+                        sp.sharp = false;
+                        if let Value::Str(s) = v {
+                            out.push_str(&quote_go(s));
+                            continue;
+                        }
+                    }
+                }
                 fmt_arg(&mut out, v, verb, &sp, 0);
             }
         }
@@ -718,6 +729,7 @@ mod tests {
             "AU+0041"
         );
         assert_eq!(sprintf("100%%", &[]), "100%");
+        assert_eq!(sprintf("%+v %#v", &[Value::Int(1), s("s")]), "1 \"s\"");
         assert_eq!(sprintf("%", &[]), "%!(NOVERB)");
     }
 
