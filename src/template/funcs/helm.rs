@@ -1,6 +1,5 @@
 //! Helm's own functions that reach the engine: include, tpl, required, fail, lookup.
 use super::{CallContext, FuncError, FuncResult, Param, Registry};
-use crate::template::gofmt::sprintf;
 use crate::template::value::Value;
 
 /// Adds this family's functions to the registry.
@@ -29,13 +28,13 @@ fn tpl(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     ctx.tpl(s(a, 0), a.get(1).cloned().unwrap_or_default())
 }
 
-/// Helm builds the error with `errors.Errorf(msg)`, so `%` verbs in the
-/// message are interpreted with no arguments.
+/// `required` rejects only nil and the empty string; the message is kept
+/// verbatim (verified with Helm: `%s` stays `%s`).
 fn required(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let v = a.get(1).cloned().unwrap_or_default();
     match &v {
-        Value::Nil => Err(FuncError::Fail(sprintf(s(a, 0), &[]))),
-        Value::Str(x) if x.is_empty() => Err(FuncError::Fail(sprintf(s(a, 0), &[]))),
+        Value::Nil => Err(FuncError::Fail(s(a, 0).to_string())),
+        Value::Str(x) if x.is_empty() => Err(FuncError::Fail(s(a, 0).to_string())),
         _ => Ok(v),
     }
 }
