@@ -110,6 +110,21 @@ fn connection_from_pg_variables() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "envrel\n");
+    // libpq's key=value form, as Helm's driver also accepts it.
+    let dsn = format!(
+        "host=127.0.0.1 port=5432 user=postgres dbname={} sslmode=disable",
+        db.name
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rudder"))
+        .args(["list", "-q", "--store", &dsn])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "envrel\n");
 }
 
 #[test]

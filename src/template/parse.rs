@@ -333,12 +333,10 @@ fn new_number(tok: &Item) -> Result<Number, String> {
     }
     let mut uval = None;
     if let Some((neg, u)) = parse_go_int(&text) {
-        if !neg && !text.starts_with('+') || (!neg && text.starts_with('+')) {
-            // ParseUint rejects a sign
-            if !text.starts_with('+') {
-                n.is_uint = true;
-                uval = Some(u);
-            }
+        // ParseUint rejects a sign
+        if !neg && !text.starts_with('+') {
+            n.is_uint = true;
+            uval = Some(u);
         }
         if neg {
             if u <= 1u64 << 63 {
@@ -865,7 +863,7 @@ impl<'a> Parser<'a> {
             Tok::Nil => Arg::Nil(tok.pos),
             Tok::Variable => {
                 let name = tok.val.split('.').next().unwrap_or("").to_string();
-                if !self.vars.iter().any(|v| *v == name) {
+                if !self.vars.contains(&name) {
                     return Err(self.errorf(format!(
                         "undefined variable {}",
                         super::gofmt::quote_go(&name)

@@ -198,7 +198,13 @@ struct Dec<'a> {
     i: usize,
     /// Go keeps decoding after a type error and reports the first one.
     type_err: Option<JsonError>,
+    depth: usize,
 }
+
+/// Go's scanner refuses JSON nested deeper than 10000 levels; this reader
+/// stops at the YAML reader's limit so that every recursive walk over the
+/// result stays inside a thread's stack.
+const MAX_JSON_DEPTH: usize = super::parse::MAX_DEPTH;
 
 impl Dec<'_> {
     fn err_at(&self, ctx: &str) -> JsonError {
@@ -220,6 +226,22 @@ impl Dec<'_> {
     }
     fn value(&mut self, ctx: &str) -> Result<Node, JsonError> {
         self.ws();
+        if matches!(self.b.get(self.i), Some(b'[' | b'{')) {
+            self.depth += 1;
+            if self.depth > MAX_JSON_DEPTH {
+                return Err(JsonError::Syntax {
+                    message: "exceeded max depth".into(),
+                    offset: self.i,
+                });
+            }
+            let r = self.scalar_or_collection(ctx);
+            self.depth -= 1;
+            return r;
+        }
+        self.scalar_or_collection(ctx)
+    }
+
+    fn scalar_or_collection(&mut self, ctx: &str) -> Result<Node, JsonError> {
         match self.b.get(self.i) {
             None => Err(self.err_at(ctx)),
             Some(b'{') => {
@@ -451,6 +473,7 @@ fn parse_json_inner(text: &str) -> Result<(Node, Option<JsonError>), JsonError> 
         b: text.as_bytes(),
         i: 0,
         type_err: None,
+        depth: 0,
     };
     let v = d.value("looking for beginning of value")?;
     d.ws();

@@ -60,6 +60,94 @@ enum LoadFail {
     /// yaml-rust2 (YAML 1.2) refused a line inside a flow collection for its
     /// indentation, which libyaml ignores: `(line, flow start line)`, 1-based.
     FlowIndent(usize, usize),
+    /// The same text with a YAML 1.1 spelling yaml-rust2 lacks rewritten.
+    Rewrite(String),
+}
+
+/// Indents the continuation lines of the quoted scalar starting at `start`
+/// (up to its closing quote, or to the end) two columns past its first line.
+fn reindent_quoted(chars: &[char], start: usize) -> Option<String> {
+    let quote = *chars.get(start)?;
+    if quote != '"' && quote != '\'' {
+        return None;
+    }
+    // The end of the scalar.
+    let mut i = start + 1;
+    while i < chars.len() {
+        let c = chars[i];
+        if quote == '"' && c == '\\' {
+            i += 2;
+            continue;
+        }
+        if c == quote {
+            if quote == '\'' && chars.get(i + 1) == Some(&'\'') {
+                i += 2;
+                continue;
+            }
+            break;
+        }
+        i += 1;
+    }
+    let end = i.min(chars.len());
+    let line_start = chars[..start]
+        .iter()
+        .rposition(|&c| c == '\n')
+        .map_or(0, |p| p + 1);
+    let indent = chars[line_start..]
+        .iter()
+        .take_while(|&&c| c == ' ')
+        .count();
+    let want = indent + 2;
+    let mut out: Vec<char> = Vec::with_capacity(chars.len() + 64);
+    let mut changed = false;
+    for (k, &c) in chars.iter().enumerate() {
+        out.push(c);
+        if c == '\n' && k >= start && k < end {
+            let have = chars[k + 1..].iter().take_while(|&&c| c == ' ').count();
+            if have < want {
+                out.extend(std::iter::repeat(' ').take(want - have));
+                changed = true;
+            }
+        }
+    }
+    changed.then(|| out.into_iter().collect())
+}
+
+/// yaml.v2 accepts `\'` in a double-quoted scalar (an apostrophe); yaml-rust2
+/// does not. Rewrites those escapes in the scalar starting at `start`.
+fn rewrite_quote_escapes(chars: &[char], start: usize) -> Option<String> {
+    if chars.get(start) != Some(&'"') {
+        return None;
+    }
+    let mut out: Vec<char> = chars[..=start].to_vec();
+    let mut i = start + 1;
+    let mut changed = false;
+    while i < chars.len() {
+        match chars[i] {
+            '"' => break,
+            '\\' if chars.get(i + 1) == Some(&'\'') => {
+                out.push('\'');
+                changed = true;
+                i += 2;
+                continue;
+            }
+            '\\' => {
+                out.push('\\');
+                if let Some(&c) = chars.get(i + 1) {
+                    out.push(c);
+                }
+                i += 2;
+                continue;
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    if !changed {
+        return None;
+    }
+    out.extend(chars.get(i..).unwrap_or(&[]));
+    Some(out.into_iter().collect())
 }
 
 /// Reads the documents of a stream as node trees. `None` for an empty document.
@@ -74,6 +162,7 @@ fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
         match load_once(current, first_only) {
             Ok(docs) => return Ok(docs),
             Err(LoadFail::Yaml(e)) => return Err(e),
+            Err(LoadFail::Rewrite(t)) => owned = Some(t),
             Err(LoadFail::FlowIndent(line, start)) => {
                 // Whitespace inside a flow collection carries no meaning:
                 // indent the refused line past the collection's own line.
@@ -94,7 +183,9 @@ fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
                             // No progress possible: report yaml-rust2's error.
                             return load_once(current, first_only).map_err(|f| match f {
                                 LoadFail::Yaml(e) => e,
-                                LoadFail::FlowIndent(..) => flow_indent_error(line),
+                                LoadFail::FlowIndent(..) | LoadFail::Rewrite(_) => {
+                                    flow_indent_error(line)
+                                }
                             });
                         }
                         out.push_str(&" ".repeat(want - have));
@@ -203,6 +294,24 @@ fn block_scalar_value(chars: &[char], start: usize, value: String) -> String {
     }
 }
 
+/// Nesting deeper than this is refused, so that decoding, converting,
+/// emitting and dropping the tree (all recursive) stay inside a 2 MiB thread
+/// stack even in debug builds. Go has no such limit for YAML (its stacks
+/// grow) and 10000 for JSON; real charts stay far below (a few dozen levels).
+pub(crate) const MAX_DEPTH: usize = 200;
+
+fn check_depth(depth: usize, mark: &Marker, document: usize) -> Result<(), LoadFail> {
+    if depth >= MAX_DEPTH {
+        return Err(LoadFail::Yaml(YamlError::Decode {
+            message: format!("exceeded max depth of {MAX_DEPTH}"),
+            line: mark.line(),
+            column: mark.col() + 1,
+            document,
+        }));
+    }
+    Ok(())
+}
+
 fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail> {
     let chars: Vec<char> = text.chars().collect();
     let mut parser = Parser::new_from_str(text);
@@ -216,6 +325,19 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
         let (ev, mark) = match parser.next_token() {
             Ok(x) => x,
             Err(e) => {
+                if e.info().contains("invalid indentation in quoted scalar") {
+                    // libyaml does not check the indentation of a quoted
+                    // scalar's continuation lines (their leading blanks are
+                    // folded away anyway): indent them and read again.
+                    if let Some(fixed) = reindent_quoted(&chars, e.marker().index()) {
+                        return Err(LoadFail::Rewrite(fixed));
+                    }
+                }
+                if e.info().ends_with("found unknown escape character") {
+                    if let Some(fixed) = rewrite_quote_escapes(&chars, e.marker().index()) {
+                        return Err(LoadFail::Rewrite(fixed));
+                    }
+                }
                 if e.info().starts_with("invalid indentation") {
                     let flow_start = stack.iter().rev().find_map(|f| {
                         let m = match f {
@@ -295,10 +417,12 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                 anchor,
             )),
             Event::SequenceStart(anchor, _) => {
+                check_depth(stack.len(), &mark, doc_index)?;
                 stack.push(Frame::Seq(Vec::new(), anchor, mark));
                 None
             }
             Event::MappingStart(anchor, _) => {
+                check_depth(stack.len(), &mark, doc_index)?;
                 stack.push(Frame::Map(Vec::new(), anchor, mark));
                 None
             }
@@ -435,6 +559,7 @@ fn libyaml_problem(info: &str) -> (String, bool) {
         ("found incompatible YAML document", true),
         ("duplicate version directive", true),
         ("invalid trailing content after double-quoted scalar", true),
+        ("illegal placement of ':' indicator", true),
     ];
     for (p, parser) in parser_problems {
         if info.ends_with(p) {
@@ -448,6 +573,7 @@ fn libyaml_problem(info: &str) -> (String, bool) {
                 "invalid trailing content after double-quoted scalar" => {
                     "did not find expected key"
                 }
+                "illegal placement of ':' indicator" => "did not find expected ',' or ']'",
                 other => other,
             };
             return (text.to_string(), parser);
@@ -458,6 +584,9 @@ fn libyaml_problem(info: &str) -> (String, bool) {
         || info.contains("tabs disallowed")
     {
         "found character that cannot start any token".to_string()
+    } else if info.ends_with("did not find expected hexadecimal number") {
+        // libyaml's spelling.
+        "did not find expected hexdecimal number".to_string()
     } else if info.ends_with("found a tab") {
         "found a tab character that violates indentation".to_string()
     } else if info == "simple key expect ':'" || info == "simple key expected" {
@@ -481,6 +610,8 @@ struct Decoder {
     /// Nodes decoded while expanding an alias.
     alias_count: u64,
     alias_depth: usize,
+    /// Current nesting, aliases expanded.
+    depth: usize,
     document: usize,
 }
 
@@ -508,6 +639,17 @@ impl Decoder {
     }
 
     fn decode(&mut self, raw: &Raw) -> Result<V, YamlError> {
+        // Alias chains can nest deeper than the text does.
+        if self.depth >= 2 * MAX_DEPTH {
+            return Err(self.fail(raw, format!("exceeded max depth of {MAX_DEPTH}")));
+        }
+        self.depth += 1;
+        let r = self.decode_inner(raw);
+        self.depth -= 1;
+        r
+    }
+
+    fn decode_inner(&mut self, raw: &Raw) -> Result<V, YamlError> {
         self.decode_count += 1;
         if self.alias_depth > 0 {
             self.alias_count += 1;
@@ -903,6 +1045,7 @@ fn decode_docs(text: &str, first_only: bool) -> Result<Vec<Option<V>>, YamlError
             decode_count: 0,
             alias_count: 0,
             alias_depth: 0,
+            depth: 0,
             document: i,
         };
         out.push(match d {

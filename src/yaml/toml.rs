@@ -374,6 +374,7 @@ struct P<'a> {
     explicit: std::collections::HashSet<Vec<String>>,
     arrays: std::collections::HashSet<Vec<String>>,
     inline: std::collections::HashSet<Vec<String>>,
+    depth: usize,
 }
 
 type R<T> = Result<T, TomlError>;
@@ -469,6 +470,9 @@ impl P<'_> {
                 }
             };
             parts.push(part);
+            if parts.len() + self.table.len() > super::parse::MAX_DEPTH {
+                return Err(self.err("exceeded max depth"));
+            }
             self.ws();
             if self.peek() == Some('.') {
                 self.i += 1;
@@ -615,6 +619,19 @@ impl P<'_> {
     }
 
     fn value(&mut self) -> R<Node> {
+        if matches!(self.peek(), Some('[' | '{')) {
+            self.depth += 1;
+            if self.depth > super::parse::MAX_DEPTH {
+                return Err(self.err("exceeded max depth"));
+            }
+            let r = self.value_inner();
+            self.depth -= 1;
+            return r;
+        }
+        self.value_inner()
+    }
+
+    fn value_inner(&mut self) -> R<Node> {
         match self.peek() {
             None => Err(self.eof("value")),
             Some('"') => {
@@ -1085,6 +1102,7 @@ pub fn parse_toml(text: &str) -> Result<Node, TomlError> {
         explicit: Default::default(),
         arrays: Default::default(),
         inline: Default::default(),
+        depth: 0,
     };
     if p.peek() == Some('\u{feff}') {
         p.i += 1;

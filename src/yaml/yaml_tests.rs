@@ -92,6 +92,10 @@ fn emitters_match_helm() {
                 let Node::Map(m) = &n else { panic!() };
                 to_yaml(&m["s"]).trim_end_matches('\n').to_string()
             }
+            "yaml_a" => {
+                let Node::Map(m) = &n else { panic!() };
+                to_yaml(&m["a"]).trim_end_matches('\n').to_string()
+            }
             "pretty" => to_yaml_pretty(&n).trim_end_matches('\n').to_string(),
             "json" => to_json(&n, true),
             "rawjson" => to_json(&n, false),
@@ -244,4 +248,69 @@ mod props {
         let n = Node::Map(BTreeMap::new());
         assert_eq!(parse_values(&to_yaml(&n)).unwrap(), n);
     }
+}
+
+#[test]
+fn deep_nesting_does_not_overflow_the_stack() {
+    let deep_yaml = format!("{}x", "- ".repeat(100_000));
+    let deep_flow = "[".repeat(100_000);
+    let deep_json = "[".repeat(100_000) + &"]".repeat(100_000);
+    let deep_toml = format!("a = {}", "[".repeat(100_000));
+    let deep_toml_key = format!(
+        "[{}]\n{} = 1",
+        vec!["k"; 100_000].join("."),
+        vec!["k"; 100].join(".")
+    );
+    let r = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            let a = parse_values_array(&deep_yaml).is_err();
+            let b = parse_values(&deep_flow).is_err();
+            let c = parse_json(&deep_json).is_err();
+            let d = parse_toml(&deep_toml).is_err() && parse_toml(&deep_toml_key).is_err();
+            (a, b, c, d)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(r, (true, true, true, true));
+}
+
+#[test]
+fn alias_chains_and_limits() {
+    let mut s = String::from("a0: &a0 [x]\n");
+    for i in 1..3000 {
+        s.push_str(&format!("a{i}: &a{i} [*a{}]\n", i - 1));
+    }
+    let r = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || parse_values(&s).map(|_| ()).map_err(|e| e.to_string()))
+        .unwrap()
+        .join()
+        .unwrap();
+    // Refused (by the alias budget or the depth limit), without a crash.
+    assert!(r.is_err());
+    // Deep but allowed, then written back.
+    let json = "[".repeat(199) + &"]".repeat(199);
+    let yaml = format!("{}x", "- ".repeat(199));
+    let r = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            let j = parse_json(&json).unwrap();
+            let y = parse_values_array(&yaml).unwrap();
+            (
+                to_json(&j, true).len(),
+                to_yaml(&y).len(),
+                to_yaml(&j).len(),
+            )
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(r.0, 398);
+    assert!(r.1 > 0 && r.2 > 0);
+    assert_eq!(
+        parse_json(&"[".repeat(201)).unwrap_err().to_string(),
+        "exceeded max depth"
+    );
 }

@@ -361,7 +361,8 @@ fn big(bytes: &[u8]) -> dsa::BigUint {
 
 /// Sprig's `parsePrivateKeyPEM`, with its error texts.
 pub fn parse_private_key_pem(pem: &str) -> Result<PrivateKey, KeyError> {
-    let (kind, der) = pem_decode(pem.as_bytes()).ok_or_else(|| kerr("no PEM data in input"))?;
+    let bytes = super::util::go_bytes(pem);
+    let (kind, der) = pem_decode(&bytes).ok_or_else(|| kerr("no PEM data in input"))?;
     if kind == "PRIVATE KEY" {
         return parse_pkcs8(&der).map_err(|e| kerr(format!("decoding PEM as PKCS#8: {e}")));
     }

@@ -848,19 +848,17 @@ fn next_std_chunk(layout: &str) -> (&str, Option<Std>, &str) {
 
 /// Go's `time.quote`: double quotes, `\xNN` for control and non-ASCII bytes.
 pub fn go_time_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+    let bytes = super::util::go_bytes(s);
+    let mut out = String::with_capacity(bytes.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        if (c as u32) >= 0x80 || c < ' ' {
-            let mut buf = [0u8; 4];
-            for byte in c.encode_utf8(&mut buf).bytes() {
-                out.push_str(&format!("\\x{byte:02x}"));
-            }
+    for &b in bytes.iter() {
+        if !(b' '..0x80).contains(&b) {
+            out.push_str(&format!("\\x{b:02x}"));
         } else {
-            if c == '"' || c == '\\' {
+            if b == b'"' || b == b'\\' {
                 out.push('\\');
             }
-            out.push(c);
+            out.push(char::from(b));
         }
     }
     out.push('"');
@@ -1976,6 +1974,11 @@ mod tests {
         );
         let e = parse_in_location("2006-01-02", "2024-02-30", Location::Utc).unwrap_err();
         assert_eq!(e.0, "parsing time \"2024-02-30\": day out of range");
+        let e = parse_in_location("2006", "x\u{e9}\u{10ffff}", Location::Utc).unwrap_err();
+        assert_eq!(
+            e.0,
+            "parsing time \"x\\xc3\\xa9\\xff\" as \"2006\": cannot parse \"x\\xc3\\xa9\\xff\" as \"2006\""
+        );
         let e = parse_in_location("2006", "2024x", Location::Utc).unwrap_err();
         assert_eq!(e.0, "parsing time \"2024x\": extra text: \"x\"");
         let e = parse_in_location("15", "25", Location::Utc).unwrap_err();

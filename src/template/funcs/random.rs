@@ -101,7 +101,14 @@ fn shuffle(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
         Some(Value::Str(s)) => s.to_string(),
         _ => String::new(),
     };
-    let mut runes: Vec<char> = s.chars().collect();
+    // Go's []rune(s) turns every byte that is not UTF-8 into U+FFFD.
+    let mut runes: Vec<char> = s
+        .chars()
+        .map(|c| match super::util::raw_byte_of(c) {
+            Some(_) => char::REPLACEMENT_CHARACTER,
+            None => c,
+        })
+        .collect();
     let mut rng = rand::thread_rng();
     for i in (1..runes.len()).rev() {
         let j = rng.gen_range(0..=i);

@@ -9,7 +9,7 @@
 //!   the `must*` variants return the error.
 //! - `toYaml` and `toYamlPretty` trim one trailing newline.
 use super::{CallContext, FuncError, FuncResult, Param, Registry};
-use crate::template::value::{ListKind, MapKind, Value};
+use crate::template::value::Value;
 use crate::yaml::{self, Node};
 use base64::Engine as _;
 use std::collections::BTreeMap;
@@ -59,27 +59,7 @@ pub fn value_to_node(v: &Value) -> Node {
 /// A parsed document as template data: `[]interface{}` lists and
 /// `map[string]interface{}` maps; integers (from TOML) are `int64`.
 pub fn node_to_value(n: &Node) -> Value {
-    match n {
-        Node::Null => Value::Nil,
-        Node::Bool(b) => Value::Bool(*b),
-        Node::Int(i) => Value::Int64(*i),
-        Node::Float(f) => Value::Float(*f),
-        Node::Str(s) => Value::str(s.as_str()),
-        Node::Seq(items) => Value::List(
-            std::rc::Rc::new(items.iter().map(node_to_value).collect()),
-            ListKind::Interface,
-        ),
-        Node::Map(m) => {
-            let entries: BTreeMap<String, Value> = m
-                .iter()
-                .map(|(k, x)| (k.clone(), node_to_value(x)))
-                .collect();
-            Value::Map(
-                std::rc::Rc::new(std::cell::RefCell::new(entries)),
-                MapKind::Interface,
-            )
-        }
-    }
+    Value::from_node(n)
 }
 
 fn arg(args: &[Value]) -> Node {
@@ -348,6 +328,17 @@ mod tests {
         );
         assert_eq!(call(to_yaml, &[bytes]), "aGk=");
         assert_eq!(call(to_yaml_pretty, &[Value::Float(1000000.0)]), "1e+06");
+        let mut m = BTreeMap::new();
+        m.insert(
+            "a".to_string(),
+            Value::list(vec![Value::Int(1), Value::Int(2)]),
+        );
+        let l = Value::list(vec![Value::map(m), Value::list(vec![Value::empty_map()])]);
+        assert_eq!(
+            call(to_yaml, std::slice::from_ref(&l)),
+            "- a:\n  - 1\n  - 2\n- - {}"
+        );
+        assert_eq!(call(to_yaml_pretty, &[l]), "- a:\n    - 1\n    - 2\n- - {}");
         assert_eq!(call(to_json, &[Value::Float(f64::INFINITY)]), "");
         assert_eq!(
             call(to_raw_json, &[Value::Float(f64::INFINITY)]),

@@ -570,3 +570,17 @@ proptest::proptest! {
         proptest::prop_assert_eq!(text("decryptAES", &[st(&key), st(&ct)]), plain);
     }
 }
+
+#[test]
+fn non_utf8_go_strings_keep_their_bytes() {
+    use crate::template::funcs::util::{go_bytes, go_string_from_bytes};
+    let plain = go_string_from_bytes(&[0xff, b'a', 0xc3, b'z']);
+    let key = go_string_from_bytes(&[0x80, b'k']);
+    let ct = text("encryptAES", &[st(&key), st(&plain)]);
+    let back = text("decryptAES", &[st(&key), st(&ct)]);
+    assert_eq!(go_bytes(&back).as_ref(), &[0xff, b'a', 0xc3, b'z']);
+    // The key is the password's bytes: a different byte is a different key.
+    let other = go_string_from_bytes(&[0x81, b'k']);
+    let wrong = call("decryptAES", &[st(&other), st(&ct)]).map(|v| v.to_string());
+    assert_ne!(wrong.ok().as_deref(), Some(back.as_str()));
+}
