@@ -189,7 +189,7 @@ mod props {
         }
 
         #[test]
-        fn parsers_never_panic_on_yamlish(s in "[-:{}\\[\\]&*!|>'\"%@`#?, \\n\\ta-z0-9<.~]{0,40}") {
+        fn parsers_never_panic_on_yamlish(s in "[-:{}\\[\\]&*!|>'\"%@`#?, \\n\\t\\\\a-z0-9<.~]{0,60}") {
             let _ = parse_values(&s);
             let _ = parse_documents(&s);
             let _ = parse_toml(&s);
