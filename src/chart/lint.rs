@@ -436,22 +436,16 @@ fn lint_values(dir: &Path, l: &mut Linter) {
             return;
         }
     };
-    match crate::yaml::parse_values(&text) {
-        Err(e) => l.add(Severity::Error, p, format!("unable to parse YAML: error converting YAML to JSON: {e}")),
-        Ok(Node::Map(_)) | Ok(Node::Null) => {}
-        Ok(other) => l.add(
-            Severity::Error,
-            p,
-            format!(
-                "unable to parse YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                match other {
-                    Node::Seq(_) => "array",
-                    Node::Str(_) => "string",
-                    Node::Bool(_) => "bool",
-                    _ => "number",
-                }
-            ),
-        ),
+    if let Err(e) = crate::yaml::parse_values(&text) {
+        // Lint reads values into `chartutil.Values`, which names the type.
+        let e = match e {
+            crate::yaml::YamlError::Type { found, .. } => crate::yaml::YamlError::Type {
+                found,
+                target: "chartutil.Values".into(),
+            },
+            other => other,
+        };
+        l.add(Severity::Error, p, format!("unable to parse YAML: {e}"));
     }
 }
 
@@ -541,11 +535,7 @@ fn lint_rendered(fp: &str, content: &str, l: &mut Linter) -> bool {
     let docs = match crate::yaml::parse_documents(content) {
         Ok(d) => d,
         Err(e) => {
-            l.add(
-                Severity::Error,
-                fp,
-                format!("unable to parse YAML: error converting YAML to JSON: {e}"),
-            );
+            l.add(Severity::Error, fp, format!("unable to parse YAML: {e}"));
             return false;
         }
     };

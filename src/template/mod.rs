@@ -7,7 +7,7 @@
 //! (defines are shared), then each file is executed with its data, and the
 //! errors read exactly as Helm prints them.
 pub mod ast;
-mod exec;
+pub(crate) mod exec;
 pub mod funcs;
 pub mod gofmt;
 pub mod lexer;

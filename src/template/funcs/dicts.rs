@@ -114,12 +114,18 @@ fn get(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
         .unwrap_or_else(|| Value::str("")))
 }
 
+/// A map passed as a `map[string]interface{}` parameter: Go converts a
+/// `chartutil.Values` to the parameter type, so that is what comes back.
+fn as_param_map(m: &MapRef) -> Value {
+    Value::Map(m.clone(), MapKind::Interface)
+}
+
 fn set(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let key = arg_str(args, 1).into_owned();
     match args.first() {
-        Some(d @ Value::Map(m, _)) => {
+        Some(Value::Map(m, _)) => {
             m.borrow_mut().insert(key, arg(args, 2));
-            Ok(d.clone())
+            Ok(as_param_map(m))
         }
         _ => Err(err("assignment to entry in nil map")),
     }
@@ -128,9 +134,9 @@ fn set(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
 fn unset(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let key = arg_str(args, 1);
     match args.first() {
-        Some(d @ Value::Map(m, _)) => {
+        Some(Value::Map(m, _)) => {
             m.borrow_mut().remove(key.as_ref());
-            Ok(d.clone())
+            Ok(as_param_map(m))
         }
         other => Ok(other.cloned().unwrap_or(Value::Nil)),
     }
@@ -195,7 +201,7 @@ fn omit(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
 
 fn merge_impl(args: &[Value], overwrite: bool) -> FuncResult {
     let dst = match args.first() {
-        Some(d @ Value::Map(..)) => d.clone(),
+        Some(Value::Map(m, _)) => as_param_map(m),
         // A nil destination map: mergo allocates a new one.
         _ => Value::empty_map(),
     };

@@ -594,6 +594,10 @@ impl GoObject for VersionObject {
 
     fn field(&self, name: &str) -> Option<Value> {
         let v = &self.version;
+        // Original has a pointer receiver: a semver.Version value lacks it.
+        if name == "Original" && !self.pointer {
+            return None;
+        }
         Some(match name {
             "Major" => Value::Int64(v.major as i64),
             "Minor" => Value::Int64(v.minor as i64),
@@ -611,6 +615,13 @@ impl GoObject for VersionObject {
 
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         let v = &self.version;
+        let pointer_method = matches!(
+            name,
+            "LessThan" | "LessThanEqual" | "GreaterThan" | "GreaterThanEqual" | "Equal" | "Compare"
+        );
+        if pointer_method && !self.pointer {
+            return None;
+        }
         let cmp = |args: &[Value]| version_arg(args, name).map(|o| v.compare(&o));
         Some(match name {
             "LessThan" => cmp(args).map(|o| Value::Bool(o == Ordering::Less)),
