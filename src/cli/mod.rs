@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod chart;
 mod release;
+mod template;
 
 /// rudder: build, render and release Helm charts.
 #[derive(Debug, Parser)]
@@ -34,6 +35,8 @@ enum Command {
     Lint(chart::LintArgs),
     /// Show information of a chart (as `helm show`).
     Show(chart::ShowArgs),
+    /// Locally render templates (as `helm template`).
+    Template(template::TemplateArgs),
     /// Build the embedded fixture components' charts into a folder.
     BuildFixtures(chart::BuildFixturesArgs),
 }
@@ -51,5 +54,6 @@ pub fn main() -> ExitCode {
         Command::Lint(a) => chart::lint(a),
         Command::Show(a) => chart::show(a),
         Command::BuildFixtures(a) => chart::build_fixtures(a),
+        Command::Template(a) => template::run(&a),
     }
 }

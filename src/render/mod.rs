@@ -6,7 +6,9 @@
 //! template language itself is [`crate::template`]'s, and the document split
 //! and kind order are [`crate::manifest`]'s.
 pub(crate) mod compat;
+mod engine;
 pub mod glob;
+pub mod lint;
 pub mod manifests;
 pub mod objects;
 pub mod pipeline;
@@ -14,6 +16,7 @@ pub mod schema;
 pub mod strvals;
 pub mod values;
 
+pub use engine::render;
 pub use manifests::{Head, Hook, HookEvent, Manifest};
 pub use pipeline::{render_with, CrdFile, RenderError, RenderOptions, Rendered, TemplateSet};
 pub mod output;

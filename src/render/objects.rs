@@ -13,6 +13,7 @@
 //! `len` can use that view.
 use crate::chart::{ChartFile, Dependency, Maintainer, Metadata};
 use crate::render::glob::Glob;
+use crate::template::funcs::Param;
 use crate::template::value::{GoObject, ListKind, MapKind, Value};
 use crate::yaml::Node;
 use std::any::Any;
@@ -610,6 +611,18 @@ impl GoObject for VersionSet {
     fn type_name(&self) -> &str {
         "chartutil.VersionSet"
     }
+    fn method_params(&self, name: &str) -> Option<(&'static [Param], Option<Param>)> {
+        (name == "Has").then_some((STRING_PARAM, None))
+    }
+    fn entries(&self) -> Option<Vec<(Value, Value)>> {
+        Some(
+            self.0
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (Value::Int(i as i64), s(v)))
+                .collect(),
+        )
+    }
     fn field(&self, _name: &str) -> Option<Value> {
         None
     }
@@ -847,9 +860,26 @@ impl Files {
     }
 }
 
+const STRING_PARAM: &[Param] = &[Param::String];
+
 impl GoObject for Files {
     fn type_name(&self) -> &str {
         "engine.files"
+    }
+    fn method_params(&self, name: &str) -> Option<(&'static [Param], Option<Param>)> {
+        match name {
+            "Get" | "GetBytes" | "Glob" | "Lines" => Some((STRING_PARAM, None)),
+            "AsConfig" | "AsSecrets" => Some((&[], None)),
+            _ => None,
+        }
+    }
+    fn entries(&self) -> Option<Vec<(Value, Value)>> {
+        Some(
+            self.files
+                .iter()
+                .map(|(k, v)| (s(k), Value::Bytes(v.clone())))
+                .collect(),
+        )
     }
     fn field(&self, name: &str) -> Option<Value> {
         match name {

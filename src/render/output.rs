@@ -252,14 +252,12 @@ pub fn write_output_dir(
         write_frame(&sub, &m.source, &m.content, append, &mut log)?;
     }
     if !opts.no_hooks {
-        // helm template tracks hook files separately: a hook's first write
-        // truncates the file even if manifests went there.
-        let mut hook_written: BTreeSet<&str> = BTreeSet::new();
+        // Hooks go after the manifests, appended to files already written.
         for h in &r.hooks {
             if opts.skip_tests && is_test_hook(&h.events) {
                 continue;
             }
-            let append = !hook_written.insert(&h.source);
+            let append = !written.insert(&h.source);
             write_frame(&sub, &h.source, &h.content, append, &mut log)?;
         }
     }

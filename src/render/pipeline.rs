@@ -308,13 +308,13 @@ pub fn prepare_values(
     Ok((chart, vals))
 }
 
-/// Renders `chart` with user-supplied values through `engine`.
-pub fn render_with(
+/// Checks, values, and the execution of every non-partial template.
+fn execute_all(
     engine: &mut dyn TemplateSet,
     chart: &Chart,
     user: &Map,
     opts: &RenderOptions,
-) -> Result<Rendered, RenderError> {
+) -> Result<(Chart, BTreeMap<String, String>, Warnings), RenderError> {
     if is_library(chart) {
         return Err(RenderError::NotInstallable);
     }
@@ -385,7 +385,30 @@ pub fn render_with(
             .map_err(RenderError::Template)?;
         files.insert(t.name.clone(), out);
     }
+    Ok((chart, files, warnings))
+}
 
+/// Renders every template of `chart` and returns the executed files by
+/// template name (NOTES included, partials excluded), without decoding the
+/// output: what `helm lint` checks.
+pub fn render_files(
+    engine: &mut dyn TemplateSet,
+    chart: &Chart,
+    user: &Map,
+    opts: &RenderOptions,
+) -> Result<BTreeMap<String, String>, RenderError> {
+    execute_all(engine, chart, user, opts).map(|(_, files, _)| files)
+}
+
+/// Renders `chart` with user-supplied values through `engine`.
+pub fn render_with(
+    engine: &mut dyn TemplateSet,
+    chart: &Chart,
+    user: &Map,
+    opts: &RenderOptions,
+) -> Result<Rendered, RenderError> {
+    let (chart, mut files, mut warnings) = execute_all(engine, chart, user, opts)?;
+    let root_name = chart.metadata.name.clone();
     let root_notes = format!("{root_name}/templates/NOTES.txt");
     let mut notes = String::new();
     let note_names: Vec<String> = files

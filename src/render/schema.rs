@@ -170,7 +170,7 @@ fn describe(kind: &ValidationErrorKind, instance: &Json, fallback: String) -> (b
 }
 
 fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
-    let schema: Json = match serde_json::from_slice(schema_bytes) {
+    let mut schema: Json = match serde_json::from_slice(schema_bytes) {
         Ok(s) => s,
         Err(e) => return Err(format!("- (root): invalid schema: {e}\n")),
     };
@@ -179,18 +179,34 @@ fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
         Ok(v) => v,
         Err(e) => return Err(format!("- (root): {e}\n")),
     };
-    let names_draft = schema.get("$schema").is_some();
-    let mut options = jsonschema::options();
-    if !names_draft {
-        options = options.with_draft(Draft::Draft7);
-    }
-    let validator = match options.build(&schema) {
+    // gojsonschema knows drafts 4, 6 and 7 and treats any other `$schema`
+    // (e.g. `http://json-schema.org/schema#`) as draft 7.
+    let declared = match &mut schema {
+        Json::Object(m) => m.remove("$schema"),
+        _ => None,
+    };
+    let draft = match declared.as_ref().and_then(|d| d.as_str()) {
+        Some(d) if d.contains("draft-04") => Draft::Draft4,
+        Some(d) if d.contains("draft-06") => Draft::Draft6,
+        _ => Draft::Draft7,
+    };
+    let validator = match jsonschema::options().with_draft(draft).build(&schema) {
         Ok(v) => v,
         Err(e) => return Err(format!("- (root): {e}\n")),
     };
+    let errors: Vec<_> = validator.iter_errors(&instance).collect();
+    // gojsonschema stops at a type mismatch: no other errors for that value.
+    let type_errors: std::collections::BTreeSet<String> = errors
+        .iter()
+        .filter(|e| matches!(e.kind, ValidationErrorKind::Type { .. }))
+        .map(|e| e.instance_path.as_str().to_string())
+        .collect();
     let mut out = String::new();
-    for err in validator.iter_errors(&instance) {
+    for err in errors {
         let pointer = err.instance_path.as_str().to_string();
+        if type_errors.contains(&pointer) && !matches!(err.kind, ValidationErrorKind::Type { .. }) {
+            continue;
+        }
         let f = field(&pointer);
         let (named, desc) = describe(&err.kind, &err.instance, err.to_string());
         if named {

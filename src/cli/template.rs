@@ -1,0 +1,259 @@
+//! `rudder template [NAME] CHART`: render a chart locally, with
+//! `helm template`'s flags, output and exit codes.
+use clap::Args;
+use rudder::render::output::{debug_dump, template_stdout, write_output_dir, OutputOptions};
+use rudder::render::strvals::{parse_into, parse_literal_into, Mode};
+use rudder::render::values::{merge_maps, Map};
+use rudder::render::{RenderError, RenderOptions};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Flags of `rudder template` (a subset of `helm template`'s, same meaning).
+#[derive(Debug, Args)]
+pub struct TemplateArgs {
+    /// `[NAME] CHART`: the release name (default `release-name`) and the
+    /// chart directory or `.tgz`.
+    #[arg(required = true, num_args = 1..)]
+    args: Vec<String>,
+    /// Values files (repeatable, or comma-separated).
+    #[arg(short = 'f', long = "values", value_delimiter = ',')]
+    values: Vec<String>,
+    /// `key=value` pairs (typed).
+    #[arg(long = "set")]
+    set: Vec<String>,
+    /// `key=value` pairs, always strings.
+    #[arg(long = "set-string")]
+    set_string: Vec<String>,
+    /// `key=<json>` pairs.
+    #[arg(long = "set-json")]
+    set_json: Vec<String>,
+    /// `key=path` pairs; the value is the file's content.
+    #[arg(long = "set-file")]
+    set_file: Vec<String>,
+    /// `key=value`, the whole value one literal string.
+    #[arg(long = "set-literal")]
+    set_literal: Vec<String>,
+    /// The release namespace.
+    #[arg(short = 'n', long = "namespace")]
+    namespace: Option<String>,
+    /// `.Capabilities.KubeVersion`.
+    #[arg(long = "kube-version")]
+    kube_version: Option<String>,
+    /// Extra `.Capabilities.APIVersions`.
+    #[arg(short = 'a', long = "api-versions")]
+    api_versions: Vec<String>,
+    /// Print CRDs from `crds/` too.
+    #[arg(long = "include-crds")]
+    include_crds: bool,
+    /// Only show manifests rendered from these templates.
+    #[arg(short = 's', long = "show-only")]
+    show_only: Vec<String>,
+    /// Leave out test hooks.
+    #[arg(long = "skip-tests")]
+    skip_tests: bool,
+    /// Leave out hooks.
+    #[arg(long = "no-hooks")]
+    no_hooks: bool,
+    /// Set `.Release.IsUpgrade` instead of `.Release.IsInstall`.
+    #[arg(long = "is-upgrade")]
+    is_upgrade: bool,
+    /// Use the release name in the `--output-dir` path.
+    #[arg(long = "release-name")]
+    release_name: bool,
+    /// Write files under this directory instead of stdout.
+    #[arg(long = "output-dir")]
+    output_dir: Option<PathBuf>,
+    /// On invalid YAML, print every rendered file, then fail.
+    #[arg(long = "debug")]
+    debug: bool,
+    /// Skip `values.schema.json` validation.
+    #[arg(long = "skip-schema-validation")]
+    skip_schema_validation: bool,
+    /// Append subchart NOTES (no effect on `template` output).
+    #[arg(long = "render-subchart-notes")]
+    render_subchart_notes: bool,
+    /// Let `getHostByName` use DNS.
+    #[arg(long = "enable-dns")]
+    enable_dns: bool,
+    /// Accepted for compatibility; rudder never contacts a cluster here.
+    #[arg(long = "validate")]
+    validate: bool,
+}
+
+/// A failure with Helm's message and whether the release was partial.
+struct Failure {
+    message: String,
+}
+
+impl<T: std::fmt::Display> From<T> for Failure {
+    fn from(e: T) -> Self {
+        Failure {
+            message: e.to_string(),
+        }
+    }
+}
+
+fn read_input(path: &str) -> Result<Vec<u8>, String> {
+    if path == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| e.to_string())?;
+        return Ok(buf);
+    }
+    std::fs::read(path).map_err(|e| {
+        let reason = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
+            _ => e.to_string(),
+        };
+        format!("open {path}: {reason}")
+    })
+}
+
+/// Helm's `values.Options.MergeValues`.
+fn user_values(a: &TemplateArgs) -> Result<Map, String> {
+    let mut base = Map::new();
+    for f in &a.values {
+        let bytes = read_input(f)?;
+        let text = String::from_utf8_lossy(&bytes);
+        match rudder::render::values::parse_values_file(&text) {
+            Ok(m) => merge_maps(&mut base, m),
+            Err(e) => return Err(format!("failed to parse {f}: {e}")),
+        }
+    }
+    for s in &a.set_json {
+        parse_into(s, &mut base, Mode::Json, None)
+            .map_err(|e| format!("failed parsing --set-json data: {e}"))?;
+    }
+    for s in &a.set {
+        parse_into(s, &mut base, Mode::Typed, None)
+            .map_err(|e| format!("failed parsing --set data: {e}"))?;
+    }
+    for s in &a.set_string {
+        parse_into(s, &mut base, Mode::String, None)
+            .map_err(|e| format!("failed parsing --set-string data: {e}"))?;
+    }
+    let reader = |p: &str| -> Result<String, String> {
+        read_input(p).map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    for s in &a.set_file {
+        parse_into(s, &mut base, Mode::File, Some(&reader))
+            .map_err(|e| format!("failed parsing --set-file data: {e}"))?;
+    }
+    for s in &a.set_literal {
+        parse_literal_into(s, &mut base)
+            .map_err(|e| format!("failed parsing --set-literal data: {e}"))?;
+    }
+    Ok(base)
+}
+
+fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
+    let kube_version = match &a.kube_version {
+        Some(k) if !k.is_empty() => Some(
+            rudder::render::objects::KubeVersion::parse(k)?
+                .version
+                .clone(),
+        ),
+        _ => None,
+    };
+    let (name, chart_path) = match a.args.as_slice() {
+        [chart] => ("release-name".to_string(), chart.clone()),
+        [name, chart] => (name.clone(), chart.clone()),
+        [_, _, rest @ ..] => {
+            return Err(Failure::from(format!(
+                "expected at most two arguments, unexpected arguments: {}",
+                rest.join(", ")
+            )))
+        }
+        [] => return Err(Failure::from("requires at least 1 arg(s), only received 0")),
+    };
+    if !std::path::Path::new(&chart_path).exists() {
+        return Err(Failure::from(format!("path \"{chart_path}\" not found")));
+    }
+    let user = user_values(a)?;
+    let chart = rudder::chart::load(&chart_path)?;
+    let namespace = a
+        .namespace
+        .clone()
+        .or_else(|| {
+            std::env::var("HELM_NAMESPACE")
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| "default".to_string());
+    let opts = RenderOptions {
+        release_name: name.clone(),
+        namespace,
+        revision: 1,
+        is_upgrade: a.is_upgrade,
+        kube_version,
+        api_versions: a.api_versions.clone(),
+        skip_schema_validation: a.skip_schema_validation,
+        subchart_notes: a.render_subchart_notes,
+        strict: false,
+        enable_dns: a.enable_dns,
+    };
+    let out_opts = OutputOptions {
+        include_crds: a.include_crds,
+        skip_tests: a.skip_tests,
+        no_hooks: a.no_hooks,
+        show_only: a.show_only.clone(),
+    };
+    let rendered = match rudder::render::render(&chart, &user, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            let partial = e.has_partial_release();
+            if a.debug {
+                if let RenderError::Manifest { files, .. } = &e {
+                    stdout.push_str(&debug_dump(files.iter()));
+                } else if partial {
+                    stdout.push('\n');
+                }
+                return Err(Failure::from(e));
+            }
+            let mut message = e.to_string();
+            if partial {
+                message.push_str("\n\nUse --debug flag to render out invalid YAML");
+            }
+            return Err(Failure { message });
+        }
+    };
+    for w in &rendered.warnings {
+        eprintln!("{}", warning_line(w));
+    }
+    match &a.output_dir {
+        None => stdout.push_str(&template_stdout(&rendered, &out_opts)?),
+        Some(dir) => {
+            let release_dir = a.release_name.then_some(name.as_str());
+            stdout.push_str(&write_output_dir(&rendered, &out_opts, dir, release_dir)?);
+        }
+    }
+    Ok(())
+}
+
+/// Helm prints the deprecation notice as a `WARNING:` line and logs the rest.
+fn warning_line(w: &str) -> String {
+    if w == "This chart is deprecated" {
+        format!("WARNING: {w}")
+    } else {
+        w.to_string()
+    }
+}
+
+/// Runs `rudder template`.
+pub fn run(a: &TemplateArgs) -> ExitCode {
+    let mut stdout = String::new();
+    let result = run_inner(a, &mut stdout);
+    let mut lock = std::io::stdout().lock();
+    // A closed stdout is not worth a second error.
+    let _ = lock.write_all(stdout.as_bytes());
+    let _ = lock.flush();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("Error: {}", f.message);
+            ExitCode::from(1)
+        }
+    }
+}

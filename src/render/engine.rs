@@ -1,0 +1,26 @@
+//! [`TemplateSet`] over the crate's template engine, and [`render`], the
+//! one-call entry point.
+use super::pipeline::{render_with, RenderError, RenderOptions, Rendered, TemplateSet};
+use super::values::Map;
+use crate::chart::Chart;
+use crate::template::{Engine, EngineOptions, Value};
+
+impl TemplateSet for Engine {
+    fn add_template(&mut self, name: &str, text: &str) -> Result<(), String> {
+        Engine::add_template(self, name, text).map_err(|e| e.to_string())
+    }
+    fn execute(&mut self, name: &str, data: &Value) -> Result<String, String> {
+        Engine::execute(self, name, data).map_err(|e| e.to_string())
+    }
+}
+
+/// Renders `chart` with user-supplied values (what `-f`/`--set` produced),
+/// as `helm template` does.
+pub fn render(chart: &Chart, user: &Map, opts: &RenderOptions) -> Result<Rendered, RenderError> {
+    let mut engine = Engine::new(EngineOptions {
+        strict: opts.strict,
+        enable_dns: opts.enable_dns,
+        ..EngineOptions::default()
+    });
+    render_with(&mut engine, chart, user, opts)
+}

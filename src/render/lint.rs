@@ -1,0 +1,424 @@
+//! The `helm lint` rules that need rendering: the render stage's side of
+//! [`crate::chart::lint`].
+//!
+//! [`Renderer`] renders a chart as `helm lint` does (release
+//! `test-release`, default capabilities, no YAML decoding of the output) for
+//! the chart module's rendered-template rules (YAML validity, object names,
+//! selectors), and [`deprecation_warning`] is the deprecated-API rule:
+//! Kubernetes' `deprecation.WarningMessage` for API versions that client-go
+//! v0.32 still registers.
+use super::pipeline::{render_files, RenderOptions};
+use super::values::Map;
+use crate::chart::lint::{LintMessage, LintRenderer, Severity};
+use crate::chart::Chart;
+use crate::template::{Engine, EngineOptions};
+use crate::yaml::Node;
+use std::collections::BTreeMap;
+
+/// Renders for `helm lint`.
+#[derive(Debug, Clone, Default)]
+pub struct Renderer {
+    /// User values (`--set`, `-f`) used while rendering.
+    pub values: Map,
+    /// `--kube-version`, if given.
+    pub kube_version: Option<String>,
+}
+
+impl LintRenderer for Renderer {
+    fn render_for_lint(
+        &self,
+        chart: &Chart,
+        namespace: &str,
+    ) -> Result<BTreeMap<String, String>, String> {
+        let opts = RenderOptions {
+            release_name: "test-release".into(),
+            namespace: namespace.to_string(),
+            kube_version: self.kube_version.clone(),
+            ..RenderOptions::default()
+        };
+        let mut engine = Engine::new(EngineOptions::default());
+        render_files(&mut engine, chart, &self.values, &opts).map_err(|e| e.to_string())
+    }
+}
+
+/// `(group/version, kind, deprecated in (major, minor), removed in, replacement)`.
+type Deprecation = (
+    &'static str,
+    &'static str,
+    (u32, u32),
+    Option<(u32, u32)>,
+    Option<&'static str>,
+);
+
+const DEPRECATIONS: &[Deprecation] = &[
+    (
+        "extensions/v1beta1",
+        "Ingress",
+        (1, 14),
+        Some((1, 22)),
+        Some("networking.k8s.io/v1 Ingress"),
+    ),
+    (
+        "networking.k8s.io/v1beta1",
+        "Ingress",
+        (1, 19),
+        Some((1, 22)),
+        Some("networking.k8s.io/v1 Ingress"),
+    ),
+    (
+        "networking.k8s.io/v1beta1",
+        "IngressClass",
+        (1, 19),
+        Some((1, 22)),
+        Some("networking.k8s.io/v1 IngressClass"),
+    ),
+    (
+        "policy/v1beta1",
+        "PodDisruptionBudget",
+        (1, 21),
+        Some((1, 25)),
+        Some("policy/v1 PodDisruptionBudget"),
+    ),
+    (
+        "batch/v1beta1",
+        "CronJob",
+        (1, 21),
+        Some((1, 25)),
+        Some("batch/v1 CronJob"),
+    ),
+    (
+        "autoscaling/v2beta1",
+        "HorizontalPodAutoscaler",
+        (1, 22),
+        Some((1, 25)),
+        Some("autoscaling/v2 HorizontalPodAutoscaler"),
+    ),
+    (
+        "autoscaling/v2beta2",
+        "HorizontalPodAutoscaler",
+        (1, 23),
+        Some((1, 26)),
+        Some("autoscaling/v2 HorizontalPodAutoscaler"),
+    ),
+    (
+        "discovery.k8s.io/v1beta1",
+        "EndpointSlice",
+        (1, 21),
+        Some((1, 25)),
+        Some("discovery.k8s.io/v1 EndpointSlice"),
+    ),
+    (
+        "events.k8s.io/v1beta1",
+        "Event",
+        (1, 22),
+        Some((1, 25)),
+        Some("events.k8s.io/v1 Event"),
+    ),
+    (
+        "rbac.authorization.k8s.io/v1beta1",
+        "Role",
+        (1, 17),
+        Some((1, 22)),
+        Some("rbac.authorization.k8s.io/v1 Role"),
+    ),
+    (
+        "rbac.authorization.k8s.io/v1beta1",
+        "RoleBinding",
+        (1, 17),
+        Some((1, 22)),
+        Some("rbac.authorization.k8s.io/v1 RoleBinding"),
+    ),
+    (
+        "rbac.authorization.k8s.io/v1beta1",
+        "ClusterRole",
+        (1, 17),
+        Some((1, 22)),
+        Some("rbac.authorization.k8s.io/v1 ClusterRole"),
+    ),
+    (
+        "rbac.authorization.k8s.io/v1beta1",
+        "ClusterRoleBinding",
+        (1, 17),
+        Some((1, 22)),
+        Some("rbac.authorization.k8s.io/v1 ClusterRoleBinding"),
+    ),
+    (
+        "storage.k8s.io/v1beta1",
+        "StorageClass",
+        (1, 19),
+        Some((1, 22)),
+        Some("storage.k8s.io/v1 StorageClass"),
+    ),
+    (
+        "storage.k8s.io/v1beta1",
+        "VolumeAttachment",
+        (1, 19),
+        Some((1, 22)),
+        Some("storage.k8s.io/v1 VolumeAttachment"),
+    ),
+    (
+        "storage.k8s.io/v1beta1",
+        "CSIDriver",
+        (1, 19),
+        Some((1, 22)),
+        Some("storage.k8s.io/v1 CSIDriver"),
+    ),
+    (
+        "storage.k8s.io/v1beta1",
+        "CSINode",
+        (1, 17),
+        Some((1, 22)),
+        Some("storage.k8s.io/v1 CSINode"),
+    ),
+    (
+        "storage.k8s.io/v1beta1",
+        "CSIStorageCapacity",
+        (1, 24),
+        Some((1, 27)),
+        Some("storage.k8s.io/v1 CSIStorageCapacity"),
+    ),
+    (
+        "admissionregistration.k8s.io/v1beta1",
+        "MutatingWebhookConfiguration",
+        (1, 16),
+        Some((1, 22)),
+        Some("admissionregistration.k8s.io/v1 MutatingWebhookConfiguration"),
+    ),
+    (
+        "admissionregistration.k8s.io/v1beta1",
+        "ValidatingWebhookConfiguration",
+        (1, 16),
+        Some((1, 22)),
+        Some("admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration"),
+    ),
+    (
+        "apiextensions.k8s.io/v1beta1",
+        "CustomResourceDefinition",
+        (1, 16),
+        Some((1, 22)),
+        Some("apiextensions.k8s.io/v1 CustomResourceDefinition"),
+    ),
+    (
+        "scheduling.k8s.io/v1beta1",
+        "PriorityClass",
+        (1, 14),
+        Some((1, 22)),
+        Some("scheduling.k8s.io/v1 PriorityClass"),
+    ),
+    (
+        "coordination.k8s.io/v1beta1",
+        "Lease",
+        (1, 19),
+        Some((1, 22)),
+        Some("coordination.k8s.io/v1 Lease"),
+    ),
+    (
+        "certificates.k8s.io/v1beta1",
+        "CertificateSigningRequest",
+        (1, 19),
+        Some((1, 22)),
+        Some("certificates.k8s.io/v1 CertificateSigningRequest"),
+    ),
+    (
+        "node.k8s.io/v1beta1",
+        "RuntimeClass",
+        (1, 20),
+        Some((1, 25)),
+        Some("node.k8s.io/v1 RuntimeClass"),
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io/v1beta1",
+        "FlowSchema",
+        (1, 23),
+        Some((1, 26)),
+        Some("flowcontrol.apiserver.k8s.io/v1beta3 FlowSchema"),
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io/v1beta1",
+        "PriorityLevelConfiguration",
+        (1, 23),
+        Some((1, 26)),
+        Some("flowcontrol.apiserver.k8s.io/v1beta3 PriorityLevelConfiguration"),
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io/v1beta2",
+        "FlowSchema",
+        (1, 26),
+        Some((1, 29)),
+        Some("flowcontrol.apiserver.k8s.io/v1beta3 FlowSchema"),
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io/v1beta2",
+        "PriorityLevelConfiguration",
+        (1, 26),
+        Some((1, 29)),
+        Some("flowcontrol.apiserver.k8s.io/v1beta3 PriorityLevelConfiguration"),
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io/v1beta3",
+        "FlowSchema",
+        (1, 29),
+        Some((1, 32)),
+        Some("flowcontrol.apiserver.k8s.io/v1 FlowSchema"),
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io/v1beta3",
+        "PriorityLevelConfiguration",
+        (1, 29),
+        Some((1, 32)),
+        Some("flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfiguration"),
+    ),
+    (
+        "extensions/v1beta1",
+        "DaemonSet",
+        (1, 8),
+        Some((1, 16)),
+        Some("apps/v1 DaemonSet"),
+    ),
+    (
+        "extensions/v1beta1",
+        "Deployment",
+        (1, 8),
+        Some((1, 16)),
+        Some("apps/v1 Deployment"),
+    ),
+    (
+        "extensions/v1beta1",
+        "ReplicaSet",
+        (1, 8),
+        Some((1, 16)),
+        Some("apps/v1 ReplicaSet"),
+    ),
+    (
+        "extensions/v1beta1",
+        "NetworkPolicy",
+        (1, 9),
+        Some((1, 16)),
+        Some("networking.k8s.io/v1 NetworkPolicy"),
+    ),
+    (
+        "apps/v1beta1",
+        "Deployment",
+        (1, 8),
+        Some((1, 16)),
+        Some("apps/v1 Deployment"),
+    ),
+    (
+        "apps/v1beta1",
+        "StatefulSet",
+        (1, 8),
+        Some((1, 16)),
+        Some("apps/v1 StatefulSet"),
+    ),
+    (
+        "apps/v1beta2",
+        "Deployment",
+        (1, 9),
+        Some((1, 16)),
+        Some("apps/v1 Deployment"),
+    ),
+    (
+        "apps/v1beta2",
+        "StatefulSet",
+        (1, 9),
+        Some((1, 16)),
+        Some("apps/v1 StatefulSet"),
+    ),
+    (
+        "apps/v1beta2",
+        "DaemonSet",
+        (1, 9),
+        Some((1, 16)),
+        Some("apps/v1 DaemonSet"),
+    ),
+    (
+        "apps/v1beta2",
+        "ReplicaSet",
+        (1, 9),
+        Some((1, 16)),
+        Some("apps/v1 ReplicaSet"),
+    ),
+];
+
+/// The deprecated-API warning for an object, if its API version is
+/// deprecated at the given Kubernetes version.
+pub fn deprecation_warning(
+    api_version: &str,
+    kind: &str,
+    major: u32,
+    minor: u32,
+) -> Option<String> {
+    let (_, _, dep, removed, replacement) = DEPRECATIONS
+        .iter()
+        .find(|(gv, k, ..)| *gv == api_version && *k == kind)?;
+    if (major, minor) < *dep {
+        return None;
+    }
+    let mut msg = format!(
+        "{api_version} {kind} is deprecated in v{}.{}+",
+        dep.0, dep.1
+    );
+    if let Some(r) = removed {
+        msg.push_str(&format!(", unavailable in v{}.{}+", r.0, r.1));
+    }
+    if let Some(r) = replacement {
+        msg.push_str("; use ");
+        msg.push_str(r);
+    }
+    Some(msg)
+}
+
+/// Deprecated-API warnings for the root chart's rendered `.yaml` templates
+/// (`<chart>/templates/...` in `files`), as `helm lint` reports them.
+pub fn deprecation_messages(
+    chart_name: &str,
+    files: &BTreeMap<String, String>,
+    major: u32,
+    minor: u32,
+) -> Vec<LintMessage> {
+    let prefix = format!("{chart_name}/templates/");
+    let mut out = Vec::new();
+    for (name, content) in files {
+        let Some(rel) = name.strip_prefix(&prefix) else {
+            continue;
+        };
+        if !rel.ends_with(".yaml") {
+            continue;
+        }
+        let Ok(docs) = crate::yaml::parse_documents(content) else {
+            continue;
+        };
+        for doc in docs {
+            let Node::Map(m) = &doc else { continue };
+            let (Some(Node::Str(av)), Some(Node::Str(kind))) = (m.get("apiVersion"), m.get("kind"))
+            else {
+                continue;
+            };
+            if let Some(text) = deprecation_warning(av, kind, major, minor) {
+                out.push(LintMessage {
+                    severity: Severity::Warning,
+                    path: format!("templates/{rel}"),
+                    text,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hpa_v2beta2_message() {
+        assert_eq!(
+            deprecation_warning("autoscaling/v2beta2", "HorizontalPodAutoscaler", 1, 32).unwrap(),
+            "autoscaling/v2beta2 HorizontalPodAutoscaler is deprecated in v1.23+, unavailable in v1.26+; use autoscaling/v2 HorizontalPodAutoscaler"
+        );
+        assert!(
+            deprecation_warning("autoscaling/v2beta2", "HorizontalPodAutoscaler", 1, 22).is_none()
+        );
+        assert!(deprecation_warning("apps/v1", "Deployment", 1, 32).is_none());
+    }
+}
