@@ -66,6 +66,7 @@ pub(crate) struct Shared<'e> {
     written: Cell<usize>,
     nesting: Cell<usize>,
     steps: Cell<u64>,
+    limit_hit: Cell<bool>,
 }
 
 impl<'e> Shared<'e> {
@@ -76,6 +77,7 @@ impl<'e> Shared<'e> {
             written: Cell::new(0),
             nesting: Cell::new(0),
             steps: Cell::new(0),
+            limit_hit: Cell::new(false),
         }
     }
 
@@ -212,6 +214,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
         let total = self.sh.written.get() + s.len();
         let max = self.sh.engine.options.max_output_bytes;
         if total > max {
+            self.sh.limit_hit.set(true);
             return Err(ExecErr::Limit(max));
         }
         self.sh.written.set(total);
@@ -867,6 +870,10 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 iface: matches!(v, Value::Nil),
                 v,
             }),
+            Err(_) if self.sh.limit_hit.get() => {
+                // The output limit stops everything, even inside include/tpl.
+                Err(ExecErr::Limit(self.sh.engine.options.max_output_bytes))
+            }
             Err(e) => {
                 self.cur = err_node;
                 let msg = match e {

@@ -102,3 +102,36 @@ fn len_of_invalid_and_typed_nil() {
         .ends_with("error calling len: reflect: call of reflect.Value.Type on zero Value"));
     assert!(run("{{ len .Values.missing }}").ends_with("error calling len: len of nil pointer"));
 }
+
+#[test]
+fn output_limit_and_strict_mode() {
+    let mut e = Engine::new(EngineOptions {
+        max_output_bytes: 10,
+        ..EngineOptions::default()
+    });
+    e.add_template(
+        "t",
+        "{{ define \"x\" }}0123456789{{ end }}{{ template \"x\" }}{{ include \"x\" . }}",
+    )
+    .expect("parses");
+    assert_eq!(
+        e.execute("t", &Value::Nil),
+        Err(TemplateError::OutputLimit(10))
+    );
+
+    let mut strict = Engine::new(EngineOptions {
+        strict: true,
+        ..EngineOptions::default()
+    });
+    strict
+        .add_template("s", "{{ .Values.nope }}")
+        .expect("parses");
+    let err = strict
+        .execute("s", &vals(&[("Values", vals(&[]))]))
+        .expect_err("strict");
+    assert!(
+        err.to_string()
+            .ends_with("map has no entry for key \"nope\""),
+        "{err}"
+    );
+}
