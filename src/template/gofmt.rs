@@ -689,6 +689,7 @@ pub fn list_kind_name(k: ListKind) -> &'static str {
         ListKind::Interface => "[]interface {}",
         ListKind::String => "[]string",
         ListKind::Int => "[]int",
+        ListKind::InterfaceList => "[][]interface {}",
     }
 }
 

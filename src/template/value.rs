@@ -25,6 +25,8 @@ pub enum ListKind {
     String,
     /// `[]int`
     Int,
+    /// `[][]interface {}` (what Sprig's `chunk` returns)
+    InterfaceList,
 }
 
 /// The Go type of a map.
@@ -155,6 +157,7 @@ impl Value {
             Value::List(_, ListKind::Interface) => "[]interface {}".into(),
             Value::List(_, ListKind::String) => "[]string".into(),
             Value::List(_, ListKind::Int) => "[]int".into(),
+            Value::List(_, ListKind::InterfaceList) => "[][]interface {}".into(),
             Value::Map(_, MapKind::Interface) => "map[string]interface {}".into(),
             Value::Map(_, MapKind::String) => "map[string]string".into(),
             Value::Map(_, MapKind::Values) => "chartutil.Values".into(),

@@ -67,7 +67,7 @@ fn chunk(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
         out.push(Value::list(part));
     }
     // [][]interface{}: the element type is visible only through typeOf.
-    Ok(Value::List(Rc::new(out), ListKind::Interface))
+    Ok(Value::List(Rc::new(out), ListKind::InterfaceList))
 }
 
 fn last(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
