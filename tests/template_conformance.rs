@@ -85,7 +85,8 @@ fn run_case(case: &Json) -> Outcome {
         Err(e) => return Outcome::Error(e.to_string()),
     };
     match files.get(&name) {
-        Some(s) => Outcome::Output(s.clone().into_bytes()),
+        // Stray (non-UTF-8) bytes come out raw, as Helm writes them.
+        Some(s) => Outcome::Output(rudder::template::output_bytes(s).into_owned()),
         None => Outcome::Error(format!("{name} was not rendered")),
     }
 }

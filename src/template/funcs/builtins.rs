@@ -59,7 +59,7 @@ fn len(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let v = a.first().cloned().unwrap_or_default();
     let n = match &v {
         Value::Nil => return Err(FuncError::msg("len of nil pointer")),
-        Value::Str(s) => s.len(),
+        Value::Str(s) => super::util::go_len(s),
         Value::Bytes(b) => b.len(),
         Value::List(l, _) => l.len(),
         Value::Map(m, _) => m.borrow().len(),
