@@ -2,8 +2,8 @@
 //! from real Helm v3.17.2) through the template engine.
 //!
 //! * Output cases must match byte for byte (after Helm's `<no value>` removal).
-//! * Error cases must fail; how many error texts equal `expect.error_core`
-//!   exactly is reported (and enforced for the families listed below).
+//! * Error cases must fail with exactly `expect.error_core` as the error text.
+//! * All of this is enforced for every case outside [`NOT_YET_ENFORCED`].
 //! * Nondeterministic cases are checked for shape only (success vs failure).
 //!
 //! `RUDDER_CASE_FILTER` (a family name or an id prefix) narrows the run.
@@ -15,15 +15,25 @@ use rudder::template::{Engine, EngineOptions};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 
-/// Families whose failures are reported but do not fail the test yet, because
-/// the functions they exercise belong to helpers still in flight. Tighten this
-/// list as their work lands; every other family is enforced.
-const NOT_YET_ENFORCED: &[&str] = &[
-    "sprig_lists",
-    "sprig_random",
-    "sprig_reflect",
-    "sprig_strings",
+/// Cases whose failures are reported but do not fail the test yet, each with
+/// the reason and where the fix belongs. Every other case is enforced: its
+/// output must match byte for byte, or its error text must equal
+/// `expect.error_core` exactly. The list is printed on every run, and an entry
+/// that starts passing is reported so it can be removed.
+const NOT_YET_ENFORCED: &[(&str, &str)] = &[
+    (
+        "syn_dot_root_type",
+        "render: the top-level data must be chartutil.Values, not a plain map (src/render/pipeline.rs)",
+    ),
+    (
+        "kind_of_structs",
+        "render: .Files is a Go map (map[string][]uint8), so its GoObject kind must be \"map\" (src/render/objects.rs)",
+    ),
 ];
+
+fn not_yet_enforced(id: &str) -> bool {
+    NOT_YET_ENFORCED.iter().any(|(c, _)| *c == id)
+}
 
 enum Outcome {
     Output(Vec<u8>),
@@ -112,6 +122,7 @@ fn template_conformance() {
 
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
     let mut enforced_failures = Vec::new();
+    let mut now_passing = Vec::new();
     for case in &cases {
         let id = case["id"].as_str().unwrap_or("");
         let family = case["family"].as_str().unwrap_or("");
@@ -130,7 +141,7 @@ fn template_conformance() {
                     t.err_exact += 1;
                 }
                 (
-                    true,
+                    e == want,
                     if e == want {
                         String::new()
                     } else {
@@ -176,14 +187,17 @@ fn template_conformance() {
         };
         if ok {
             t.pass += 1;
+            if not_yet_enforced(id) {
+                now_passing.push(id.to_string());
+            }
         } else {
             t.fail += 1;
-            if !NOT_YET_ENFORCED.contains(&family) {
+            if !not_yet_enforced(id) {
                 enforced_failures.push(id.to_string());
             }
         }
         if verbose && !detail.is_empty() {
-            eprintln!("[{}] {id}: {detail}", if ok { "ERRTEXT" } else { "FAIL" });
+            eprintln!("[FAIL] {id}: {detail}");
         }
     }
     let mut total = Tally::default();
@@ -192,13 +206,8 @@ fn template_conformance() {
         "family", "pass", "fail", "err-exact"
     );
     for (fam, t) in &tallies {
-        let mark = if NOT_YET_ENFORCED.contains(&fam.as_str()) {
-            " (not enforced yet)"
-        } else {
-            ""
-        };
         eprintln!(
-            "{fam:<18} {:>5} {:>5} {:>7}/{:<4}{mark}",
+            "{fam:<18} {:>5} {:>5} {:>7}/{:<4}",
             t.pass, t.fail, t.err_exact, t.err_total
         );
         total.pass += t.pass;
@@ -210,6 +219,16 @@ fn template_conformance() {
         "{:<18} {:>5} {:>5} {:>7}/{:<4}",
         "TOTAL", total.pass, total.fail, total.err_exact, total.err_total
     );
+    eprintln!("not enforced yet ({}):", NOT_YET_ENFORCED.len());
+    for (id, why) in NOT_YET_ENFORCED {
+        eprintln!("  {id}: {why}");
+    }
+    if !now_passing.is_empty() {
+        eprintln!(
+            "now passing, remove from NOT_YET_ENFORCED: {}",
+            now_passing.join(", ")
+        );
+    }
     assert!(
         enforced_failures.is_empty(),
         "{} enforced cases failed (RUDDER_CASE_VERBOSE=1 for details): {}",
