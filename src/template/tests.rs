@@ -135,3 +135,26 @@ fn output_limit_and_strict_mode() {
         "{err}"
     );
 }
+
+#[test]
+fn stray_bytes_count_and_come_out_raw() {
+    // Go: len counts bytes; b64dec of "/w==" is the single invalid byte 0xff.
+    assert_eq!(run("{{ len \"é\" }}"), "2");
+    assert_eq!(run("{{ len (b64dec \"/w==\") }}"), "1");
+    assert_eq!(run("{{ len (b64dec \"w6n/\") }}"), "3");
+    let out = run("{{ b64dec \"w6n/\" }}");
+    assert_eq!(output_bytes(&out).as_ref(), b"\xc3\xa9\xff");
+    assert!(matches!(
+        output_bytes("plain é"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}
+
+#[test]
+fn chunk_is_a_slice_of_slices() {
+    assert_eq!(
+        run("{{ typeOf (chunk 2 (list 1 2 3)) }}|{{ printf \"%T\" (chunk 1 (list 1)) }}"),
+        "[][]interface {}|[][]interface {}"
+    );
+    assert_eq!(run("{{ chunk 2 (list 1 2 3) }}"), "[[1 2] [3]]");
+}
