@@ -21,9 +21,11 @@ pub use value::{GoObject, ListKind, MapKind, Value};
 /// Go strings may hold invalid UTF-8 (for instance `b64dec` of random bytes);
 /// rudder keeps such a stray byte `b` inside its Rust strings as the
 /// private-use character U+10FF00+`b`. Everything that writes rendered output
-/// (manifest files, stdout, release records, byte-for-byte comparisons) must
-/// go through this function so those bytes come out raw, exactly as Helm
-/// writes them. Strings without stray bytes are returned borrowed, unchanged.
+/// as bytes (manifest files, stdout, byte-for-byte comparisons) must go
+/// through this function so those bytes come out raw, exactly as Helm writes
+/// them. (JSON, as in release records, is different: Go's `encoding/json`
+/// writes each invalid byte as U+FFFD.) Strings without stray bytes are
+/// returned borrowed, unchanged.
 pub fn output_bytes(s: &str) -> std::borrow::Cow<'_, [u8]> {
     funcs::util::go_bytes(s)
 }
