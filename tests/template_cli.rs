@@ -21,7 +21,44 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Cases known not to match yet, with the reason.
-const KNOWN_FAILURES: &[(&str, &str)] = &[];
+const KNOWN_FAILURES: &[(&str, &str)] = &[
+    (
+        "syn_number_literals",
+        "engine: complex constants (`1i`) are not supported",
+    ),
+    (
+        "json_to_pretty",
+        "serialization family: toPrettyJson not registered yet",
+    ),
+    (
+        "json_from_array",
+        "serialization family: fromJsonArray not registered yet",
+    ),
+    (
+        "yaml_to_pretty_vs_plain",
+        "serialization family: toYamlPretty not registered yet",
+    ),
+    (
+        "toml_basic",
+        "serialization family: toToml not registered yet",
+    ),
+    (
+        "toml_values_floats",
+        "serialization family: toToml not registered yet",
+    ),
+    (
+        "toml_scalar_err_text",
+        "serialization family: toToml not registered yet",
+    ),
+    (
+        "toml_from",
+        "serialization family: fromToml not registered yet",
+    ),
+    (
+        "toml_from_invalid",
+        "serialization family: fromToml not registered yet",
+    ),
+];
 
 const BEGIN: &str = "@@CONF_BEGIN@@";
 const END: &str = "@@CONF_END@@";
@@ -91,7 +128,7 @@ fn between(out: &[u8]) -> Option<Vec<u8>> {
 
 enum Outcome {
     Pass,
-    PassErrorTextDiffers,
+    PassErrorTextDiffers(String),
     Fail(String),
 }
 
@@ -111,7 +148,7 @@ fn check(case: &Json) -> Outcome {
         return if nondet || stderr.trim() == want {
             Outcome::Pass
         } else {
-            Outcome::PassErrorTextDiffers
+            Outcome::PassErrorTextDiffers(stderr.trim().to_string())
         };
     }
     let want: Vec<u8> = if let Some(b) = expect["output_b64"].as_str() {
@@ -165,7 +202,13 @@ fn template_cases_through_the_binary_match_helm() {
             err_total += 1;
         }
         match outcome {
-            Outcome::Pass | Outcome::PassErrorTextDiffers => {
+            Outcome::Pass | Outcome::PassErrorTextDiffers(_) => {
+                if let Outcome::PassErrorTextDiffers(got) = &outcome {
+                    println!(
+                        "  {id}: error text differs: {}",
+                        got.chars().take(300).collect::<String>()
+                    );
+                }
                 passed += 1;
                 entry.0 += 1;
                 if is_err && matches!(outcome, Outcome::Pass) {
