@@ -43,7 +43,7 @@ fn tar(entries: &[Entry<'_>]) -> Vec<u8> {
         out.extend_from_slice(h.as_bytes());
         out.extend_from_slice(e.data);
         let pad = (512 - e.data.len() % 512) % 512;
-        out.extend(std::iter::repeat_n(0u8, pad));
+        out.resize(out.len() + pad, 0);
     }
     out.extend([0u8; 1024]);
     out

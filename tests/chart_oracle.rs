@@ -253,3 +253,80 @@ fn helm_renders_rudder_packages_like_the_original_directories() {
     eprintln!("{exact} corpus charts rendered identically from rudder's package, {shape} nondeterministic charts matched in shape");
     assert!(exact + shape == charts.len());
 }
+
+fn floats(n: Node) -> Node {
+    match n {
+        Node::Int(i) => Node::Float(i as f64),
+        Node::Seq(s) => Node::Seq(s.into_iter().map(floats).collect()),
+        Node::Map(m) => Node::Map(m.into_iter().map(|(k, v)| (k, floats(v))).collect()),
+        other => other,
+    }
+}
+
+/// Tricky manifests: every object must come back from stock `helm template`
+/// (numbers compared as Kubernetes compares them).
+#[test]
+fn tricky_manifests_render_back_exactly() {
+    let Some(helm) = common::helm(3) else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let files: &[(&str, &str)] = &[
+        (
+            "numbers.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nums\ndata:\n  a: \"1.0\"\nbinaryData: {}\nx-numbers: {a: 1.0, b: 1e3, c: .5, d: 0x10, e: 010, f: 1_000, h: 2.50, i: -0.0, l: yes, m: ~, big: 123456789012}\n",
+        ),
+        (
+            "blocks.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: blocks\n  annotations:\n    '{{ key }}': '{{ value }}'\n    long: \"aaaa aaaa aaaa aaaa aaaa aaaa aaaa aaaa aaaa aaaa aaaa aaaa aaaa aaaa {{ aaaa }} aaaa aaaa aaaa aaaa aaaa aaaa\"\ndata:\n  doc: |\n    ---\n    a: {{ .b }}\n    ...\n    ---\n  tabs: \"a\\tb\\n\\tc\"\n  trailing: \"x  \"\n  unicode: \"é ü 雪 \\u2028\"\n  '---x': y\nzz-last: |+\n  kept {{ x }}\n\n\n",
+        ),
+        (
+            "hooks.yaml",
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations:\n    helm.sh/hook: pre-install,pre-upgrade\n    helm.sh/hook-weight: \"-5\"\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: m\n        image: busybox\n        command: [sh, -c, 'echo {{ not a template }}']\n",
+        ),
+        (
+            "lists.yaml",
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: tricky}\n- apiVersion: apiextensions.k8s.io/v1\n  kind: CustomResourceDefinition\n  metadata: {name: things.example.com}\n  spec:\n    group: example.com\n    scope: Namespaced\n    names: {kind: Thing, plural: things}\n    versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, description: '{{ x }}'}}}]\n- apiVersion: example.com/v1\n  kind: Thing\n  metadata: {name: one}\n  spec: &s {size: 3, tags: [a, b]}\n- apiVersion: example.com/v1\n  kind: Thing\n  metadata: {name: two}\n  spec: *s\n---\napiVersion: v1\nkind: ConfigMapList\nitems: []\n...\n---\n# comment only\n",
+        ),
+    ];
+    let manifests: std::collections::BTreeMap<String, String> = files
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let c = chart::chart_from_manifests("tricky", "tricky", &manifests).expect("builds");
+    let dir = tmp.path().join("tricky");
+    chart::save_dir(&c, &dir).expect("writes");
+    let home = tmp.path().join("home");
+    let o = helm_in(
+        &helm,
+        &home,
+        &["lint", "--strict", dir.to_str().expect("utf-8")],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = helm_in(
+        &helm,
+        &home,
+        &[
+            "template",
+            "rel",
+            dir.to_str().expect("utf-8"),
+            "--include-crds",
+            "-n",
+            "tricky",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let got: Vec<Node> = rudder::yaml::parse_documents(&String::from_utf8_lossy(&o.stdout))
+        .expect("parses")
+        .into_iter()
+        .filter(|n| !matches!(n, Node::Null))
+        .map(floats)
+        .collect();
+    let mut want = Vec::new();
+    for t in manifests.values() {
+        for doc in rudder::yaml::parse_documents(t).expect("parses") {
+            flatten(doc, "tricky", &mut want);
+        }
+    }
+    let want: Vec<Node> = want.into_iter().map(floats).collect();
+    assert_eq!(got.len(), 6, "objects rendered");
+    assert_eq!(canonical(got), canonical(want));
+}

@@ -74,6 +74,14 @@ fn read_commands(revisions: &[u64]) -> Vec<Vec<String>> {
         vec!["list", "--superseded"],
         vec!["list", "--uninstalled", "-o", "json"],
         vec!["list", "-q", "-a"],
+        vec!["list", "-a", "--no-headers"],
+        vec!["list", "-a", "-r"],
+        // (`-d` is not compared: Helm sorts by whole seconds over an order
+        // that comes from a Go map, so releases made within one second come
+        // out in random order.)
+        vec!["list", "-a", "--max", "1", "--offset", "1"],
+        vec!["list", "-a", "--offset", "9"],
+        vec!["list", "-a", "--filter", "^r[13]$"],
         vec!["status", "r1"],
         vec!["status", "r1", "--show-desc"],
         vec!["status", "r1", "-o", "json"],
@@ -81,6 +89,10 @@ fn read_commands(revisions: &[u64]) -> Vec<Vec<String>> {
         vec!["status", "r3", "-o", "json"],
         vec!["status", "r2", "-n", "other"],
         vec!["status", "missing"],
+        vec!["status", "r4", "--show-desc"],
+        vec!["history", "r4", "-o", "json"],
+        vec!["get", "manifest", "r4"],
+        vec!["list", "--failed"],
         vec!["get", "values", "r1"],
         vec!["get", "values", "r1", "-a"],
         vec!["get", "values", "r1", "-o", "json"],
@@ -173,7 +185,8 @@ fn check_rows(db: &TestDb, writer_major: u8, failures: &mut Vec<String>) -> usiz
         let mut json = Vec::new();
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&raw[..]), &mut json).unwrap();
         let mut theirs: serde_json::Value = serde_json::from_slice(&json).unwrap();
-        let mut ours: serde_json::Value = serde_json::from_str(&codec::go_json(&rel).unwrap()).unwrap();
+        let mut ours: serde_json::Value =
+            serde_json::from_str(&codec::go_json(&rel).unwrap()).unwrap();
         if writer_major == 4 {
             // Helm 4 additions rudder does not model in the chart, and its
             // omitzero times (rudder writes v3's `""`).
@@ -235,10 +248,39 @@ fn helm_writes_rudder_reads(major: u8) {
     helm.ok(&["rollback", "r1", "1"]);
     helm.ok(&["upgrade", "r1", c2, "--history-max", "3", "--set", "e=x<y>"]);
     let tricky = tricky_values(dir.path());
-    helm.ok(&["upgrade", "r1", c2, "--reuse-values", "--history-max", "4", "-f", tricky.to_str().unwrap()]);
+    helm.ok(&[
+        "upgrade",
+        "r1",
+        c2,
+        "--reuse-values",
+        "--history-max",
+        "4",
+        "-f",
+        tricky.to_str().unwrap(),
+    ]);
     helm.ok(&["install", "r2", c1, "-n", "other", "--set", "name=other"]);
     helm.ok(&["install", "r3", c1]);
     helm.ok(&["uninstall", "r3", "--keep-history"]);
+    // Failures the fake API server causes: a refused ConfigMap write.
+    let f = helm.run(&[
+        "upgrade",
+        "r1",
+        c2,
+        "--reuse-values",
+        "--set",
+        "cm=true",
+        "--disable-openapi-validation",
+    ]);
+    assert!(!f.ok, "upgrade should fail: {}", f.stdout);
+    let f = helm.run(&[
+        "install",
+        "r4",
+        c1,
+        "--set",
+        "cm=true",
+        "--disable-openapi-validation",
+    ]);
+    assert!(!f.ok, "install should fail: {}", f.stdout);
 
     let mut failures = Vec::new();
     let rows = check_rows(&db, major, &mut failures);
@@ -248,7 +290,11 @@ fn helm_writes_rudder_reads(major: u8) {
         .iter()
         .map(|r| r.version)
         .collect();
-    assert_eq!(revs, vec![3, 4, 5, 6], "history-max pruning as Helm did it");
+    assert_eq!(
+        revs,
+        vec![3, 4, 5, 6, 7],
+        "history-max pruning as Helm did it"
+    );
 
     let mut n = 0;
     let mut passed = 0;
@@ -461,7 +507,10 @@ fn rudder_writes_helm_reads(major: u8) {
             if ho.stdout == ro.stdout && ho.ok == ro.ok {
                 pf += 1;
             } else {
-                failures.push(format!("file store {a:?}:\n{}\n--- rudder:\n{}", ho.stdout, ro.stdout));
+                failures.push(format!(
+                    "file store {a:?}:\n{}\n--- rudder:\n{}",
+                    ho.stdout, ro.stdout
+                ));
             }
         }
         eprintln!("same records in the file store: {pf}/{nf} commands print as helm3");

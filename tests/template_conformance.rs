@@ -10,11 +10,10 @@
 mod common;
 
 use base64::Engine as _;
-use rudder::template::{Engine, EngineOptions, MapKind, Value};
+use rudder::render::{render_with, RenderError, RenderOptions, TemplateSet};
+use rudder::template::{Engine, EngineOptions, Value};
 use serde_json::Value as Json;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 /// Families whose failures are reported but do not fail the test yet, because
 /// the functions they exercise belong to helpers still in flight. Tighten this
@@ -34,95 +33,16 @@ const NOT_YET_ENFORCED: &[&str] = &[
     "sprig_url_path",
 ];
 
-fn yaml_to_value(y: &yaml_rust2::Yaml) -> Value {
-    use yaml_rust2::Yaml;
-    match y {
-        Yaml::Real(s) => Value::Float(s.parse().unwrap_or(0.0)),
-        Yaml::Integer(i) => Value::Float(*i as f64),
-        Yaml::String(s) => Value::str(s.as_str()),
-        Yaml::Boolean(b) => Value::Bool(*b),
-        Yaml::Array(a) => Value::list(a.iter().map(yaml_to_value).collect()),
-        Yaml::Hash(h) => {
-            let mut m = BTreeMap::new();
-            for (k, v) in h {
-                let key = match k {
-                    Yaml::String(s) => s.clone(),
-                    Yaml::Integer(i) => i.to_string(),
-                    Yaml::Boolean(b) => b.to_string(),
-                    Yaml::Real(r) => r.clone(),
-                    _ => "<nil>".into(),
-                };
-                m.insert(key, yaml_to_value(v));
-            }
-            Value::map(m)
-        }
-        _ => Value::Nil,
+/// The crate's engine behind render's `TemplateSet` seam.
+struct EngineSet(Engine);
+
+impl TemplateSet for EngineSet {
+    fn add_template(&mut self, name: &str, text: &str) -> Result<(), String> {
+        self.0.add_template(name, text).map_err(|e| e.to_string())
     }
-}
-
-fn parse_values(text: &str) -> Result<Value, String> {
-    let docs = yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| e.to_string())?;
-    match docs.first() {
-        None => Ok(Value::empty_map()),
-        Some(y) => match yaml_to_value(y) {
-            Value::Map(m, _) => Ok(Value::Map(m, MapKind::Values)),
-            Value::Nil => Ok(Value::Map(
-                Rc::new(RefCell::new(BTreeMap::new())),
-                MapKind::Values,
-            )),
-            _ => Err("values are not a map".into()),
-        },
+    fn execute(&mut self, name: &str, data: &Value) -> Result<String, String> {
+        self.0.execute(name, data).map_err(|e| e.to_string())
     }
-}
-
-fn vmap(pairs: Vec<(&str, Value)>, kind: MapKind) -> Value {
-    let m: BTreeMap<String, Value> = pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    Value::Map(Rc::new(RefCell::new(m)), kind)
-}
-
-/// The per-file data Helm builds (a stand-in until the render objects are used).
-fn case_data(id: &str, values: Value) -> Value {
-    let name = format!("conf/templates/{id}.txt");
-    let release = vmap(
-        vec![
-            ("Name", Value::str("rel")),
-            ("Namespace", Value::str("ns1")),
-            ("IsUpgrade", Value::Bool(false)),
-            ("IsInstall", Value::Bool(true)),
-            ("Revision", Value::Int(1)),
-            ("Service", Value::str("Helm")),
-        ],
-        MapKind::Interface,
-    );
-    let chart = vmap(
-        vec![
-            ("Name", Value::str("conf")),
-            ("Version", Value::str("0.1.0")),
-            ("APIVersion", Value::str("v2")),
-            ("AppVersion", Value::str("")),
-            ("IsRoot", Value::Bool(true)),
-        ],
-        MapKind::Interface,
-    );
-    let template = vmap(
-        vec![
-            ("Name", Value::str(name.as_str())),
-            ("BasePath", Value::str("conf/templates")),
-        ],
-        MapKind::Values,
-    );
-    vmap(
-        vec![
-            ("Values", values),
-            ("Release", release),
-            ("Chart", chart),
-            ("Capabilities", Value::empty_map()),
-            ("Files", Value::empty_map()),
-            ("Template", template),
-            ("Subcharts", Value::empty_map()),
-        ],
-        MapKind::Values,
-    )
 }
 
 enum Outcome {
@@ -130,20 +50,57 @@ enum Outcome {
     Error(String),
 }
 
+/// Writes the case as a chart directory, loads it with the chart loader and
+/// renders it with render's pipeline, as `helm template rel ./conf -n ns1
+/// --kube-version 1.31.0` does; the case file's text is cut out of the result.
 fn run_case(case: &Json) -> Outcome {
     let id = case["id"].as_str().unwrap_or("");
-    let values = match parse_values(case["values_yaml"].as_str().unwrap_or("")) {
-        Ok(v) => v,
-        Err(e) => return Outcome::Error(format!("cannot load values.yaml: {e}")),
+    let Ok(dir) = tempfile::tempdir() else {
+        return Outcome::Error("cannot create a temporary directory".into());
     };
-    let mut engine = Engine::new(EngineOptions::default());
-    let name = format!("conf/templates/{id}.txt");
-    if let Err(e) = engine.add_template(&name, case["template"].as_str().unwrap_or("")) {
-        return Outcome::Error(e.to_string());
+    let root = dir.path().join("conf");
+    let chart_yaml = case["chart_yaml"]
+        .as_str()
+        .unwrap_or("apiVersion: v2\nname: conf\nversion: 0.1.0\n");
+    let mut files: Vec<(String, String)> = vec![
+        ("Chart.yaml".into(), chart_yaml.into()),
+        ("values.yaml".into(), case["values_yaml"].as_str().unwrap_or("").into()),
+        (format!("templates/{id}.txt"), case["template"].as_str().unwrap_or("").into()),
+    ];
+    if let Some(extra) = case["files"].as_object() {
+        for (k, v) in extra {
+            files.push((k.clone(), v.as_str().unwrap_or("").into()));
+        }
     }
-    match engine.execute(&name, &case_data(id, values)) {
-        Ok(s) => Outcome::Output(s.into_bytes()),
-        Err(e) => Outcome::Error(e.to_string()),
+    for (name, text) in &files {
+        let path = root.join(name);
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        if std::fs::write(&path, text).is_err() {
+            return Outcome::Error(format!("cannot write {name}"));
+        }
+    }
+    let chart = match rudder::chart::load::load_dir(&root) {
+        Ok(c) => c,
+        Err(e) => return Outcome::Error(e.to_string()),
+    };
+    let opts = RenderOptions {
+        release_name: "rel".into(),
+        namespace: "ns1".into(),
+        kube_version: Some("1.31.0".into()),
+        ..RenderOptions::default()
+    };
+    let mut set = EngineSet(Engine::new(EngineOptions::default()));
+    let name = format!("conf/templates/{id}.txt");
+    let files = match render_with(&mut set, &chart, &BTreeMap::new(), &opts) {
+        Ok(r) => r.files,
+        Err(RenderError::Manifest { files, .. }) => files,
+        Err(e) => return Outcome::Error(e.to_string()),
+    };
+    match files.get(&name) {
+        Some(s) => Outcome::Output(s.clone().into_bytes()),
+        None => Outcome::Error(format!("{name} was not rendered")),
     }
 }
 
@@ -185,20 +142,48 @@ fn template_conformance() {
                 if e == want {
                     t.err_exact += 1;
                 }
-                (true, if e == want { String::new() } else { format!("error text differs:\n  got:  {}\n  want: {}", trunc(e), trunc(want)) })
+                (
+                    true,
+                    if e == want {
+                        String::new()
+                    } else {
+                        format!(
+                            "error text differs:\n  got:  {}\n  want: {}",
+                            trunc(e),
+                            trunc(want)
+                        )
+                    },
+                )
             }
-            (Outcome::Output(o), Some(want)) => (false, format!("expected error {}, got output {:?}", trunc(want.as_str().unwrap_or("")), trunc(&String::from_utf8_lossy(o)))),
+            (Outcome::Output(o), Some(want)) => (
+                false,
+                format!(
+                    "expected error {}, got output {:?}",
+                    trunc(want.as_str().unwrap_or("")),
+                    trunc(&String::from_utf8_lossy(o))
+                ),
+            ),
             (Outcome::Error(e), None) => (false, format!("unexpected error: {}", trunc(e))),
             (Outcome::Output(o), None) => {
-                let want: Vec<u8> = if let Some(b) = expect.get("output_b64").and_then(|v| v.as_str()) {
-                    base64::engine::general_purpose::STANDARD.decode(b).unwrap_or_default()
-                } else {
-                    expect["output"].as_str().unwrap_or("").as_bytes().to_vec()
-                };
+                let want: Vec<u8> =
+                    if let Some(b) = expect.get("output_b64").and_then(|v| v.as_str()) {
+                        base64::engine::general_purpose::STANDARD
+                            .decode(b)
+                            .unwrap_or_default()
+                    } else {
+                        expect["output"].as_str().unwrap_or("").as_bytes().to_vec()
+                    };
                 if nondet || *o == want {
                     (true, String::new())
                 } else {
-                    (false, format!("output differs:\n  got:  {:?}\n  want: {:?}", trunc(&String::from_utf8_lossy(o)), trunc(&String::from_utf8_lossy(&want))))
+                    (
+                        false,
+                        format!(
+                            "output differs:\n  got:  {:?}\n  want: {:?}",
+                            trunc(&String::from_utf8_lossy(o)),
+                            trunc(&String::from_utf8_lossy(&want))
+                        ),
+                    )
                 }
             }
         };
@@ -215,16 +200,29 @@ fn template_conformance() {
         }
     }
     let mut total = Tally::default();
-    eprintln!("{:<18} {:>5} {:>5} {:>12}", "family", "pass", "fail", "err-exact");
+    eprintln!(
+        "{:<18} {:>5} {:>5} {:>12}",
+        "family", "pass", "fail", "err-exact"
+    );
     for (fam, t) in &tallies {
-        let mark = if NOT_YET_ENFORCED.contains(&fam.as_str()) { " (not enforced yet)" } else { "" };
-        eprintln!("{fam:<18} {:>5} {:>5} {:>7}/{:<4}{mark}", t.pass, t.fail, t.err_exact, t.err_total);
+        let mark = if NOT_YET_ENFORCED.contains(&fam.as_str()) {
+            " (not enforced yet)"
+        } else {
+            ""
+        };
+        eprintln!(
+            "{fam:<18} {:>5} {:>5} {:>7}/{:<4}{mark}",
+            t.pass, t.fail, t.err_exact, t.err_total
+        );
         total.pass += t.pass;
         total.fail += t.fail;
         total.err_exact += t.err_exact;
         total.err_total += t.err_total;
     }
-    eprintln!("{:<18} {:>5} {:>5} {:>7}/{:<4}", "TOTAL", total.pass, total.fail, total.err_exact, total.err_total);
+    eprintln!(
+        "{:<18} {:>5} {:>5} {:>7}/{:<4}",
+        "TOTAL", total.pass, total.fail, total.err_exact, total.err_total
+    );
     assert!(
         enforced_failures.is_empty(),
         "{} enforced cases failed (RUDDER_CASE_VERBOSE=1 for details): {}",

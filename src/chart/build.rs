@@ -150,7 +150,7 @@ pub enum BuildError {
         /// Where the first one is.
         first: Location,
         /// The shared identity.
-        id: ObjectId,
+        id: Box<ObjectId>,
     },
     /// A document cannot be written so that Helm reads it back unchanged.
     #[error("{at}: cannot be written so that Helm reads it back unchanged")]
@@ -265,11 +265,14 @@ fn template_name(file: &str) -> Result<String, BuildError> {
             reason: "NOTES.txt is printed as release notes, not installed",
         });
     }
+    // `helm lint` accepts only these exact (lower-case) extensions.
     let lower = file.to_ascii_lowercase();
-    let out = if lower.ends_with(".yaml") || lower.ends_with(".yml") {
+    let out = if file.ends_with(".yaml") || file.ends_with(".yml") {
         file.to_string()
-    } else if lower.ends_with(".json") {
+    } else if lower.ends_with(".yaml") || lower.ends_with(".json") {
         format!("{}.yaml", &file[..file.len() - 5])
+    } else if lower.ends_with(".yml") {
+        format!("{}.yml", &file[..file.len() - 4])
     } else {
         format!("{file}.yaml")
     };
@@ -347,6 +350,7 @@ pub fn chart_from_manifests_with(
     let mut templates: Vec<(String, Vec<Placed>)> = Vec::new();
     let mut crds: Vec<Placed> = Vec::new();
     for (file, text) in manifests {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let docs = crate::yaml::parse_documents(text).map_err(|e| BuildError::Yaml {
             file: file.clone(),
             message: e.to_string(),
@@ -527,7 +531,7 @@ fn check_duplicates(
             return Err(BuildError::Duplicate {
                 at: p.at.clone(),
                 first: first.clone(),
-                id: p.obj.id(&ns),
+                id: Box::new(p.obj.id(&ns)),
             });
         }
         seen.insert(key, p.at.clone());
@@ -548,6 +552,25 @@ fn emit_document(p: &Placed) -> Result<String, BuildError> {
     Err(BuildError::NotRoundTrippable { at: p.at.clone() })
 }
 
+/// Equality as Kubernetes sees it: an integral float is the same number as
+/// the integer (Go's YAML writer prints `1.0` as `1`).
+pub fn same_data(a: &Node, b: &Node) -> bool {
+    match (a, b) {
+        (Node::Int(i), Node::Float(f)) | (Node::Float(f), Node::Int(i)) => *f == *i as f64,
+        (Node::Float(x), Node::Float(y)) => x == y || (x.is_nan() && y.is_nan()),
+        (Node::Seq(x), Node::Seq(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_data(p, q))
+        }
+        (Node::Map(x), Node::Map(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((k1, v1), (k2, v2))| k1 == k2 && same_data(v1, v2))
+        }
+        _ => a == b,
+    }
+}
+
 fn reads_back(text: &str, want: &Node) -> bool {
     let docs = helm_split(text);
     if docs.len() != 1 {
@@ -560,7 +583,7 @@ fn reads_back(text: &str, want: &Node) -> bool {
                 .into_iter()
                 .filter(|n| !matches!(n, Node::Null))
                 .collect();
-            nodes.len() == 1 && &nodes[0] == want
+            nodes.len() == 1 && same_data(&nodes[0], want)
         }
         Err(_) => false,
     }

@@ -222,11 +222,7 @@ fn scan_chunk(pattern: &[char]) -> (bool, &[char], &[char]) {
     let mut i = 0;
     while i < p.len() {
         match p[i] {
-            '\\' => {
-                if i + 1 < p.len() {
-                    i += 1;
-                }
-            }
+            '\\' if i + 1 < p.len() => i += 1,
             '[' => in_range = true,
             ']' => in_range = false,
             '*' if !in_range => break,

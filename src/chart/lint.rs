@@ -64,6 +64,12 @@ pub trait LintRenderer {
         chart: &Chart,
         namespace: &str,
     ) -> Result<BTreeMap<String, String>, String>;
+
+    /// Validates values.yaml against `values.schema.json` (Helm's values
+    /// rule); the error is the schema error text. The default accepts all.
+    fn validate_values_schema(&self, _values: &Node, _schema: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Options for [`lint`].
@@ -414,7 +420,7 @@ fn lint_chartfile(dir: &Path, l: &mut Linter) {
     }
 }
 
-fn lint_values(dir: &Path, l: &mut Linter) {
+fn lint_values(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
     let p = "values.yaml";
     let path = dir.join(p);
     if std::fs::metadata(&path).is_err() {
@@ -436,22 +442,24 @@ fn lint_values(dir: &Path, l: &mut Linter) {
             return;
         }
     };
-    match crate::yaml::parse_values(&text) {
-        Err(e) => l.add(Severity::Error, p, format!("unable to parse YAML: error converting YAML to JSON: {e}")),
-        Ok(Node::Map(_)) | Ok(Node::Null) => {}
-        Ok(other) => l.add(
-            Severity::Error,
-            p,
-            format!(
-                "unable to parse YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                match other {
-                    Node::Seq(_) => "array",
-                    Node::Str(_) => "string",
-                    Node::Bool(_) => "bool",
-                    _ => "number",
-                }
-            ),
-        ),
+    if let Err(e) = crate::yaml::parse_values(&text) {
+        // Lint reads values into `chartutil.Values`, which names the type.
+        let e = match e {
+            crate::yaml::YamlError::Type { found, .. } => crate::yaml::YamlError::Type {
+                found,
+                target: "chartutil.Values".into(),
+            },
+            other => other,
+        };
+        l.add(Severity::Error, p, format!("unable to parse YAML: {e}"));
+        return;
+    }
+    let schema = std::fs::read(dir.join("values.schema.json")).unwrap_or_default();
+    if let (Some(r), false) = (opts.renderer, schema.is_empty()) {
+        let values = crate::yaml::parse_values(&text).unwrap_or_default();
+        if let Err(e) = r.validate_values_schema(&values, &schema) {
+            l.add(Severity::Error, p, e);
+        }
     }
 }
 
@@ -541,11 +549,7 @@ fn lint_rendered(fp: &str, content: &str, l: &mut Linter) -> bool {
     let docs = match crate::yaml::parse_documents(content) {
         Ok(d) => d,
         Err(e) => {
-            l.add(
-                Severity::Error,
-                fp,
-                format!("unable to parse YAML: error converting YAML to JSON: {e}"),
-            );
+            l.add(Severity::Error, fp, format!("unable to parse YAML: {e}"));
             return false;
         }
     };
@@ -702,7 +706,7 @@ pub fn lint_dir(dir: &Path, opts: &LintOptions<'_>) -> Vec<LintMessage> {
         messages: Vec::new(),
     };
     lint_chartfile(dir, &mut l);
-    lint_values(dir, &mut l);
+    lint_values(dir, opts, &mut l);
     lint_templates(dir, opts, &mut l);
     lint_dependencies(dir, &mut l);
     l.messages

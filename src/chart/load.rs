@@ -633,22 +633,19 @@ fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart
             }
             "values.yaml" => {
                 let text = String::from_utf8_lossy(&f.data);
-                let v = crate::yaml::parse_values(&text).map_err(|e| {
-                    LoadError::Values(format!("error converting YAML to JSON: {e}"))
-                })?;
+                // sigs.k8s.io/yaml into a map: an empty document leaves the
+                // map nil (no values), anything but a mapping is an error.
+                let v = crate::yaml::parse_yaml_to_json(&text)
+                    .map_err(|e| LoadError::Values(e.to_string()))?;
                 c.values = match v {
                     Node::Null => None,
                     m @ Node::Map(_) => Some(m),
-                    other => {
-                        return Err(LoadError::Values(format!(
-                            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                            match other {
-                                Node::Seq(_) => "array",
-                                Node::Str(_) => "string",
-                                Node::Bool(_) => "bool",
-                                _ => "number",
-                            }
-                        )))
+                    _ => {
+                        let msg = match crate::yaml::parse_values(&text) {
+                            Err(e) => e.to_string(),
+                            Ok(_) => "values.yaml is not a mapping".to_string(),
+                        };
+                        return Err(LoadError::Values(msg));
                     }
                 };
             }

@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 /// A Chart.yaml (or Chart.lock) that does not decode into Helm's types.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    /// The YAML itself is malformed.
-    #[error("error converting YAML to JSON: {0}")]
+    /// The YAML itself is malformed (the text starts with Helm's
+    /// `error converting YAML to JSON: `).
+    #[error("{0}")]
     Yaml(String),
     /// A value has a type the Go field cannot hold.
     #[error("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {found} into {target}")]
@@ -276,8 +277,7 @@ pub fn apply_metadata(
 
 /// Parses YAML text into its first document, as yaml.v2's `Unmarshal` reads it.
 pub fn first_document(text: &str) -> Result<Node, DecodeError> {
-    let docs = crate::yaml::parse_documents(text).map_err(|e| DecodeError::Yaml(e.to_string()))?;
-    Ok(docs.into_iter().next().unwrap_or(Node::Null))
+    crate::yaml::parse_document(text).map_err(|e| DecodeError::Yaml(e.to_string()))
 }
 
 /// Decodes Chart.yaml text. The `apiVersion` default (`v1`) is the loader's

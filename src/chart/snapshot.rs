@@ -74,12 +74,14 @@ pub fn snapshot_text(chart: &Chart) -> String {
 /// names the snapshot.
 #[macro_export]
 macro_rules! assert_chart_snapshot {
-    ($chart:expr) => {
-        insta::assert_snapshot!($crate::chart::snapshot::snapshot_text(&$chart))
-    };
-    ($name:expr, $chart:expr) => {
-        insta::assert_snapshot!($name, $crate::chart::snapshot::snapshot_text(&$chart))
-    };
+    ($chart:expr) => {{
+        let chart_text = $crate::chart::snapshot::snapshot_text(&$chart);
+        insta::assert_snapshot!(chart_text)
+    }};
+    ($name:expr, $chart:expr) => {{
+        let chart_text = $crate::chart::snapshot::snapshot_text(&$chart);
+        insta::assert_snapshot!($name, chart_text)
+    }};
 }
 
 #[cfg(test)]

@@ -283,7 +283,7 @@ pub fn show(a: ShowArgs) -> ExitCode {
             ShowWhat::Values { chart: p } => {
                 let c = chart::load(&p)?;
                 if let Some(v) = c.raw.iter().find(|f| f.name == "values.yaml") {
-                    print!("{}", String::from_utf8_lossy(&v.data));
+                    println!("{}", String::from_utf8_lossy(&v.data));
                 }
             }
         }

@@ -65,6 +65,24 @@ pub struct ListArgs {
     /// Output short (quiet) listing format.
     #[arg(short = 'q', long)]
     short: bool,
+    /// Don't print headers when using the default output format.
+    #[arg(long)]
+    no_headers: bool,
+    /// Sort by release date.
+    #[arg(short = 'd', long)]
+    date: bool,
+    /// Reverse the sort order.
+    #[arg(short = 'r', long)]
+    reverse: bool,
+    /// Maximum number of releases to fetch.
+    #[arg(short = 'm', long, default_value_t = 256)]
+    max: usize,
+    /// Next release index in the list, used to offset from start value.
+    #[arg(long, default_value_t = 0)]
+    offset: usize,
+    /// A regular expression; only releases whose names match are listed.
+    #[arg(short = 'f', long)]
+    filter: Option<String>,
 }
 
 /// `rudder history NAME`.
@@ -200,6 +218,11 @@ pub fn list(a: ListArgs) -> ExitCode {
             namespace: (!a.all_namespaces).then(|| a.store.namespace.clone()),
             statuses,
             all: a.all,
+            filter: a.filter.clone(),
+            by_date: a.date,
+            reverse: a.reverse,
+            limit: a.max,
+            offset: a.offset,
         };
         let rels = Releases::new(store.as_ref())
             .list(&q)
@@ -212,7 +235,7 @@ pub fn list(a: ListArgs) -> ExitCode {
                 Format::Table => names.iter().map(|n| format!("{n}\n")).collect(),
             });
         }
-        Ok(view::list(&rels, fmt))
+        Ok(view::list(&rels, fmt, a.no_headers))
     })())
 }
 

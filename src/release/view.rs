@@ -71,17 +71,14 @@ pub fn go_json<T: Serialize + ?Sized>(v: &T) -> String {
     s
 }
 
-/// `sigs.k8s.io/yaml.Marshal`: the value's JSON, emitted as yaml.v2 does.
+/// `sigs.k8s.io/yaml.Marshal`: the value's JSON (Go's spelling), read into
+/// a [`Node`] and emitted by [`crate::yaml::to_yaml`] as yaml.v2 does.
 pub fn go_yaml<T: Serialize + ?Sized>(v: &T) -> String {
-    // Through Go's JSON spelling, as sigs.k8s.io/yaml goes through
-    // encoding/json: the numbers yaml.v2 re-reads are Go's.
-    let j = super::codec::go_json(v)
+    let node: Node = super::codec::go_json(v)
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or(serde_json::Value::Null);
-    let mut out = String::new();
-    yaml::emit_top(&j, &mut out);
-    out
+        .unwrap_or(Node::Null);
+    crate::yaml::to_yaml(&node)
 }
 
 /// One row of `helm list -o json|yaml`.
@@ -122,24 +119,29 @@ pub fn list_rows(rels: &[Release]) -> Vec<ListRow> {
         .collect()
 }
 
-/// `helm list` output.
-pub fn list(rels: &[Release], format: Format) -> String {
+/// `helm list` output (`no_headers`: `--no-headers`, tables only).
+pub fn list(rels: &[Release], format: Format, no_headers: bool) -> String {
     let rows = list_rows(rels);
     match format {
         Format::Json => go_json(&rows),
         Format::Yaml => go_yaml(&rows),
         Format::Table => {
-            let mut t = vec![[
-                "NAME",
-                "NAMESPACE",
-                "REVISION",
-                "UPDATED",
-                "STATUS",
-                "CHART",
-                "APP VERSION",
-            ]
-            .map(String::from)
-            .to_vec()];
+            let mut t: Vec<Vec<String>> = Vec::new();
+            if !no_headers {
+                t.push(
+                    [
+                        "NAME",
+                        "NAMESPACE",
+                        "REVISION",
+                        "UPDATED",
+                        "STATUS",
+                        "CHART",
+                        "APP VERSION",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                );
+            }
             for r in rows {
                 t.push(vec![
                     r.name,
@@ -442,350 +444,6 @@ fn coalesce_tables(dst: &mut BTreeMap<String, Node>, src: &BTreeMap<String, Node
 /// Helm's `ListStates` names accepted by `--status`-like filters.
 pub fn parse_status(s: &str) -> Option<Status> {
     Status::parse(s)
-}
-
-mod yaml {
-    //! A yaml.v2 emitter for JSON data (what `sigs.k8s.io/yaml.Marshal`
-    //! does after its JSON round trip): sorted keys, block style, sequences
-    //! not indented under their key, strings quoted only when yaml.v2 would.
-    use crate::yaml::format_go_float;
-    use serde_json::Value;
-
-    pub fn emit_top(v: &Value, out: &mut String) {
-        match v {
-            Value::Object(m) if !m.is_empty() => emit_map(m, 0, out),
-            Value::Array(a) if !a.is_empty() => emit_seq(a, 0, out),
-            other => {
-                out.push_str(&scalar(other, 0, 0));
-                out.push('\n');
-            }
-        }
-    }
-
-    fn indent(n: usize, out: &mut String) {
-        for _ in 0..n {
-            out.push(' ');
-        }
-    }
-
-    fn emit_map(m: &serde_json::Map<String, Value>, ind: usize, out: &mut String) {
-        let mut keys: Vec<&String> = m.keys().collect();
-        keys.sort();
-        for (i, k) in keys.into_iter().enumerate() {
-            if i > 0 {
-                indent(ind, out);
-            }
-            out.push_str(&string(k, ind, true, 0));
-            out.push(':');
-            emit_child(&m[k], ind, true, out);
-        }
-    }
-
-    fn emit_seq(a: &[Value], ind: usize, out: &mut String) {
-        for (i, v) in a.iter().enumerate() {
-            if i > 0 {
-                indent(ind, out);
-            }
-            out.push('-');
-            emit_child(v, ind, false, out);
-        }
-    }
-
-    /// Emits the value after `key:` or `-`.
-    fn emit_child(v: &Value, ind: usize, in_map: bool, out: &mut String) {
-        match v {
-            Value::Object(m) if !m.is_empty() => {
-                if in_map {
-                    out.push('\n');
-                    indent(ind + 2, out);
-                } else {
-                    out.push(' ');
-                }
-                emit_map(m, ind + 2, out);
-            }
-            Value::Array(a) if !a.is_empty() => {
-                if in_map {
-                    out.push('\n');
-                    indent(ind, out);
-                    emit_seq(a, ind, out);
-                } else {
-                    out.push(' ');
-                    emit_seq(a, ind + 2, out);
-                }
-            }
-            other => {
-                out.push(' ');
-                let col = out.rsplit('\n').next().map_or(0, |l| l.chars().count());
-                out.push_str(&scalar(other, ind, col));
-                out.push('\n');
-            }
-        }
-    }
-
-    fn scalar(v: &Value, ind: usize, col: usize) -> String {
-        match v {
-            Value::Null => "null".into(),
-            Value::Bool(b) => b.to_string(),
-            Value::Number(n) => {
-                if let Some(i) = n.as_i64() {
-                    i.to_string()
-                } else if let Some(u) = n.as_u64() {
-                    u.to_string()
-                } else {
-                    let f = n.as_f64().unwrap_or(0.0);
-                    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e15 {
-                        format!("{}", f as i64)
-                    } else {
-                        format_go_float(f)
-                    }
-                }
-            }
-            Value::String(s) => string(s, ind, false, col),
-            Value::Object(_) => "{}".into(),
-            Value::Array(_) => "[]".into(),
-        }
-    }
-
-    /// Whether yaml.v2 would resolve a plain scalar to something other than a string.
-    fn resolves_non_string(s: &str) -> bool {
-        const SPECIAL: [&str; 22] = [
-            "", "~", "null", "Null", "NULL", "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No",
-            "NO", "true", "True", "TRUE", "on", "On", "ON", "false",
-        ];
-        const MORE: [&str; 5] = ["False", "FALSE", "off", "Off", "OFF"];
-        if SPECIAL.contains(&s) || MORE.contains(&s) || is_timestamp(s) {
-            return true;
-        }
-        if matches!(
-            s,
-            ".inf"
-                | ".Inf"
-                | ".INF"
-                | "+.inf"
-                | "+.Inf"
-                | "+.INF"
-                | "-.inf"
-                | "-.Inf"
-                | "-.INF"
-                | ".nan"
-                | ".NaN"
-                | ".NAN"
-                | "<<"
-        ) {
-            return true;
-        }
-        let t = s.replace('_', "");
-        let body = t.strip_prefix(['+', '-']).unwrap_or(&t);
-        if body.is_empty() {
-            return false;
-        }
-        if let Some(h) = body.strip_prefix("0x") {
-            return !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit());
-        }
-        if let Some(b) = body.strip_prefix("0b") {
-            return !b.is_empty() && b.chars().all(|c| c == '0' || c == '1');
-        }
-        if body.chars().all(|c| c.is_ascii_digit()) {
-            return true;
-        }
-        // Floats: digits with one dot and an optional exponent.
-        let (mant, exp) = match body.find(['e', 'E']) {
-            Some(i) => (&body[..i], Some(&body[i + 1..])),
-            None => (body, None),
-        };
-        let mant_ok = {
-            let parts: Vec<&str> = mant.split('.').collect();
-            match parts.as_slice() {
-                [a] => !a.is_empty() && a.chars().all(|c| c.is_ascii_digit()),
-                [a, b] => {
-                    (!a.is_empty() || !b.is_empty())
-                        && a.chars().all(|c| c.is_ascii_digit())
-                        && b.chars().all(|c| c.is_ascii_digit())
-                }
-                _ => false,
-            }
-        };
-        let exp_ok = match exp {
-            None => true,
-            Some(e) => {
-                let e = e.strip_prefix(['+', '-']).unwrap_or(e);
-                !e.is_empty() && e.chars().all(|c| c.is_ascii_digit())
-            }
-        };
-        // A bare integer-looking mantissa with an exponent is a float too;
-        // a mantissa without '.' and without exponent was handled above.
-        mant_ok && exp_ok && (mant.contains('.') || exp.is_some()) || is_base60(body)
-    }
-
-    /// yaml.v2 resolves these to timestamps, so a string spelled like one is quoted.
-    fn is_timestamp(s: &str) -> bool {
-        static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
-        RE.get_or_init(|| {
-            regex::Regex::new(
-                r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(([Tt][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2}))|( [0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?))?$",
-            )
-            .ok()
-        })
-        .as_ref()
-        .is_some_and(|re| re.is_match(s))
-    }
-
-    fn is_base60(s: &str) -> bool {
-        // yaml.v2 treats 1:20 (sexagesimal) as a number when quoting.
-        let parts: Vec<&str> = s.split(':').collect();
-        parts.len() > 1
-            && parts[0].chars().all(|c| c.is_ascii_digit())
-            && !parts[0].is_empty()
-            && parts[1..]
-                .iter()
-                .all(|p| p.len() == 2 && p.chars().all(|c| c.is_ascii_digit()))
-    }
-
-    fn plain_allowed(s: &str, key: bool) -> bool {
-        let b = s.as_bytes();
-        if b.is_empty() {
-            return false;
-        }
-        let first = s.chars().next().unwrap_or(' ');
-        if matches!(
-            first,
-            '-' | '?'
-                | ':'
-                | ','
-                | '['
-                | ']'
-                | '{'
-                | '}'
-                | '#'
-                | '&'
-                | '*'
-                | '!'
-                | '|'
-                | '>'
-                | '\''
-                | '"'
-                | '%'
-                | '@'
-                | '`'
-        ) {
-            // "-x" / "?x" / ":x" are fine when followed by a non-space.
-            let second = s.chars().nth(1);
-            let ok =
-                matches!(first, '-' | '?' | ':') && second.is_some_and(|c| c != ' ' && c != '\t');
-            if !ok {
-                return false;
-            }
-        }
-        if s.starts_with(' ') || s.ends_with(' ') || s.starts_with('\t') || s.ends_with('\t') {
-            return false;
-        }
-        if s.contains(": ") || s.contains(" #") || s.ends_with(':') || s.contains(":\t") {
-            return false;
-        }
-        if s.starts_with("---") || s.starts_with("...") {
-            return false;
-        }
-        if key && s.contains(['{', '}', '[', ']', ',']) {
-            return false;
-        }
-        s.chars().all(|c| !c.is_control() && c != '\u{feff}')
-    }
-
-    /// yaml.v2's line width: a value's plain or single-quoted scalar is
-    /// broken at a space once the line is past this column.
-    const BEST_WIDTH: usize = 80;
-
-    /// `col` is the column the scalar starts at (values only; keys never fold).
-    fn string(s: &str, ind: usize, key: bool, col: usize) -> String {
-        if !key && s.contains('\n') {
-            return literal(s, ind);
-        }
-        if resolves_non_string(s) || s.chars().any(char::is_control) {
-            return double_quoted(s);
-        }
-        if plain_allowed(s, key) {
-            return if key { s.to_string() } else { fold(s, col, ind + 2, false) };
-        }
-        let quoted = format!("'{}'", s.replace('\'', "''"));
-        if key {
-            quoted
-        } else {
-            fold(&quoted, col, ind + 2, true)
-        }
-    }
-
-    /// Breaks a scalar at single spaces past [`BEST_WIDTH`], continuing at
-    /// `indent`, as yaml.v2's plain and single-quoted writers do (a quoted
-    /// scalar never breaks at its first or last character).
-    fn fold(s: &str, col: usize, indent: usize, quoted: bool) -> String {
-        let chars: Vec<char> = s.chars().collect();
-        let mut out = String::with_capacity(s.len());
-        let mut column = col;
-        let mut spaces = false;
-        for (i, &c) in chars.iter().enumerate() {
-            if c == ' ' {
-                let next_space = chars.get(i + 1) == Some(&' ');
-                let edge = quoted && (i == 1 || i + 2 == chars.len());
-                if !spaces && column > BEST_WIDTH && !next_space && !edge {
-                    out.push('\n');
-                    for _ in 0..indent {
-                        out.push(' ');
-                    }
-                    column = indent;
-                } else {
-                    out.push(c);
-                    column += 1;
-                }
-                spaces = true;
-            } else {
-                out.push(c);
-                column += 1;
-                spaces = false;
-            }
-        }
-        out
-    }
-
-    fn double_quoted(s: &str) -> String {
-        let mut out = String::from("\"");
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\t' => out.push_str("\\t"),
-                '\r' => out.push_str("\\r"),
-                '\0' => out.push_str("\\0"),
-                c if c.is_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-        out
-    }
-
-    fn literal(s: &str, ind: usize) -> String {
-        let chomp = if s.ends_with("\n\n") || s == "\n" {
-            "+"
-        } else if s.ends_with('\n') {
-            ""
-        } else {
-            "-"
-        };
-        let lead = if s.starts_with(' ') { "2" } else { "" };
-        let mut out = format!("|{lead}{chomp}");
-        let body = s.strip_suffix('\n').unwrap_or(s);
-        for line in body.split('\n') {
-            out.push('\n');
-            if !line.is_empty() {
-                for _ in 0..ind + 2 {
-                    out.push(' ');
-                }
-                out.push_str(line);
-            }
-        }
-        out
-    }
 }
 
 #[cfg(test)]

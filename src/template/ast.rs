@@ -130,6 +130,8 @@ pub struct Number {
     pub int: i64,
     /// Float value.
     pub float: f64,
+    /// Real and imaginary parts of a complex constant.
+    pub complex: (f64, f64),
 }
 
 /// An operand.

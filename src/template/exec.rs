@@ -17,6 +17,10 @@ use std::rc::Rc;
 /// The most templates (`template`, `include`, `tpl`) that may be nested.
 pub const MAX_NESTING: usize = 5000;
 
+/// The most nodes one execution may visit: Go would loop for ever on some
+/// hostile templates (exponential `template` recursion); this engine stops.
+pub const MAX_STEPS: u64 = 50_000_000;
+
 /// Stack space kept free before growing (bytes), and the size of each new segment.
 const RED_ZONE: usize = 128 * 1024;
 const STACK_SEGMENT: usize = 4 * 1024 * 1024;
@@ -61,6 +65,7 @@ pub(crate) struct Shared<'e> {
     included: RefCell<HashMap<String, usize>>,
     written: Cell<usize>,
     nesting: Cell<usize>,
+    steps: Cell<u64>,
 }
 
 impl<'e> Shared<'e> {
@@ -70,6 +75,7 @@ impl<'e> Shared<'e> {
             included: RefCell::new(HashMap::new()),
             written: Cell::new(0),
             nesting: Cell::new(0),
+            steps: Cell::new(0),
         }
     }
 
@@ -218,6 +224,11 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
 
     fn walk(&mut self, dot: &Tv, node: &'t Node, out: &mut String) -> R<()> {
         self.cur = Cur::Node(node);
+        let steps = self.sh.steps.get() + 1;
+        self.sh.steps.set(steps);
+        if steps > MAX_STEPS {
+            return self.errorf(format!("execution exceeded {MAX_STEPS} steps"));
+        }
         match node {
             Node::Text(t) => self.write(out, t),
             Node::Action(a) => {
@@ -234,7 +245,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             }
             Node::If(c) | Node::With(c) => {
                 let mark = self.vars.len();
-                let r = (|| {
+                let r = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
                     let v = self.eval_pipeline(dot, &c.pipe)?;
                     if v.is_truthy() {
                         if matches!(node, Node::With(_)) {
@@ -247,13 +258,15 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                     } else {
                         Ok(())
                     }
-                })();
+                });
                 self.vars.truncate(mark);
                 r
             }
             Node::Range(c) => {
                 let mark = self.vars.len();
-                let r = self.walk_range(dot, node, c, out);
+                let r = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+                    self.walk_range(dot, node, c, out)
+                });
                 self.vars.truncate(mark);
                 r
             }
@@ -296,7 +309,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 .map(|(k, v)| (Value::str(k.as_str()), v.clone(), *kind != MapKind::String))
                 .collect(),
             Value::Nil => Vec::new(),
-            Value::Object(o) => match o.entries() {
+            Value::Object(o) => match object_entries(o.as_ref()) {
                 Some(e) => e.into_iter().map(|(k, v)| (k, v, false)).collect(),
                 None => {
                     return self.errorf(format!("range can't iterate over {}", go_float_text(&val)))
@@ -460,7 +473,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             && !t.contains(['p', 'P']);
         let is_rune = t.starts_with('\'');
         if n.is_complex {
-            return self.errorf(format!("complex constant {t} is not supported"));
+            return Ok(Value::Object(Rc::new(GoComplex(n.complex.0, n.complex.1))));
         }
         if n.is_float && !is_hex_int && !is_rune && t.contains(['.', 'e', 'E', 'p', 'P']) {
             return Ok(Value::Float(n.float));
@@ -627,10 +640,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                         self.cur = Cur::Arg(node);
                         self.errorf(format!("error calling {name}: {e}"))
                     }
-                    None => self.errorf(format!(
-                        "can't evaluate field {name} in type {}",
-                        o.type_name()
-                    )),
+                    None => self.errorf(format!("can't evaluate field {name} in type {typ}")),
                 }
             }
             _ => self.errorf(format!("can't evaluate field {name} in type {typ}")),
@@ -972,6 +982,51 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             param.go_type(),
             tv.v.type_name()
         ))
+    }
+}
+
+/// The Go map or slice behind a map-like object (`.Files`, a glob result):
+/// its own entries, or the view it gives `toJson`.
+pub(crate) fn object_entries(o: &dyn GoObject) -> Option<Vec<(Value, Value)>> {
+    if let Some(e) = o.entries() {
+        return Some(e);
+    }
+    match o.to_json_value() {
+        Value::Map(m, _) => Some(
+            m.borrow()
+                .iter()
+                .map(|(k, v)| (Value::str(k.as_str()), v.clone()))
+                .collect(),
+        ),
+        Value::List(l, _) => Some(
+            l.iter()
+                .enumerate()
+                .map(|(i, v)| (Value::Int(i as i64), v.clone()))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// A Go `complex128` constant (only printable: no function takes one).
+#[derive(Debug)]
+struct GoComplex(f64, f64);
+
+impl GoObject for GoComplex {
+    fn type_name(&self) -> &str {
+        "complex128"
+    }
+    fn field(&self, _name: &str) -> Option<Value> {
+        None
+    }
+    fn fmt_go(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let re = crate::yaml::format_go_float(self.0);
+        let im = crate::yaml::format_go_float(self.1);
+        let sign = if im.starts_with(['-', '+']) { "" } else { "+" };
+        write!(f, "({re}{sign}{im}i)")
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

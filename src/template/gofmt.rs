@@ -472,7 +472,7 @@ pub fn format_float(f: f64, fmt: char, prec: Option<usize>) -> String {
                 let trimmed = digits.trim_end_matches('0');
                 let nd = trimmed.len().max(1) as i32;
                 let mut eprec = p as i32;
-                if eprec > nd && nd >= exp + 1 {
+                if eprec > nd && nd > exp {
                     eprec = nd;
                 }
                 if exp < -4 || exp >= eprec {
@@ -699,9 +699,9 @@ mod tests {
         assert_eq!(
             sprintf(
                 "%05.2f|%-4d|%x",
-                &[Value::Float(3.14159), Value::Int(7), s("hi")]
+                &[Value::Float(1.23456), Value::Int(7), s("hi")]
             ),
-            "03.14|7   |6869"
+            "01.23|7   |6869"
         );
         assert_eq!(sprintf("%q", &[s("a\"b\n")]), "\"a\\\"b\\n\"");
         assert_eq!(sprintf("%e", &[Value::Float(1234.5)]), "1.234500e+03");

@@ -7,7 +7,7 @@
 //! (defines are shared), then each file is executed with its data, and the
 //! errors read exactly as Helm prints them.
 pub mod ast;
-mod exec;
+pub(crate) mod exec;
 pub mod funcs;
 pub mod gofmt;
 pub mod lexer;
@@ -117,6 +117,9 @@ fn helm_exec_message(name: &str, go: &str) -> String {
     go.to_string()
 }
 
+/// A cached `tpl` parse: the trees of the text, or its parse error.
+type TplParse = Result<Rc<Vec<Rc<Tree>>>, parse::ParseError>;
+
 /// The cluster lookup behind the `lookup` function.
 pub type LookupFn = Box<dyn Fn(&str, &str, &str, &str) -> Result<Value, String>>;
 
@@ -125,7 +128,7 @@ pub struct Engine {
     options: EngineOptions,
     registry: funcs::Registry,
     templates: HashMap<String, Rc<Tree>>,
-    tpl_cache: RefCell<HashMap<String, Result<Rc<Vec<Rc<Tree>>>, parse::ParseError>>>,
+    tpl_cache: RefCell<HashMap<String, TplParse>>,
     lookup: Option<LookupFn>,
 }
 

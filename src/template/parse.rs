@@ -6,8 +6,9 @@ use super::ast::{
 use super::lexer::{lex, Item, Tok};
 use std::rc::Rc;
 
-/// How deeply expressions and control structures may nest (Go: 10000).
-const MAX_DEPTH: usize = 10000;
+/// How deeply parentheses and control structures may nest. Real templates
+/// stay far below; the bound keeps hostile input from exhausting the stack.
+const MAX_DEPTH: usize = 1000;
 
 /// A parse error, in Go's terms.
 #[derive(Debug, Clone, PartialEq)]
@@ -261,6 +262,7 @@ fn new_number(tok: &Item) -> Result<Number, String> {
         is_complex: false,
         int: 0,
         float: 0.0,
+        complex: (0.0, 0.0),
     };
     match tok.typ {
         Tok::CharConstant => {
@@ -291,25 +293,50 @@ fn new_number(tok: &Item) -> Result<Number, String> {
             return Ok(n);
         }
         Tok::Complex => {
+            // real part, then a signed imaginary part ending in 'i'
+            let body = &text[..text.len() - 1];
+            let split = body
+                .char_indices()
+                .skip(1)
+                .filter(|(i, c)| {
+                    (*c == '+' || *c == '-')
+                        && !matches!(body.as_bytes()[i - 1], b'e' | b'E' | b'p' | b'P')
+                })
+                .map(|(i, _)| i)
+                .last();
+            let Some(at) = split else {
+                return Err(format!(
+                    "illegal number syntax: {}",
+                    super::gofmt::quote_go(&text)
+                ));
+            };
+            match (parse_go_float(&body[..at]), parse_go_float(&body[at..])) {
+                (Some(re), Some(im)) => n.complex = (re, im),
+                _ => {
+                    return Err(format!(
+                        "illegal number syntax: {}",
+                        super::gofmt::quote_go(&text)
+                    ))
+                }
+            }
             n.is_complex = true;
             return Ok(n);
         }
         _ => {}
     }
     if text.ends_with('i') {
-        if parse_go_float(&text[..text.len() - 1]).is_some() {
+        if let Some(im) = parse_go_float(&text[..text.len() - 1]) {
             n.is_complex = true;
+            n.complex = (0.0, im);
             return Ok(n);
         }
     }
     let mut uval = None;
     if let Some((neg, u)) = parse_go_int(&text) {
-        if !neg && !text.starts_with('+') || (!neg && text.starts_with('+')) {
-            // ParseUint rejects a sign
-            if !text.starts_with('+') {
-                n.is_uint = true;
-                uval = Some(u);
-            }
+        // ParseUint rejects a sign
+        if !neg && !text.starts_with('+') {
+            n.is_uint = true;
+            uval = Some(u);
         }
         if neg {
             if u <= 1u64 << 63 {
@@ -457,7 +484,7 @@ impl<'a> Parser<'a> {
             match self.text_or_action()? {
                 TA::Node(n) => root.nodes.push(n),
                 TA::End => return Err(self.errorf("unexpected {{end}}")),
-                TA::Else(_) => return Err(self.errorf("unexpected {{else}}")),
+                TA::Else => return Err(self.errorf("unexpected {{else}}")),
                 TA::None => {}
             }
         }
@@ -512,7 +539,7 @@ impl<'a> Parser<'a> {
             match self.text_or_action()? {
                 TA::Node(n) => list.nodes.push(n),
                 TA::End => return Ok((list, Ended::End)),
-                TA::Else(_) => return Ok((list, Ended::Else)),
+                TA::Else => return Ok((list, Ended::Else)),
                 TA::None => {}
             }
         }
@@ -559,10 +586,10 @@ impl<'a> Parser<'a> {
             Tok::Else => {
                 let pk = self.peek_non_space();
                 if pk.typ == Tok::If || pk.typ == Tok::With {
-                    return Ok(TA::Else(pk.pos));
+                    return Ok(TA::Else);
                 }
-                let t = self.expect(Tok::RightDelim, "else")?;
-                return Ok(TA::Else(t.pos));
+                self.expect(Tok::RightDelim, "else")?;
+                return Ok(TA::Else);
             }
             Tok::End => {
                 self.expect(Tok::RightDelim, "end")?;
@@ -583,7 +610,7 @@ impl<'a> Parser<'a> {
     fn control(&mut self, context: &str) -> PResult<Control> {
         self.enter()?;
         let nvars = self.vars.len();
-        let r = self.control_inner(context);
+        let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.control_inner(context));
         self.vars.truncate(nvars);
         self.depth -= 1;
         r
@@ -836,7 +863,7 @@ impl<'a> Parser<'a> {
             Tok::Nil => Arg::Nil(tok.pos),
             Tok::Variable => {
                 let name = tok.val.split('.').next().unwrap_or("").to_string();
-                if !self.vars.iter().any(|v| *v == name) {
+                if !self.vars.contains(&name) {
                     return Err(self.errorf(format!(
                         "undefined variable {}",
                         super::gofmt::quote_go(&name)
@@ -852,7 +879,9 @@ impl<'a> Parser<'a> {
             }
             Tok::LeftParen => {
                 self.enter()?;
-                let p = self.pipeline("parenthesized pipeline", Tok::RightParen);
+                let p = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+                    self.pipeline("parenthesized pipeline", Tok::RightParen)
+                });
                 self.depth -= 1;
                 Arg::Pipe(Box::new(p?))
             }
@@ -871,7 +900,7 @@ impl<'a> Parser<'a> {
 enum TA {
     Node(Node),
     End,
-    Else(usize),
+    Else,
     #[allow(dead_code)]
     None,
 }

@@ -198,7 +198,13 @@ struct Dec<'a> {
     i: usize,
     /// Go keeps decoding after a type error and reports the first one.
     type_err: Option<JsonError>,
+    depth: usize,
 }
+
+/// Go's scanner refuses JSON nested deeper than 10000 levels; this reader
+/// stops at the YAML reader's limit so that every recursive walk over the
+/// result stays inside a thread's stack.
+const MAX_JSON_DEPTH: usize = super::parse::MAX_DEPTH;
 
 impl Dec<'_> {
     fn err_at(&self, ctx: &str) -> JsonError {
@@ -220,6 +226,22 @@ impl Dec<'_> {
     }
     fn value(&mut self, ctx: &str) -> Result<Node, JsonError> {
         self.ws();
+        if matches!(self.b.get(self.i), Some(b'[' | b'{')) {
+            self.depth += 1;
+            if self.depth > MAX_JSON_DEPTH {
+                return Err(JsonError::Syntax {
+                    message: "exceeded max depth".into(),
+                    offset: self.i,
+                });
+            }
+            let r = self.scalar_or_collection(ctx);
+            self.depth -= 1;
+            return r;
+        }
+        self.scalar_or_collection(ctx)
+    }
+
+    fn scalar_or_collection(&mut self, ctx: &str) -> Result<Node, JsonError> {
         match self.b.get(self.i) {
             None => Err(self.err_at(ctx)),
             Some(b'{') => {
@@ -429,21 +451,36 @@ impl Dec<'_> {
 /// Go's `json.Unmarshal` into `interface{}`: numbers become [`Node::Float`],
 /// objects maps (duplicate keys: last wins). Errors are Go's messages.
 pub fn parse_json(text: &str) -> Result<Node, JsonError> {
+    match parse_json_partial(text) {
+        (_, Some(e)) => Err(e),
+        (n, None) => Ok(n),
+    }
+}
+
+/// Like [`parse_json`], but as Go leaves the target after a type error: the
+/// data decoded so far (an out-of-range number becomes null) together with
+/// the first error. After a syntax error the data is [`Node::Null`].
+pub fn parse_json_partial(text: &str) -> (Node, Option<JsonError>) {
+    match parse_json_inner(text) {
+        Ok((n, e)) => (n, e),
+        Err(e) => (Node::Null, Some(e)),
+    }
+}
+
+fn parse_json_inner(text: &str) -> Result<(Node, Option<JsonError>), JsonError> {
     let mut d = Dec {
         s: text,
         b: text.as_bytes(),
         i: 0,
         type_err: None,
+        depth: 0,
     };
     let v = d.value("looking for beginning of value")?;
     d.ws();
     if d.i < d.b.len() {
         return Err(d.err_at("after top-level value"));
     }
-    match d.type_err {
-        Some(e) => Err(e),
-        None => Ok(v),
-    }
+    Ok((v, d.type_err))
 }
 
 /// The JSON kind Go names in `cannot unmarshal X into ...`.

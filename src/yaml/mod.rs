@@ -4,7 +4,21 @@
 //! (YAML 1.1 scalars, numbers become float64 after the JSON round trip) and
 //! writes it with the same pair (sorted keys, yaml.v2's quoting and folding).
 //! No Rust crate matches that byte for byte, so this module owns it, and the
-//! parser crate underneath can change here without touching anything else.
+//! parser crate underneath (yaml-rust2's event stream) can change here
+//! without touching anything else.
+//!
+//! Reading:
+//! - [`parse_values`]: values files, `-f`, `fromYaml` (a map; numbers float64).
+//! - [`parse_values_array`]: `fromYamlArray`; [`parse_yaml_to_json`]: any shape.
+//! - [`parse_documents`] / [`parse_document`]: manifests and Chart.yaml, with
+//!   yaml.v2's int/float types kept.
+//! - [`parse_json`]: `encoding/json` into `interface{}`; [`parse_toml`]: `fromToml`.
+//!
+//! Writing:
+//! - [`to_yaml`] (`toYaml`, sigs.k8s.io/yaml.Marshal), [`to_yaml_pretty`]
+//!   (`toYamlPretty`, yaml.v3), [`to_json`] / [`to_json_pretty`]
+//!   (`encoding/json`), [`to_toml`] (BurntSushi), and Go's number texts
+//!   [`format_go_float`], [`format_json_float`].
 use std::collections::BTreeMap;
 
 mod emit;
@@ -16,18 +30,20 @@ mod probe_emit;
 #[cfg(test)]
 mod probe_parse;
 mod resolve;
+mod toml;
 #[cfg(test)]
 mod yaml_tests;
 
 pub use emit::{to_yaml, to_yaml_pretty, try_to_yaml, yaml_key_cmp, EmitError};
 pub use error::YamlError;
 pub use json::{
-    format_json_float, parse_json, to_json, to_json_pretty, try_to_json, try_to_json_pretty,
-    JsonEncodeError, JsonError,
+    format_json_float, parse_json, parse_json_partial, to_json, to_json_pretty, try_to_json,
+    try_to_json_pretty, JsonEncodeError, JsonError,
 };
 pub use parse::{
     parse_document, parse_documents, parse_values, parse_values_array, parse_yaml_to_json,
 };
+pub use toml::{parse_toml, to_toml, try_to_toml, TomlEncodeError, TomlError};
 
 /// A parsed YAML (or JSON) document: the data model shared by charts, values,
 /// manifests and releases.

@@ -54,11 +54,266 @@ enum Frame {
     Map(Vec<Raw>, usize, Marker),
 }
 
+/// Why one pass of [`load_once`] stopped.
+enum LoadFail {
+    Yaml(YamlError),
+    /// yaml-rust2 (YAML 1.2) refused a line inside a flow collection for its
+    /// indentation, which libyaml ignores: `(line, flow start line)`, 1-based.
+    FlowIndent(usize, usize),
+    /// The same text with a YAML 1.1 spelling yaml-rust2 lacks rewritten.
+    Rewrite(String),
+}
+
+/// Indents the continuation lines of the quoted scalar starting at `start`
+/// (up to its closing quote, or to the end) two columns past its first line.
+fn reindent_quoted(chars: &[char], start: usize) -> Option<String> {
+    let quote = *chars.get(start)?;
+    if quote != '"' && quote != '\'' {
+        return None;
+    }
+    // The end of the scalar.
+    let mut i = start + 1;
+    while i < chars.len() {
+        let c = chars[i];
+        if quote == '"' && c == '\\' {
+            i += 2;
+            continue;
+        }
+        if c == quote {
+            if quote == '\'' && chars.get(i + 1) == Some(&'\'') {
+                i += 2;
+                continue;
+            }
+            break;
+        }
+        i += 1;
+    }
+    let end = i.min(chars.len());
+    let line_start = chars[..start]
+        .iter()
+        .rposition(|&c| c == '\n')
+        .map_or(0, |p| p + 1);
+    let indent = chars[line_start..]
+        .iter()
+        .take_while(|&&c| c == ' ')
+        .count();
+    let want = indent + 2;
+    let mut out: Vec<char> = Vec::with_capacity(chars.len() + 64);
+    let mut changed = false;
+    for (k, &c) in chars.iter().enumerate() {
+        out.push(c);
+        if c == '\n' && k >= start && k < end {
+            let have = chars[k + 1..].iter().take_while(|&&c| c == ' ').count();
+            if have < want {
+                out.extend(std::iter::repeat(' ').take(want - have));
+                changed = true;
+            }
+        }
+    }
+    changed.then(|| out.into_iter().collect())
+}
+
+/// yaml.v2 accepts `\'` in a double-quoted scalar (an apostrophe); yaml-rust2
+/// does not. Rewrites those escapes in the scalar starting at `start`.
+fn rewrite_quote_escapes(chars: &[char], start: usize) -> Option<String> {
+    if chars.get(start) != Some(&'"') {
+        return None;
+    }
+    let mut out: Vec<char> = chars[..=start].to_vec();
+    let mut i = start + 1;
+    let mut changed = false;
+    while i < chars.len() {
+        match chars[i] {
+            '"' => break,
+            '\\' if chars.get(i + 1) == Some(&'\'') => {
+                out.push('\'');
+                changed = true;
+                i += 2;
+                continue;
+            }
+            '\\' => {
+                out.push('\\');
+                if let Some(&c) = chars.get(i + 1) {
+                    out.push(c);
+                }
+                i += 2;
+                continue;
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    if !changed {
+        return None;
+    }
+    out.extend(chars.get(i..).unwrap_or(&[]));
+    Some(out.into_iter().collect())
+}
+
 /// Reads the documents of a stream as node trees. `None` for an empty document.
 /// With `first_only`, stops after the first document, like `yaml.Unmarshal`.
 fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
     // libyaml skips a byte order mark at the start of the stream.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    precheck(text)?;
+    let mut owned: Option<String> = None;
+    for _ in 0..200 {
+        let current = owned.as_deref().unwrap_or(text);
+        match load_once(current, first_only) {
+            Ok(docs) => return Ok(docs),
+            Err(LoadFail::Yaml(e)) => return Err(e),
+            Err(LoadFail::Rewrite(t)) => owned = Some(t),
+            Err(LoadFail::FlowIndent(line, start)) => {
+                // Whitespace inside a flow collection carries no meaning:
+                // indent the refused line past the collection's own line.
+                let lines: Vec<&str> = current.split('\n').collect();
+                let start_indent = lines
+                    .get(start.saturating_sub(1))
+                    .map(|l| l.len() - l.trim_start_matches(' ').len())
+                    .unwrap_or(0);
+                let mut out = String::with_capacity(current.len() + 64);
+                for (i, l) in lines.iter().enumerate() {
+                    if i > 0 {
+                        out.push('\n');
+                    }
+                    if i + 1 == line {
+                        let have = l.len() - l.trim_start_matches(' ').len();
+                        let want = start_indent + 2;
+                        if have >= want {
+                            // No progress possible: report yaml-rust2's error.
+                            return load_once(current, first_only).map_err(|f| match f {
+                                LoadFail::Yaml(e) => e,
+                                LoadFail::FlowIndent(..) | LoadFail::Rewrite(_) => {
+                                    flow_indent_error(line)
+                                }
+                            });
+                        }
+                        out.push_str(&" ".repeat(want - have));
+                    }
+                    out.push_str(l);
+                }
+                owned = Some(out);
+            }
+        }
+    }
+    Err(flow_indent_error(0))
+}
+
+fn flow_indent_error(line: usize) -> YamlError {
+    YamlError::Syntax {
+        problem: "did not find expected ',' or ']'".into(),
+        line,
+        column: 1,
+        go_line: line.saturating_sub(1),
+        document: 0,
+    }
+}
+
+/// Checks libyaml makes that yaml-rust2 does not: only `%YAML 1.1`
+/// documents, and no `...` before the first document.
+fn precheck(text: &str) -> Result<(), YamlError> {
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_end();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if let Some(v) = t.strip_prefix("%YAML") {
+            let v = v.split('#').next().unwrap_or("").trim();
+            if v != "1.1" {
+                return Err(YamlError::Syntax {
+                    problem: "found incompatible YAML document".into(),
+                    line: i + 1,
+                    column: 1,
+                    go_line: i,
+                    document: 0,
+                });
+            }
+            continue;
+        }
+        if t.starts_with('%') {
+            continue;
+        }
+        if t == "..." || t.starts_with("... ") {
+            return Err(YamlError::Syntax {
+                problem: "did not find expected node content".into(),
+                line: i + 1,
+                column: 1,
+                go_line: i,
+                document: 0,
+            });
+        }
+        break;
+    }
+    Ok(())
+}
+
+/// The escapes of the double-quoted scalar starting at `start`: libyaml
+/// (YAML 1.1) does not know `\/`, which yaml-rust2 accepts.
+fn check_double_quoted(chars: &[char], start: usize, document: usize) -> Result<(), YamlError> {
+    if chars.get(start) != Some(&'"') {
+        return Ok(());
+    }
+    let mut i = start + 1;
+    while i < chars.len() {
+        match chars[i] {
+            '"' => return Ok(()),
+            '\\' => {
+                if chars.get(i + 1) == Some(&'/') {
+                    let line0 = chars[..i].iter().filter(|&&c| c == '\n').count();
+                    return Err(YamlError::Syntax {
+                        problem: "found unknown escape character".into(),
+                        line: line0 + 1,
+                        column: 1,
+                        go_line: if line0 == 0 { 0 } else { line0 + 1 },
+                        document,
+                    });
+                }
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
+/// libyaml gives an empty string for a block scalar without content unless
+/// it keeps trailing breaks (`|+`); yaml-rust2 gives the line break.
+fn block_scalar_value(chars: &[char], start: usize, value: String) -> String {
+    if value.is_empty() || !value.chars().all(|c| c == '\n') {
+        return value;
+    }
+    let header: String = chars
+        .iter()
+        .skip(start)
+        .take_while(|&&c| c != '\n' && c != '#')
+        .collect();
+    if header.contains('+') {
+        value
+    } else {
+        String::new()
+    }
+}
+
+/// Nesting deeper than this is refused, so that decoding, converting,
+/// emitting and dropping the tree (all recursive) stay inside a 2 MiB thread
+/// stack even in debug builds. Go has no such limit for YAML (its stacks
+/// grow) and 10000 for JSON; real charts stay far below (a few dozen levels).
+pub(crate) const MAX_DEPTH: usize = 200;
+
+fn check_depth(depth: usize, mark: &Marker, document: usize) -> Result<(), LoadFail> {
+    if depth >= MAX_DEPTH {
+        return Err(LoadFail::Yaml(YamlError::Decode {
+            message: format!("exceeded max depth of {MAX_DEPTH}"),
+            line: mark.line(),
+            column: mark.col() + 1,
+            document,
+        }));
+    }
+    Ok(())
+}
+
+fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail> {
+    let chars: Vec<char> = text.chars().collect();
     let mut parser = Parser::new_from_str(text);
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
@@ -67,9 +322,36 @@ fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
     let mut doc_index = 0usize;
     let mut in_doc = false;
     loop {
-        let (ev, mark) = parser
-            .next_token()
-            .map_err(|e| syntax_error(text, &e, doc_index))?;
+        let (ev, mark) = match parser.next_token() {
+            Ok(x) => x,
+            Err(e) => {
+                if e.info().contains("invalid indentation in quoted scalar") {
+                    // libyaml does not check the indentation of a quoted
+                    // scalar's continuation lines (their leading blanks are
+                    // folded away anyway): indent them and read again.
+                    if let Some(fixed) = reindent_quoted(&chars, e.marker().index()) {
+                        return Err(LoadFail::Rewrite(fixed));
+                    }
+                }
+                if e.info().ends_with("found unknown escape character") {
+                    if let Some(fixed) = rewrite_quote_escapes(&chars, e.marker().index()) {
+                        return Err(LoadFail::Rewrite(fixed));
+                    }
+                }
+                if e.info().starts_with("invalid indentation") {
+                    let flow_start = stack.iter().rev().find_map(|f| {
+                        let m = match f {
+                            Frame::Seq(_, _, m) | Frame::Map(_, _, m) => m,
+                        };
+                        matches!(chars.get(m.index()), Some('[' | '{')).then(|| m.line())
+                    });
+                    if let Some(start) = flow_start {
+                        return Err(LoadFail::FlowIndent(e.marker().line(), start));
+                    }
+                }
+                return Err(LoadFail::Yaml(syntax_error(text, &e, doc_index)));
+            }
+        };
         let done: Option<(Raw, usize)> = match ev {
             Event::StreamStart | Event::Nothing => None,
             Event::StreamEnd => break,
@@ -100,32 +382,47 @@ fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
                         0,
                     )),
                     None => {
-                        return Err(YamlError::Decode {
+                        return Err(LoadFail::Yaml(YamlError::Decode {
                             message: format!("anchor '{name}' value contains itself"),
                             line: mark.line(),
                             column: mark.col() + 1,
                             document: doc_index,
-                        })
+                        }))
                     }
                 }
             }
             Event::Scalar(value, style, anchor, tag) => Some((
-                Raw {
-                    kind: RawKind::Scalar {
-                        value,
-                        style,
-                        tag: tag.map(|t| tag_name(&t)),
-                    },
-                    line: mark.line(),
-                    col: mark.col() + 1,
+                {
+                    let value = match style {
+                        TScalarStyle::DoubleQuoted => {
+                            check_double_quoted(&chars, mark.index(), doc_index)
+                                .map_err(LoadFail::Yaml)?;
+                            value
+                        }
+                        TScalarStyle::Literal | TScalarStyle::Folded => {
+                            block_scalar_value(&chars, mark.index(), value)
+                        }
+                        _ => value,
+                    };
+                    Raw {
+                        kind: RawKind::Scalar {
+                            value,
+                            style,
+                            tag: tag.map(|t| tag_name(&t)),
+                        },
+                        line: mark.line(),
+                        col: mark.col() + 1,
+                    }
                 },
                 anchor,
             )),
             Event::SequenceStart(anchor, _) => {
+                check_depth(stack.len(), &mark, doc_index)?;
                 stack.push(Frame::Seq(Vec::new(), anchor, mark));
                 None
             }
             Event::MappingStart(anchor, _) => {
+                check_depth(stack.len(), &mark, doc_index)?;
                 stack.push(Frame::Map(Vec::new(), anchor, mark));
                 None
             }
@@ -262,6 +559,7 @@ fn libyaml_problem(info: &str) -> (String, bool) {
         ("found incompatible YAML document", true),
         ("duplicate version directive", true),
         ("invalid trailing content after double-quoted scalar", true),
+        ("illegal placement of ':' indicator", true),
     ];
     for (p, parser) in parser_problems {
         if info.ends_with(p) {
@@ -275,6 +573,7 @@ fn libyaml_problem(info: &str) -> (String, bool) {
                 "invalid trailing content after double-quoted scalar" => {
                     "did not find expected key"
                 }
+                "illegal placement of ':' indicator" => "did not find expected ',' or ']'",
                 other => other,
             };
             return (text.to_string(), parser);
@@ -285,6 +584,9 @@ fn libyaml_problem(info: &str) -> (String, bool) {
         || info.contains("tabs disallowed")
     {
         "found character that cannot start any token".to_string()
+    } else if info.ends_with("did not find expected hexadecimal number") {
+        // libyaml's spelling.
+        "did not find expected hexdecimal number".to_string()
     } else if info.ends_with("found a tab") {
         "found a tab character that violates indentation".to_string()
     } else if info == "simple key expect ':'" || info == "simple key expected" {
@@ -308,6 +610,8 @@ struct Decoder {
     /// Nodes decoded while expanding an alias.
     alias_count: u64,
     alias_depth: usize,
+    /// Current nesting, aliases expanded.
+    depth: usize,
     document: usize,
 }
 
@@ -335,6 +639,17 @@ impl Decoder {
     }
 
     fn decode(&mut self, raw: &Raw) -> Result<V, YamlError> {
+        // Alias chains can nest deeper than the text does.
+        if self.depth >= 2 * MAX_DEPTH {
+            return Err(self.fail(raw, format!("exceeded max depth of {MAX_DEPTH}")));
+        }
+        self.depth += 1;
+        let r = self.decode_inner(raw);
+        self.depth -= 1;
+        r
+    }
+
+    fn decode_inner(&mut self, raw: &Raw) -> Result<V, YamlError> {
         self.decode_count += 1;
         if self.alias_depth > 0 {
             self.alias_count += 1;
@@ -730,6 +1045,7 @@ fn decode_docs(text: &str, first_only: bool) -> Result<Vec<Option<V>>, YamlError
             decode_count: 0,
             alias_count: 0,
             alias_depth: 0,
+            depth: 0,
             document: i,
         };
         out.push(match d {

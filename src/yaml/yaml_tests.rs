@@ -92,6 +92,10 @@ fn emitters_match_helm() {
                 let Node::Map(m) = &n else { panic!() };
                 to_yaml(&m["s"]).trim_end_matches('\n').to_string()
             }
+            "yaml_a" => {
+                let Node::Map(m) = &n else { panic!() };
+                to_yaml(&m["a"]).trim_end_matches('\n').to_string()
+            }
             "pretty" => to_yaml_pretty(&n).trim_end_matches('\n').to_string(),
             "json" => to_json(&n, true),
             "rawjson" => to_json(&n, false),
@@ -127,4 +131,186 @@ fn emit_errors_give_empty_output() {
     assert_eq!(to_yaml(&Node::Str("a\u{85}b".into())), "a b\n");
     assert_eq!(to_yaml(&Node::Null), "null\n");
     assert_eq!(to_yaml(&Node::Map(Default::default())), "{}\n");
+}
+
+mod props {
+    use super::super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// Strings yaml.v2 can read back after Go's JSON encoding (no DEL, C1
+    /// controls or non-characters, which make Helm's toYaml fail; no NEL,
+    /// which yaml.v2 folds).
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-zA-Z0-9 _.:#'\"-]{0,12}",
+            "(yes|no|on|off|y|n|true|null|~|0x1F|017|1e3|1:30|2024-01-01|- a|a: b| a |<<|\\.inf)",
+            any::<String>().prop_map(|s| s
+                .chars()
+                .filter(|&c| {
+                    let n = c as u32;
+                    !(n == 0x7f || (0x80..0xa0).contains(&n) || n == 0xfffe || n == 0xffff)
+                })
+                .collect()),
+        ]
+    }
+
+    fn scalar() -> impl Strategy<Value = Node> {
+        prop_oneof![
+            text().prop_map(Node::Str),
+            any::<bool>().prop_map(Node::Bool),
+            (-1_000_000_000i64..1_000_000_000).prop_map(|i| Node::Float(i as f64)),
+            // -0 is written as 0, as Helm writes it.
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| Node::Float(if f == 0.0 { 0.0 } else { f })),
+            Just(Node::Null),
+        ]
+    }
+
+    fn tree() -> impl Strategy<Value = Node> {
+        scalar().prop_recursive(3, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Node::Seq),
+                prop::collection::btree_map(text(), inner, 0..5).prop_map(Node::Map),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn parsers_never_panic(s in any::<String>()) {
+            let _ = parse_values(&s);
+            let _ = parse_documents(&s);
+            let _ = parse_json(&s);
+            let _ = parse_toml(&s);
+        }
+
+        #[test]
+        fn parsers_never_panic_on_yamlish(s in "[-:{}\\[\\]&*!|>'\"%@`#?, \\n\\ta-z0-9<.~]{0,40}") {
+            let _ = parse_values(&s);
+            let _ = parse_documents(&s);
+            let _ = parse_toml(&s);
+        }
+
+        #[test]
+        fn to_yaml_round_trips(m in prop::collection::btree_map(text(), tree(), 0..6)) {
+            // A `<<` key is written plain and read back as a merge key, in
+            // Helm too; leave it out.
+            fn no_merge_keys(n: Node) -> Node {
+                match n {
+                    Node::Map(m) => Node::Map(
+                        m.into_iter()
+                            .filter(|(k, _)| k != "<<")
+                            .map(|(k, v)| (k, no_merge_keys(v)))
+                            .collect(),
+                    ),
+                    Node::Seq(items) => Node::Seq(items.into_iter().map(no_merge_keys).collect()),
+                    other => other,
+                }
+            }
+            let n = no_merge_keys(Node::Map(m));
+            let text = to_yaml(&n);
+            let back = parse_values(&text);
+            prop_assert!(back.is_ok(), "{text:?}: {back:?}");
+            let back = back.unwrap_or_default();
+            // The JSON round trip is the identity for these values.
+            prop_assert_eq!(to_json(&back, true), to_json(&n, true), "{}", text);
+        }
+
+        #[test]
+        fn json_round_trips(m in prop::collection::btree_map(text(), tree(), 0..6)) {
+            let n = Node::Map(m);
+            let text = to_json(&n, false);
+            let back = parse_json(&text);
+            prop_assert!(back.is_ok(), "{text:?}");
+            prop_assert_eq!(back.unwrap_or_default(), n);
+        }
+
+        #[test]
+        fn toml_round_trips(m in prop::collection::btree_map("[a-z]{1,5}", prop_oneof![
+            "[a-zA-Z0-9 _.\"\\\\]{0,8}".prop_map(Node::Str),
+            any::<bool>().prop_map(Node::Bool),
+            any::<i64>().prop_map(Node::Int),
+        ], 0..6)) {
+            let n = Node::Map(m);
+            let text = to_toml(&n);
+            let back = parse_toml(&text);
+            prop_assert!(back.is_ok(), "{text:?}: {back:?}");
+            prop_assert_eq!(back.unwrap_or_default(), n);
+        }
+    }
+
+    #[test]
+    fn empty_map_round_trip() {
+        let n = Node::Map(BTreeMap::new());
+        assert_eq!(parse_values(&to_yaml(&n)).unwrap(), n);
+    }
+}
+
+#[test]
+fn deep_nesting_does_not_overflow_the_stack() {
+    let deep_yaml = format!("{}x", "- ".repeat(100_000));
+    let deep_flow = "[".repeat(100_000);
+    let deep_json = "[".repeat(100_000) + &"]".repeat(100_000);
+    let deep_toml = format!("a = {}", "[".repeat(100_000));
+    let deep_toml_key = format!(
+        "[{}]\n{} = 1",
+        vec!["k"; 100_000].join("."),
+        vec!["k"; 100].join(".")
+    );
+    let r = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            let a = parse_values_array(&deep_yaml).is_err();
+            let b = parse_values(&deep_flow).is_err();
+            let c = parse_json(&deep_json).is_err();
+            let d = parse_toml(&deep_toml).is_err() && parse_toml(&deep_toml_key).is_err();
+            (a, b, c, d)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(r, (true, true, true, true));
+}
+
+#[test]
+fn alias_chains_and_limits() {
+    let mut s = String::from("a0: &a0 [x]\n");
+    for i in 1..3000 {
+        s.push_str(&format!("a{i}: &a{i} [*a{}]\n", i - 1));
+    }
+    let r = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || parse_values(&s).map(|_| ()).map_err(|e| e.to_string()))
+        .unwrap()
+        .join()
+        .unwrap();
+    // Refused (by the alias budget or the depth limit), without a crash.
+    assert!(r.is_err());
+    // Deep but allowed, then written back.
+    let json = "[".repeat(199) + &"]".repeat(199);
+    let yaml = format!("{}x", "- ".repeat(199));
+    let r = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            let j = parse_json(&json).unwrap();
+            let y = parse_values_array(&yaml).unwrap();
+            (
+                to_json(&j, true).len(),
+                to_yaml(&y).len(),
+                to_yaml(&j).len(),
+            )
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(r.0, 398);
+    assert!(r.1 > 0 && r.2 > 0);
+    assert_eq!(
+        parse_json(&"[".repeat(201)).unwrap_err().to_string(),
+        "exceeded max depth"
+    );
 }

@@ -82,6 +82,7 @@ pub fn start_fake_apiserver() -> u16 {
                     if r.read_line(&mut line).unwrap_or(0) == 0 {
                         return;
                     }
+                    let method = line.split_whitespace().next().unwrap_or("GET").to_string();
                     let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
                     let mut clen = 0usize;
                     loop {
@@ -100,29 +101,42 @@ pub fn start_fake_apiserver() -> u16 {
                     let mut body = vec![0; clen];
                     let _ = r.read_exact(&mut body);
                     let p = path.split('?').next().unwrap_or("");
-                    let (code, json) = match p {
-                        "/version" => (
-                            200,
-                            r#"{"major":"1","minor":"32","gitVersion":"v1.32.0","gitCommit":"","gitTreeState":"","buildDate":"","goVersion":"","compiler":"gc","platform":"linux/amd64"}"#,
-                        ),
-                        "/api" => (
-                            200,
-                            r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"127.0.0.1"}]}"#,
-                        ),
-                        "/api/v1" => (
-                            200,
-                            r#"{"kind":"APIResourceList","groupVersion":"v1","resources":[]}"#,
-                        ),
-                        "/apis" => (
-                            200,
-                            r#"{"kind":"APIGroupList","apiVersion":"v1","groups":[]}"#,
-                        ),
-                        _ => (
-                            404,
-                            r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#,
-                        ),
+                    // ConfigMaps exist in discovery but every write is
+                    // refused: a chart that renders one fails to install.
+                    let (code, json) = if method != "GET" {
+                        (
+                            403,
+                            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"writes are refused by the test API server","reason":"Forbidden","code":403}"#,
+                        )
+                    } else {
+                        match p {
+                            "/version" => (
+                                200,
+                                r#"{"major":"1","minor":"32","gitVersion":"v1.32.0","gitCommit":"","gitTreeState":"","buildDate":"","goVersion":"","compiler":"gc","platform":"linux/amd64"}"#,
+                            ),
+                            "/api" => (
+                                200,
+                                r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"127.0.0.1"}]}"#,
+                            ),
+                            "/api/v1" => (
+                                200,
+                                r#"{"kind":"APIResourceList","groupVersion":"v1","resources":[{"name":"configmaps","singularName":"configmap","namespaced":true,"kind":"ConfigMap","verbs":["create","delete","get","list","patch","update","watch"],"shortNames":["cm"]}]}"#,
+                            ),
+                            "/apis" => (
+                                200,
+                                r#"{"kind":"APIGroupList","apiVersion":"v1","groups":[]}"#,
+                            ),
+                            _ => (
+                                404,
+                                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"not found","reason":"NotFound","code":404}"#,
+                            ),
+                        }
                     };
-                    let msg = if code == 200 { "OK" } else { "Not Found" };
+                    let msg = match code {
+                        200 => "OK",
+                        403 => "Forbidden",
+                        _ => "Not Found",
+                    };
                     let resp = format!(
                         "HTTP/1.1 {code} {msg}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
                         json.len()
@@ -227,7 +241,16 @@ icon: https://example.com/icon.png\nkubeVersion: \">=1.20.0-0\"\ntype: applicati
 annotations:\n  category: Testing\n  example.com/x: \"1\"\n"),
     )
     .unwrap();
-    std::fs::write(c.join("README.md"), "# notes\n\nA chart with <only> notes & a test hook.\n").unwrap();
+    std::fs::write(
+        c.join("templates/cm.yaml"),
+        "{{- if .Values.cm }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  a: {{ .Values.a | quote }}\n{{- end }}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        c.join("README.md"),
+        "# notes\n\nA chart with <only> notes & a test hook.\n",
+    )
+    .unwrap();
     std::fs::write(
         c.join("values.schema.json"),
         "{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"type\": \"object\"}\n",

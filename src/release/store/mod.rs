@@ -130,7 +130,8 @@ pub(crate) fn check_name(s: &str) -> Result<(), StoreError> {
 
 /// Opens a store from a URL: `file:DIR` (also a bare path), `memory:`, or
 /// `postgresql://...`/`postgres://...` (also `postgresql:` alone, which
-/// takes every parameter from the `PG*` variables).
+/// takes every parameter from the `PG*` variables, and libpq's
+/// `host=... dbname=...` form).
 pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
     if let Some(dir) = url.strip_prefix("file:") {
         let dir = dir.strip_prefix("//").unwrap_or(dir);
@@ -142,7 +143,11 @@ pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
     if url == "memory:" {
         return Ok(Box::new(memory::MemoryStore::new()));
     }
-    if url.starts_with("postgresql:") || url.starts_with("postgres:") {
+    // libpq's key=value form (`host=... dbname=...`), which Helm also takes.
+    let kv_dsn = url.contains('=')
+        && !url.contains('/')
+        && url.split_whitespace().all(|kv| kv.contains('='));
+    if url.starts_with("postgresql:") || url.starts_with("postgres:") || kv_dsn {
         #[cfg(feature = "postgres")]
         {
             return Ok(Box::new(postgres::PgStore::connect(url)?));

@@ -43,6 +43,9 @@ pub enum OpError {
     /// The release was already uninstalled with `--keep-history`.
     #[error("the release named {0:?} is already deleted")]
     AlreadyDeleted(String),
+    /// `--filter` is not a valid regular expression.
+    #[error("{0}")]
+    Filter(String),
     /// Pruning old revisions failed.
     #[error("encountered {count} deletion errors. First is: {first}")]
     Prune {
@@ -56,8 +59,8 @@ pub enum OpError {
 /// What an operation's cluster work came to.
 pub type Outcome = Result<(), String>;
 
-/// Which releases `list` shows (Helm's state mask and namespace scope).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which releases `list` shows, in which order (Helm's `action.List`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ListQuery {
     /// `None` lists all namespaces (`-A`).
     pub namespace: Option<String>,
@@ -65,6 +68,16 @@ pub struct ListQuery {
     pub statuses: Vec<Status>,
     /// `-a`: every status.
     pub all: bool,
+    /// `--filter`: a regular expression release names must match.
+    pub filter: Option<String>,
+    /// `-d`: sort by last deployment (seconds), oldest first.
+    pub by_date: bool,
+    /// `-r`: reverse the order.
+    pub reverse: bool,
+    /// `--max`: at most this many (0: no limit).
+    pub limit: usize,
+    /// `--offset`: skip this many first.
+    pub offset: usize,
 }
 
 /// A release under way: the fields an install or upgrade renders.
@@ -163,7 +176,11 @@ impl<'a> Releases<'a> {
     /// `helm list`: the newest revision of each release, filtered by status,
     /// sorted by name (then namespace).
     pub fn list(&self, q: &ListQuery) -> Result<Vec<Release>, OpError> {
-        let all = self.store.list_all(q.namespace.as_deref())?;
+        let mut all = self.store.list_all(q.namespace.as_deref())?;
+        if let Some(f) = &q.filter {
+            let re = regex::Regex::new(f).map_err(|e| OpError::Filter(e.to_string()))?;
+            all.retain(|r| re.is_match(&r.name));
+        }
         let statuses: Vec<Status> = if q.all {
             Status::ALL.to_vec()
         } else if q.statuses.is_empty() {
@@ -195,7 +212,21 @@ impl<'a> Releases<'a> {
         out.retain(|r| statuses.contains(&r.info.status));
         // Helm sorts by name only; its sort is stable at these sizes, so
         // ties keep the store's order (database row order for SQL).
-        out.sort_by(|a, b| a.name.cmp(&b.name));
+        if q.by_date {
+            out.sort_by_key(|r| r.info.last_deployed.unix());
+        } else {
+            out.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        if q.reverse {
+            out.reverse();
+        }
+        if q.offset >= out.len() {
+            return Ok(Vec::new());
+        }
+        let mut out = out.split_off(q.offset);
+        if q.limit > 0 {
+            out.truncate(q.limit);
+        }
         Ok(out)
     }
 

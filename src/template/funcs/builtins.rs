@@ -63,7 +63,7 @@ fn len(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
         Value::Bytes(b) => b.len(),
         Value::List(l, _) => l.len(),
         Value::Map(m, _) => m.borrow().len(),
-        Value::Object(o) => match o.entries() {
+        Value::Object(o) => match crate::template::exec::object_entries(o.as_ref()) {
             Some(e) => e.len(),
             None => return Err(FuncError::msg(format!("len of type {}", v.type_name()))),
         },
@@ -138,7 +138,7 @@ fn index(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
                     None => Value::Nil,
                 }
             }
-            Value::Object(o) => match o.entries() {
+            Value::Object(o) => match crate::template::exec::object_entries(o.as_ref()) {
                 Some(entries) => {
                     let k = map_key(idx)?;
                     entries

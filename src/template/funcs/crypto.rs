@@ -12,6 +12,7 @@ use super::crypto_x509::{
     create_certificate, generate_rsa, parse_certificate, parse_private_key_pem, pem_decode,
     CertSpec, KeyError, PrivateKey,
 };
+use super::util::{go_bytes, go_string_from_bytes};
 use super::{CallContext, FuncError, FuncResult, Param, Registry};
 use crate::template::value::{GoObject, Value};
 use aes::cipher::{BlockDecrypt, BlockEncrypt, KeyInit};
@@ -118,11 +119,12 @@ fn cert_value(c: Certificate) -> Value {
 
 /// Sprig's `bcrypt`: a `$2a$` hash with Go's default cost 10, or the error text.
 fn bcrypt_hash(input: &str) -> String {
+    let input = go_bytes(input);
     if input.len() > 72 {
         return "failed to encrypt string with bcrypt: bcrypt: password length exceeds 72 bytes"
             .into();
     }
-    match bcrypt::hash_with_result(input, 10) {
+    match bcrypt::hash_with_result(&*input, 10) {
         Ok(parts) => parts.format_for_version(bcrypt::Version::TwoA),
         Err(e) => format!("failed to encrypt string with bcrypt: {e}"),
     }
@@ -198,21 +200,20 @@ fn master_password(counter: u32, kind: &str, password: &str, user: &str, site: &
     let Some(templates) = password_templates(kind) else {
         return format!("cannot find password template {kind}");
     };
+    let (password, user, site) = (go_bytes(password), go_bytes(user), go_bytes(site));
     let mut salt = MASTER_PASSWORD_SEED.as_bytes().to_vec();
     salt.extend((user.len() as u32).to_be_bytes());
-    salt.extend(user.as_bytes());
+    salt.extend(user.iter());
     let mut key = [0u8; 64];
     let derived = scrypt::Params::new(15, 8, 2, 64)
         .map_err(|e| e.to_string())
-        .and_then(|p| {
-            scrypt::scrypt(password.as_bytes(), &salt, &p, &mut key).map_err(|e| e.to_string())
-        });
+        .and_then(|p| scrypt::scrypt(&password, &salt, &p, &mut key).map_err(|e| e.to_string()));
     if let Err(e) = derived {
         return format!("failed to derive password: {e}");
     }
     let mut msg = MASTER_PASSWORD_SEED.as_bytes().to_vec();
     msg.extend((site.len() as u32).to_be_bytes());
-    msg.extend(site.as_bytes());
+    msg.extend(site.iter());
     msg.extend(counter.to_be_bytes());
     let Ok(mut mac) = <hmac::Hmac<rsa::sha2::Sha256> as Mac>::new_from_slice(&key) else {
         return "failed to derive password: bad key".into();
@@ -425,10 +426,10 @@ fn build_custom_cert(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let (_, der) = pem_decode(&cert).ok_or_else(|| msg("unable to decode certificate"))?;
     parse_certificate(&der)
         .map_err(|e| msg(format!("error parsing certificate: decodedCert.Bytes: {e}")))?;
-    let key_text = String::from_utf8_lossy(&key).into_owned();
+    let key_text = go_string_from_bytes(&key);
     parse_private_key_pem(&key_text).map_err(|e| msg(format!("error parsing private key: {e}")))?;
     Ok(cert_value(Certificate {
-        cert: String::from_utf8_lossy(&cert).into_owned(),
+        cert: go_string_from_bytes(&cert),
         key: key_text,
     }))
 }
@@ -449,7 +450,8 @@ pub fn go_base64_decode(src: &str) -> Result<Vec<u8>, usize> {
             _ => None,
         }
     }
-    let src = src.as_bytes();
+    let src = go_bytes(src);
+    let src: &[u8] = &src;
     let mut out = Vec::with_capacity(src.len() / 4 * 3);
     let mut si = 0;
     while si < src.len() {
@@ -517,7 +519,7 @@ pub fn go_base64_decode(src: &str) -> Result<Vec<u8>, usize> {
 
 fn aes_key(password: &str) -> aes::Aes256 {
     let mut key = [0u8; 32];
-    let p = password.as_bytes();
+    let p = go_bytes(password);
     let n = p.len().min(32);
     key[..n].copy_from_slice(&p[..n]);
     aes::Aes256::new(&key.into())
@@ -529,7 +531,7 @@ fn encrypt_aes(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
         return Ok(Value::str(""));
     }
     let cipher = aes_key(s(args, 0));
-    let mut content = plain.as_bytes().to_vec();
+    let mut content = go_bytes(plain).into_owned();
     let pad = 16 - content.len() % 16;
     content.extend(std::iter::repeat(pad as u8).take(pad));
     let mut iv = [0u8; 16];
@@ -589,7 +591,7 @@ fn decrypt_aes(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
         )));
     }
     plain.truncate(keep as usize);
-    Ok(Value::str(String::from_utf8_lossy(&plain).into_owned()))
+    Ok(Value::str(go_string_from_bytes(&plain)))
 }
 
 #[cfg(test)]

@@ -148,8 +148,8 @@ pub fn pem_decode(input: &[u8]) -> Option<(String, Vec<u8>)> {
         } else {
             block
         };
-        let cleaned: String = data.chars().filter(|c| !c.is_whitespace()).collect();
-        match base64::engine::general_purpose::STANDARD.decode(cleaned.as_bytes()) {
+        let cleaned: String = data.chars().filter(|c| *c != ' ' && *c != '\t').collect();
+        match super::crypto::go_base64_decode(&cleaned) {
             Ok(bytes) => return Some((kind.to_string(), bytes)),
             Err(_) => {
                 rest = after;
@@ -361,7 +361,8 @@ fn big(bytes: &[u8]) -> dsa::BigUint {
 
 /// Sprig's `parsePrivateKeyPEM`, with its error texts.
 pub fn parse_private_key_pem(pem: &str) -> Result<PrivateKey, KeyError> {
-    let (kind, der) = pem_decode(pem.as_bytes()).ok_or_else(|| kerr("no PEM data in input"))?;
+    let bytes = super::util::go_bytes(pem);
+    let (kind, der) = pem_decode(&bytes).ok_or_else(|| kerr("no PEM data in input"))?;
     if kind == "PRIVATE KEY" {
         return parse_pkcs8(&der).map_err(|e| kerr(format!("decoding PEM as PKCS#8: {e}")));
     }

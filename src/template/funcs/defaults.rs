@@ -59,7 +59,13 @@ fn ternary(_: &mut dyn super::CallContext, args: &[Value]) -> FuncResult {
 }
 
 fn deep_copy_fn(_: &mut dyn super::CallContext, args: &[Value]) -> FuncResult {
-    Ok(deep_copy(&arg(args, 0)))
+    match args.first() {
+        // copystructure panics on an untyped nil.
+        None | Some(Value::Nil) => Err(super::util::err(
+            "reflect: call of reflect.Value.Type on zero Value",
+        )),
+        Some(v) => Ok(deep_copy(v)),
+    }
 }
 
 fn hello(_: &mut dyn super::CallContext, _args: &[Value]) -> FuncResult {

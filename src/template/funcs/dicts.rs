@@ -37,9 +37,17 @@ pub fn deep_copy(v: &Value) -> Value {
 /// source value wins (also empty ones and nil), except that a non-empty
 /// destination map receiving a map is merged into instead.
 pub fn merge_maps(dst: &MapRef, src: &MapRef, overwrite: bool) {
-    if Rc::ptr_eq(dst, src) {
+    merge_visit(dst, src, overwrite, &mut Vec::new());
+}
+
+/// One level of [`merge_maps`]; `seen` holds the destination maps already
+/// being merged (mergo's visited set), so cyclic maps terminate.
+fn merge_visit(dst: &MapRef, src: &MapRef, overwrite: bool, seen: &mut Vec<*const ()>) {
+    let id = Rc::as_ptr(dst) as *const ();
+    if Rc::ptr_eq(dst, src) || seen.contains(&id) {
         return;
     }
+    seen.push(id);
     let entries: Vec<(String, Value)> = src
         .borrow()
         .iter()
@@ -59,7 +67,7 @@ pub fn merge_maps(dst: &MapRef, src: &MapRef, overwrite: bool) {
         }
         let dv = dst.borrow().get(&k).cloned();
         if let (Some(Value::Map(dm, _)), Value::Map(sm, _)) = (&dv, &sv) {
-            merge_maps(dm, sm, overwrite);
+            merge_visit(dm, sm, overwrite, seen);
         }
         // A non-empty destination is kept for a source list, and for a
         // source map when it is a map itself (merged in place above).
@@ -114,12 +122,18 @@ fn get(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
         .unwrap_or_else(|| Value::str("")))
 }
 
+/// A map passed as a `map[string]interface{}` parameter: Go converts a
+/// `chartutil.Values` to the parameter type, so that is what comes back.
+fn as_param_map(m: &MapRef) -> Value {
+    Value::Map(m.clone(), MapKind::Interface)
+}
+
 fn set(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let key = arg_str(args, 1).into_owned();
     match args.first() {
-        Some(d @ Value::Map(m, _)) => {
+        Some(Value::Map(m, _)) => {
             m.borrow_mut().insert(key, arg(args, 2));
-            Ok(d.clone())
+            Ok(as_param_map(m))
         }
         _ => Err(err("assignment to entry in nil map")),
     }
@@ -128,9 +142,9 @@ fn set(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
 fn unset(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let key = arg_str(args, 1);
     match args.first() {
-        Some(d @ Value::Map(m, _)) => {
+        Some(Value::Map(m, _)) => {
             m.borrow_mut().remove(key.as_ref());
-            Ok(d.clone())
+            Ok(as_param_map(m))
         }
         other => Ok(other.cloned().unwrap_or(Value::Nil)),
     }
@@ -195,7 +209,7 @@ fn omit(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
 
 fn merge_impl(args: &[Value], overwrite: bool) -> FuncResult {
     let dst = match args.first() {
-        Some(d @ Value::Map(..)) => d.clone(),
+        Some(Value::Map(m, _)) => as_param_map(m),
         // A nil destination map: mergo allocates a new one.
         _ => Value::empty_map(),
     };
@@ -360,6 +374,18 @@ mod tests {
             show("merge", &[a.clone(), d(&[("a", i(3)), ("z", Value::Nil)])]),
             "map[a:3]"
         );
+    }
+
+    #[test]
+    fn cyclic_maps_terminate() {
+        let a = Value::empty_map();
+        let b = d(&[("k", i(1))]);
+        if let (Value::Map(am, _), Value::Map(bm, _)) = (&a, &b) {
+            am.borrow_mut().insert("x".into(), a.clone());
+            bm.borrow_mut().insert("x".into(), b.clone());
+            merge_maps(am, bm, false);
+            assert!(am.borrow().contains_key("k"));
+        }
     }
 
     #[test]

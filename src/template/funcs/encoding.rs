@@ -342,4 +342,22 @@ mod tests {
         assert_eq!(show("adler32sum", &[s("hello")]), "103547413");
         assert!(show("sha512sum", &[s("hello")]).starts_with("9b71d224bd62f378"));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn base64_roundtrip(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            proptest::prop_assert_eq!(b64_decode(b64_encode(&data).as_bytes()), Ok(data));
+        }
+
+        #[test]
+        fn base32_roundtrip(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            proptest::prop_assert_eq!(b32_decode(b32_encode(&data).as_bytes()), Ok(data));
+        }
+
+        #[test]
+        fn decoders_never_panic(text in "[A-Za-z0-9+/=\\n!]{0,24}") {
+            let _ = b64_decode(text.as_bytes());
+            let _ = b32_decode(text.as_bytes());
+        }
+    }
 }

@@ -230,13 +230,15 @@ const SHORT_DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
+    let y = if m <= 2 { y.wrapping_sub(1) } else { y };
     let era = y.div_euclid(400);
-    let yoe = y - era * 400;
+    let yoe = y.rem_euclid(400);
     let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let doy = ((153 * mp + 2) / 5).wrapping_add(d).wrapping_sub(1);
+    let doe = (yoe * 365 + yoe / 4 - yoe / 100).wrapping_add(doy);
+    era.wrapping_mul(146_097)
+        .wrapping_add(doe)
+        .wrapping_sub(719_468)
 }
 
 /// The proleptic Gregorian date of a day count since 1970-01-01.
@@ -846,19 +848,17 @@ fn next_std_chunk(layout: &str) -> (&str, Option<Std>, &str) {
 
 /// Go's `time.quote`: double quotes, `\xNN` for control and non-ASCII bytes.
 pub fn go_time_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+    let bytes = super::util::go_bytes(s);
+    let mut out = String::with_capacity(bytes.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        if (c as u32) >= 0x80 || c < ' ' {
-            let mut buf = [0u8; 4];
-            for byte in c.encode_utf8(&mut buf).bytes() {
-                out.push_str(&format!("\\x{byte:02x}"));
-            }
+    for &b in bytes.iter() {
+        if !(b' '..0x80).contains(&b) {
+            out.push_str(&format!("\\x{b:02x}"));
         } else {
-            if c == '"' || c == '\\' {
+            if b == b'"' || b == b'\\' {
                 out.push('\\');
             }
-            out.push(c);
+            out.push(char::from(b));
         }
     }
     out.push('"');
@@ -917,23 +917,31 @@ fn getnum3(s: &str, fixed: bool) -> Option<(i64, &str)> {
 }
 
 /// Go's `skip`: consumes a literal prefix, where runs of spaces match runs of spaces.
-fn skip<'a>(mut value: &'a str, mut prefix: &str) -> Option<&'a str> {
-    while let Some(&p) = prefix.as_bytes().first() {
-        if p == b' ' {
-            if !value.is_empty() && !value.starts_with(' ') {
+fn skip<'a>(value: &'a str, prefix: &str) -> Option<&'a str> {
+    let (v, p) = (value.as_bytes(), prefix.as_bytes());
+    let (mut vi, mut pi) = (0, 0);
+    while pi < p.len() {
+        if p[pi] == b' ' {
+            if vi < v.len() && v[vi] != b' ' {
                 return None;
             }
-            prefix = prefix.trim_start_matches(' ');
-            value = value.trim_start_matches(' ');
+            while pi < p.len() && p[pi] == b' ' {
+                pi += 1;
+            }
+            while vi < v.len() && v[vi] == b' ' {
+                vi += 1;
+            }
             continue;
         }
-        if value.as_bytes().first() != Some(&p) {
+        if vi >= v.len() || v[vi] != p[pi] {
             return None;
         }
-        prefix = &prefix[1..];
-        value = &value[1..];
+        pi += 1;
+        vi += 1;
     }
-    Some(value)
+    // The matched bytes equal the whole prefix (a complete string) plus
+    // spaces, so `vi` is a character boundary.
+    value.get(vi..)
 }
 
 /// Go's `leadingInt`: leading decimal digits, failing on overflow.
@@ -1258,7 +1266,7 @@ pub fn parse_in_location(layout: &str, value: &str, loc: Location) -> Result<GoT
                         _ => 5,
                     };
                     let malformed = vb.len() < need
-                        || !value.is_char_boundary(need)
+                        || !vb[..need].is_ascii()
                         || (colon && (vb[3] != b':' || (secs && vb[6] != b':')));
                     let fields = if malformed {
                         None
@@ -1810,6 +1818,18 @@ impl GoObject for GoTime {
         })
     }
 
+    fn method_params(&self, name: &str) -> Option<(&'static [super::Param], Option<super::Param>)> {
+        use super::Param::{Any, Int, Int64, String as S};
+        Some(match name {
+            "Format" => (&[S], None),
+            // time.Duration is an int64 kind: untyped constants convert to it.
+            "Add" | "Truncate" | "Round" => (&[Int64], None),
+            "AddDate" => (&[Int, Int, Int], None),
+            "Sub" | "After" | "Before" | "Equal" | "Compare" => (&[Any], None),
+            _ => return None,
+        })
+    }
+
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         let want = |n: usize| -> Result<(), String> {
             if args.len() == n {
@@ -1954,6 +1974,11 @@ mod tests {
         );
         let e = parse_in_location("2006-01-02", "2024-02-30", Location::Utc).unwrap_err();
         assert_eq!(e.0, "parsing time \"2024-02-30\": day out of range");
+        let e = parse_in_location("2006", "x\u{e9}\u{10ffff}", Location::Utc).unwrap_err();
+        assert_eq!(
+            e.0,
+            "parsing time \"x\\xc3\\xa9\\xff\" as \"2006\": cannot parse \"x\\xc3\\xa9\\xff\" as \"2006\""
+        );
         let e = parse_in_location("2006", "2024x", Location::Utc).unwrap_err();
         assert_eq!(e.0, "parsing time \"2024x\": extra text: \"x\"");
         let e = parse_in_location("15", "25", Location::Utc).unwrap_err();
@@ -2002,6 +2027,26 @@ mod tests {
     }
 
     #[test]
+    fn odd_input_does_not_panic() {
+        for (layout, value) in [
+            ("é2006", "é2024"),
+            ("é2006", "è2024"),
+            ("2006 -07:00", "2024 +0é:00"),
+            ("2006 -0700", "2024 +é000"),
+            ("Jan", "Jé"),
+            ("MST", "ÉÉÉ"),
+            (".000", ".1é"),
+        ] {
+            let _ = parse_in_location(layout, value, Location::Utc);
+        }
+        let t = parse_in_location("é2006", "é2024", Location::Utc).unwrap();
+        assert_eq!(t.year(), 2024);
+        let big = GoTime::unix(i64::MAX / 2, 0);
+        let _ = big.add_date(i64::MAX, i64::MAX, i64::MAX).go_string();
+        let _ = GoTime::unix(i64::MIN / 2, 0).go_string();
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(format_duration(0), "0s");
         assert_eq!(format_duration(3_723_500_000_000), "1h2m3.5s");
@@ -2044,5 +2089,26 @@ mod tests {
             Location::load("../x"),
             Err(LoadLocationError::InvalidName)
         ));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics(layout in "\\PC{0,24}", value in "\\PC{0,24}") {
+            let _ = parse_in_location(&layout, &value, Location::Utc);
+        }
+
+        #[test]
+        fn rfc3339_nano_round_trips(sec in -62_135_596_800i64..253_402_300_799, nsec in 0i64..1_000_000_000, off in -86_399i32..86_400) {
+            let t = GoTime::unix(sec, nsec).in_loc(Location::Fixed(String::new(), off / 60 * 60));
+            let text = t.rfc3339_nano();
+            let back = parse_in_location("2006-01-02T15:04:05.999999999Z07:00", &text, Location::Utc).unwrap();
+            proptest::prop_assert_eq!((back.unix_sec(), back.nanosecond()), (sec, nsec));
+            proptest::prop_assert_eq!(back.rfc3339_nano(), text);
+        }
+
+        #[test]
+        fn durations_round_trip(d in proptest::num::i64::ANY) {
+            proptest::prop_assert_eq!(parse_duration(&format_duration(d)), Ok(d));
+        }
     }
 }

@@ -135,6 +135,11 @@ fn round(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     Ok(Value::Float(r / pow))
 }
 
+/// The most elements `until`, `untilStep` and `seq` produce. Go would try to
+/// build any size and die out of memory; past this bound the list is cut
+/// instead of exhausting the machine.
+pub const MAX_SEQUENCE: usize = 1 << 24;
+
 /// Sprig's `untilStep`: `[start, stop)` by `step`, empty when the step
 /// points the wrong way.
 pub fn until_step(start: i64, stop: i64, step: i64) -> Vec<i64> {
@@ -144,7 +149,7 @@ pub fn until_step(start: i64, stop: i64, step: i64) -> Vec<i64> {
             return v;
         }
         let mut i = start;
-        while i > stop {
+        while i > stop && v.len() < MAX_SEQUENCE {
             v.push(i);
             i = match i.checked_add(step) {
                 Some(n) => n,
@@ -157,7 +162,7 @@ pub fn until_step(start: i64, stop: i64, step: i64) -> Vec<i64> {
         return v;
     }
     let mut i = start;
-    while i < stop {
+    while i < stop && v.len() < MAX_SEQUENCE {
         v.push(i);
         i = match i.checked_add(step) {
             Some(n) => n,

@@ -35,32 +35,39 @@ fn int_arg(args: &[Value], i: usize) -> i64 {
 /// `count` characters drawn uniformly from `alphabet`; empty when count <= 0.
 /// (goutils draws from ' '..='z' and rejects what is not in the class, which
 /// is uniform over the class too.)
-fn random_string(count: i64, alphabet: &[u8]) -> String {
+fn random_string(count: i64, alphabet: &[u8]) -> Result<String, FuncError> {
     let Ok(count) = usize::try_from(count) else {
-        return String::new();
+        return Ok(String::new());
     };
+    if count > MAX_LEN {
+        return Err(FuncError::msg("runtime error: makeslice: len out of range"));
+    }
     let mut rng = rand::thread_rng();
-    (0..count)
+    Ok((0..count)
         .map(|_| char::from(alphabet[rng.gen_range(0..alphabet.len())]))
-        .collect()
+        .collect())
 }
+
+/// The largest random string or byte count served; Go would exhaust memory
+/// beyond this, we report its allocation error instead.
+const MAX_LEN: usize = 1 << 30;
 
 fn rand_alpha_num(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let alphabet: Vec<u8> = [DIGITS, LETTERS].concat();
-    Ok(Value::str(random_string(int_arg(args, 0), &alphabet)))
+    random_string(int_arg(args, 0), &alphabet).map(Value::str)
 }
 
 fn rand_alpha(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
-    Ok(Value::str(random_string(int_arg(args, 0), LETTERS)))
+    random_string(int_arg(args, 0), LETTERS).map(Value::str)
 }
 
 fn rand_numeric(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
-    Ok(Value::str(random_string(int_arg(args, 0), DIGITS)))
+    random_string(int_arg(args, 0), DIGITS).map(Value::str)
 }
 
 fn rand_ascii(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let printable: Vec<u8> = (32u8..=126).collect();
-    Ok(Value::str(random_string(int_arg(args, 0), &printable)))
+    random_string(int_arg(args, 0), &printable).map(Value::str)
 }
 
 /// Base64 of `count` random bytes. A negative count is Go's `make` panic.
@@ -68,7 +75,7 @@ fn rand_bytes(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let n = int_arg(args, 0);
     let n = usize::try_from(n)
         .ok()
-        .filter(|&n| n <= 1 << 30)
+        .filter(|&n| n <= MAX_LEN)
         .ok_or_else(|| FuncError::msg("runtime error: makeslice: len out of range"))?;
     let mut buf = vec![0u8; n];
     rand::thread_rng().fill_bytes(&mut buf);
@@ -94,7 +101,14 @@ fn shuffle(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
         Some(Value::Str(s)) => s.to_string(),
         _ => String::new(),
     };
-    let mut runes: Vec<char> = s.chars().collect();
+    // Go's []rune(s) turns every byte that is not UTF-8 into U+FFFD.
+    let mut runes: Vec<char> = s
+        .chars()
+        .map(|c| match super::util::raw_byte_of(c) {
+            Some(_) => char::REPLACEMENT_CHARACTER,
+            None => c,
+        })
+        .collect();
     let mut rng = rand::thread_rng();
     for i in (1..runes.len()).rev() {
         let j = rng.gen_range(0..=i);

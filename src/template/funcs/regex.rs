@@ -58,6 +58,7 @@ fn translate(pat: &str, ascii_classes: bool) -> String {
     let mut i = 0;
     let mut in_class = false;
     let mut class_start = false;
+    let mut names: Vec<String> = Vec::new();
     while i < chars.len() {
         let c = chars[i];
         if c == '\\' && i + 1 < chars.len() {
@@ -137,6 +138,29 @@ fn translate(pat: &str, ascii_classes: bool) -> String {
             i += 1;
             continue;
         }
+        if c == '(' && chars.get(i + 1) == Some(&'?') {
+            // Named groups: Go allows a name twice, the regex crate does not.
+            let name_start = match (chars.get(i + 2), chars.get(i + 3)) {
+                (Some('P'), Some('<')) => Some(i + 4),
+                (Some('<'), _) => Some(i + 3),
+                _ => None,
+            };
+            if let Some(ns) = name_start {
+                if let Some(len) = chars[ns..].iter().position(|&x| x == '>') {
+                    let name: String = chars[ns..ns + len].iter().collect();
+                    out.extend(&chars[i..ns]);
+                    if names.contains(&name) {
+                        out.push_str(&format!("{name}__dup{}", names.len()));
+                    } else {
+                        out.push_str(&name);
+                    }
+                    names.push(name);
+                    out.push('>');
+                    i = ns + len + 1;
+                    continue;
+                }
+            }
+        }
         match c {
             '[' => {
                 in_class = true;
@@ -169,6 +193,11 @@ fn slice_bytes(s: &str, start: usize, end: usize) -> String {
         .to_string()
 }
 
+/// The last `(` before byte offset `at` (the group an error is in).
+fn open_paren(pat: &str, at: usize) -> usize {
+    pat.get(..at).and_then(|p| p.rfind('(')).unwrap_or(at)
+}
+
 /// Go's error for a pattern the parser rejects.
 fn go_error(pat: &str) -> Option<GoRegexError> {
     use regex_syntax::ast::ErrorKind as K;
@@ -199,19 +228,18 @@ fn go_error(pat: &str) -> Option<GoRegexError> {
                 | K::EscapeHexEmpty
                 | K::EscapeHexInvalid
                 | K::EscapeHexInvalidDigit
-                | K::ClassEscapeInvalid => ("invalid escape sequence", slice_bytes(pat, s, t)),
-                K::ClassRangeInvalid | K::ClassRangeLiteral => {
-                    ("invalid character class range", slice_bytes(pat, s, t))
-                }
+                | K::ClassEscapeInvalid
+                | K::ClassRangeLiteral => ("invalid escape sequence", slice_bytes(pat, s, t)),
+                K::ClassRangeInvalid => ("invalid character class range", slice_bytes(pat, s, t)),
                 K::GroupNameDuplicate { .. } => {
                     ("duplicate capture group name", slice_bytes(pat, s, t))
                 }
                 K::GroupNameEmpty | K::GroupNameInvalid | K::GroupNameUnexpectedEof => (
                     "invalid named capture",
-                    slice_bytes(pat, pat[..s].rfind('(').unwrap_or(s), t + 1),
+                    slice_bytes(pat, open_paren(pat, s), t + 1),
                 ),
                 _ => {
-                    let open = pat[..s.min(pat.len())].rfind('(').unwrap_or(s);
+                    let open = open_paren(pat, s);
                     (
                         "invalid or unsupported Perl syntax",
                         slice_bytes(pat, open, t.max(s + 1)),
@@ -224,6 +252,9 @@ fn go_error(pat: &str) -> Option<GoRegexError> {
             });
         }
     };
+    if let Some(e) = check_repetitions(pat, &ast) {
+        return Some(e);
+    }
     let mut tr = regex_syntax::hir::translate::Translator::new();
     if let Err(e) = tr.translate(pat, &ast) {
         let sp = e.span();
@@ -235,8 +266,68 @@ fn go_error(pat: &str) -> Option<GoRegexError> {
     None
 }
 
+/// Go's limits that the Rust parser does not have: a repetition operator
+/// applied directly to another one (`a**`) and counts above 1000.
+fn check_repetitions(pat: &str, ast: &regex_syntax::ast::Ast) -> Option<GoRegexError> {
+    use regex_syntax::ast::{Ast, RepetitionKind, RepetitionRange};
+    match ast {
+        Ast::Repetition(rep) => {
+            if let Some(e) = check_repetitions(pat, &rep.ast) {
+                return Some(e);
+            }
+            if let Ast::Repetition(inner) = rep.ast.as_ref() {
+                return Some(GoRegexError {
+                    code: "invalid nested repetition operator".into(),
+                    expr: slice_bytes(pat, inner.op.span.start.offset, rep.op.span.end.offset),
+                });
+            }
+            if let RepetitionKind::Range(r) = &rep.op.kind {
+                let too_big = match r {
+                    RepetitionRange::Exactly(n) | RepetitionRange::AtLeast(n) => *n > 1000,
+                    RepetitionRange::Bounded(a, b) => *a > 1000 || *b > 1000,
+                };
+                if too_big {
+                    let op = slice_bytes(pat, rep.op.span.start.offset, rep.op.span.end.offset);
+                    return Some(GoRegexError {
+                        code: "invalid repeat count".into(),
+                        expr: op.trim_end_matches('?').to_string(),
+                    });
+                }
+            }
+            None
+        }
+        Ast::Group(g) => check_repetitions(pat, &g.ast),
+        Ast::Alternation(a) => a.asts.iter().find_map(|x| check_repetitions(pat, x)),
+        Ast::Concat(c) => c.asts.iter().find_map(|x| check_repetitions(pat, x)),
+        _ => None,
+    }
+}
+
 /// Compiles a Go (RE2) pattern; the error is Go's `regexp.Compile` error.
+/// Recently used patterns are cached per thread (templates call the regex
+/// functions in loops).
 pub fn compile(pat: &str) -> Result<Regex, GoRegexError> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Result<Regex, GoRegexError>>> =
+            RefCell::new(HashMap::new());
+    }
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(pat).cloned()) {
+        return hit;
+    }
+    let res = compile_uncached(pat);
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= 512 {
+            c.clear();
+        }
+        c.insert(pat.to_string(), res.clone());
+    });
+    res
+}
+
+fn compile_uncached(pat: &str) -> Result<Regex, GoRegexError> {
     let pre = translate(pat, false);
     if let Some(e) = go_error(&pre) {
         return Err(e);
@@ -461,6 +552,18 @@ mod tests {
         assert_eq!(
             show("mustRegexFind", &[s("[z-a]"), s("x")]),
             "ERR: error parsing regexp: invalid character class range: `z-a`"
+        );
+        assert_eq!(
+            show("mustRegexFind", &[s("a+*?"), s("x")]),
+            "ERR: error parsing regexp: invalid nested repetition operator: `+*?`"
+        );
+        assert_eq!(
+            show("mustRegexFind", &[s("a{1001}"), s("x")]),
+            "ERR: error parsing regexp: invalid repeat count: `{1001}`"
+        );
+        assert_eq!(
+            show("mustRegexFind", &[s("(?P<n>a)(?P<n>b)"), s("ab")]),
+            "ab"
         );
         assert_eq!(
             show("mustRegexFind", &[s("\\q"), s("x")]),

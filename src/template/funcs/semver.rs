@@ -594,6 +594,10 @@ impl GoObject for VersionObject {
 
     fn field(&self, name: &str) -> Option<Value> {
         let v = &self.version;
+        // Original has a pointer receiver: a semver.Version value lacks it.
+        if name == "Original" && !self.pointer {
+            return None;
+        }
         Some(match name {
             "Major" => Value::Int64(v.major as i64),
             "Minor" => Value::Int64(v.minor as i64),
@@ -611,6 +615,13 @@ impl GoObject for VersionObject {
 
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         let v = &self.version;
+        let pointer_method = matches!(
+            name,
+            "LessThan" | "LessThanEqual" | "GreaterThan" | "GreaterThanEqual" | "Equal" | "Compare"
+        );
+        if pointer_method && !self.pointer {
+            return None;
+        }
         let cmp = |args: &[Value]| version_arg(args, name).map(|o| v.compare(&o));
         Some(match name {
             "LessThan" => cmp(args).map(|o| Value::Bool(o == Ordering::Less)),
@@ -754,5 +765,29 @@ mod tests {
             constraint_matches(">=1.0", "abc"),
             Err(SemverError::InvalidSemVer)
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn version_display_roundtrip(
+            a in 0u64..1000, b in 0u64..1000, c in 0u64..1000,
+            pre in proptest::option::of("[a-z][a-z0-9]{0,5}(\\.[1-9][0-9]{0,2})?"),
+            meta in proptest::option::of("[a-z0-9]{1,6}"),
+        ) {
+            let mut text = format!("{a}.{b}.{c}");
+            if let Some(p) = &pre { text.push('-'); text.push_str(p); }
+            if let Some(m) = &meta { text.push('+'); text.push_str(m); }
+            let v = parse_version(&text).unwrap();
+            proptest::prop_assert_eq!(v.to_string(), text.clone());
+            proptest::prop_assert_eq!(parse_strict_version(&text).unwrap(), v.clone());
+            // A version always satisfies the exact constraint on itself.
+            let exact = format!("={}", text);
+            proptest::prop_assert!(constraint_matches(&exact, &text).unwrap());
+        }
+
+        #[test]
+        fn constraint_parser_never_panics(c in "[ <>=!~^|,.x*0-9v-]{0,16}") {
+            let _ = constraint_matches(&c, "1.2.3");
+        }
     }
 }

@@ -740,20 +740,24 @@ fn cat(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     s_ok(parts.join(" "))
 }
 
-/// Sprig's `indent`: pads the start and every line after a newline.
-pub fn indent_str(spaces: i64, s: &str) -> String {
-    let pad = " ".repeat(spaces.max(0) as usize);
+/// Sprig's `indent`: pads the start and every line after a newline
+/// (a negative count is `strings.Repeat`'s panic).
+pub fn indent_str(spaces: i64, s: &str) -> Result<String, super::FuncError> {
+    if spaces < 0 {
+        return Err(err("strings: negative Repeat count"));
+    }
+    let pad = " ".repeat(spaces as usize);
     let mut out = pad.clone();
     out.push_str(&s.replace('\n', &format!("\n{pad}")));
-    out
+    Ok(out)
 }
 
 fn indent(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    s_ok(indent_str(arg_int(a, 0), &arg_str(a, 1)))
+    s_ok(indent_str(arg_int(a, 0), &arg_str(a, 1))?)
 }
 
 fn nindent(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    s_ok(format!("\n{}", indent_str(arg_int(a, 0), &arg_str(a, 1))))
+    s_ok(format!("\n{}", indent_str(arg_int(a, 0), &arg_str(a, 1))?))
 }
 
 fn replace(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {

@@ -83,8 +83,8 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
                     || !b[i + 1].is_ascii_hexdigit()
                     || !b[i + 2].is_ascii_hexdigit()
                 {
-                    let bad = &s[i..(i + 3).min(s.len())];
-                    return Err(format!("invalid URL escape {}", go_quote(bad)));
+                    let bad = String::from_utf8_lossy(&b[i..(i + 3).min(b.len())]).into_owned();
+                    return Err(format!("invalid URL escape {}", go_quote(&bad)));
                 }
                 let v = u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap_or(0);
                 if mode == Mode::Host && v < 0x80 && &s[i..i + 3] != "%25" {
@@ -432,6 +432,7 @@ mod tests {
             show("urlParse", &[s("http://[::1")]),
             "ERR: unable to parse url: parse \"http://[::1\": missing ']' in host"
         );
+        assert!(show("urlParse", &[s("http://h/%€")]).contains("invalid URL escape"));
         assert_eq!(
             show("urlParse", &[s("mailto:a@b.c")]),
             "map[fragment: host: hostname: opaque:a@b.c path: query: scheme:mailto userinfo:]"

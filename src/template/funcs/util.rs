@@ -262,10 +262,21 @@ pub fn parse_go_float(s: &str) -> Option<f64> {
     }
     if !unsigned
         .bytes()
-        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-'))
+        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-' | b'_'))
     {
         return None;
     }
+    // Go accepts `_` between digits, as in Go literals (`1_000.5`).
+    let cleaned;
+    let s = if s.contains('_') {
+        if !underscore_ok(s) {
+            return None;
+        }
+        cleaned = s.replace('_', "");
+        cleaned.as_str()
+    } else {
+        s
+    };
     let v: f64 = s.parse().ok()?;
     if v.is_infinite() {
         None
@@ -729,7 +740,9 @@ mod tests {
         assert_eq!(to_float64(&Value::str("x")), 0.0);
         assert_eq!(to_float64(&Value::str("1e400")), 0.0);
         assert_eq!(to_float64(&Value::str("0x1p4")), 16.0);
-        assert_eq!(to_float64(&Value::str("1_0")), 0.0);
+        assert_eq!(to_float64(&Value::str("1_0")), 10.0);
+        assert_eq!(to_float64(&Value::str("1__0")), 0.0);
+        assert_eq!(to_float64(&Value::str("1._5")), 0.0);
         assert!(to_float64(&Value::str("-Inf")).is_infinite());
         assert_eq!(to_float64(&Value::Int(3)), 3.0);
     }
@@ -761,5 +774,26 @@ mod tests {
         assert_eq!(strslice(&l), vec!["1", "a", "2.5"]);
         assert!(strslice(&Value::Nil).is_empty());
         assert_eq!(strslice(&Value::Int(3)), vec!["3"]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn raw_bytes_survive(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            let s = go_string_from_bytes(&data);
+            let back = go_bytes(&s).into_owned();
+            proptest::prop_assert_eq!(back, data);
+        }
+
+        #[test]
+        fn parse_int_matches_decimal(n in proptest::prelude::any::<i64>()) {
+            proptest::prop_assert_eq!(parse_go_int(&n.to_string(), 0), Some(n));
+            proptest::prop_assert_eq!(parse_go_int(&n.to_string(), 10), Some(n));
+        }
+
+        #[test]
+        fn parse_float_reads_shortest_repr(f in proptest::num::f64::NORMAL) {
+            proptest::prop_assert_eq!(parse_go_float(&format!("{f}")), Some(f));
+            proptest::prop_assert_eq!(parse_go_float(&format!("{f:e}")), Some(f));
+        }
     }
 }

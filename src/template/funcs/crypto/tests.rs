@@ -556,3 +556,31 @@ fn self_signed_and_custom_cert() {
         "error processing alternate dns name: 1 is not a string"
     );
 }
+
+proptest::proptest! {
+    #[test]
+    fn go_base64_agrees_on_canonical_input(data in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+        let enc = base64::engine::general_purpose::STANDARD.encode(&data);
+        proptest::prop_assert_eq!(go_base64_decode(&enc), Ok(data));
+    }
+
+    #[test]
+    fn aes_round_trips(key in "\\PC{0,40}", plain in "\\PC{1,40}") {
+        let ct = text("encryptAES", &[st(&key), st(&plain)]);
+        proptest::prop_assert_eq!(text("decryptAES", &[st(&key), st(&ct)]), plain);
+    }
+}
+
+#[test]
+fn non_utf8_go_strings_keep_their_bytes() {
+    use crate::template::funcs::util::{go_bytes, go_string_from_bytes};
+    let plain = go_string_from_bytes(&[0xff, b'a', 0xc3, b'z']);
+    let key = go_string_from_bytes(&[0x80, b'k']);
+    let ct = text("encryptAES", &[st(&key), st(&plain)]);
+    let back = text("decryptAES", &[st(&key), st(&ct)]);
+    assert_eq!(go_bytes(&back).as_ref(), &[0xff, b'a', 0xc3, b'z']);
+    // The key is the password's bytes: a different byte is a different key.
+    let other = go_string_from_bytes(&[0x81, b'k']);
+    let wrong = call("decryptAES", &[st(&other), st(&ct)]).map(|v| v.to_string());
+    assert_ne!(wrong.ok().as_deref(), Some(back.as_str()));
+}
