@@ -21,44 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Cases known not to match yet, with the reason.
-const KNOWN_FAILURES: &[(&str, &str)] = &[
-    (
-        "syn_number_literals",
-        "engine: complex constants (`1i`) are not supported",
-    ),
-    (
-        "json_to_pretty",
-        "serialization family: toPrettyJson not registered yet",
-    ),
-    (
-        "json_from_array",
-        "serialization family: fromJsonArray not registered yet",
-    ),
-    (
-        "yaml_to_pretty_vs_plain",
-        "serialization family: toYamlPretty not registered yet",
-    ),
-    (
-        "toml_basic",
-        "serialization family: toToml not registered yet",
-    ),
-    (
-        "toml_values_floats",
-        "serialization family: toToml not registered yet",
-    ),
-    (
-        "toml_scalar_err_text",
-        "serialization family: toToml not registered yet",
-    ),
-    (
-        "toml_from",
-        "serialization family: fromToml not registered yet",
-    ),
-    (
-        "toml_from_invalid",
-        "serialization family: fromToml not registered yet",
-    ),
-];
+const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 const BEGIN: &str = "@@CONF_BEGIN@@";
 const END: &str = "@@CONF_END@@";
