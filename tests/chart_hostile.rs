@@ -215,6 +215,15 @@ fn non_gzip_and_truncated_data_fail_cleanly() {
     let p = dir.path().join("x.tgz");
     std::fs::write(&p, b"plain text").expect("write");
     let e = chart::load(&p).unwrap_err();
+    // Helm sniffs a 512-byte buffer: a short file is padded with NULs, so
+    // it reads as binary; a longer text file reads as text.
+    assert!(
+        e.to_string()
+            .ends_with("does not appear to be a gzipped archive; got 'application/octet-stream'"),
+        "{e}"
+    );
+    std::fs::write(&p, "plain text\n".repeat(60)).expect("write");
+    let e = chart::load(&p).unwrap_err();
     assert!(
         e.to_string()
             .ends_with("does not appear to be a gzipped archive; got 'text/plain; charset=utf-8'"),

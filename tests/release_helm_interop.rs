@@ -103,6 +103,9 @@ fn read_commands(revisions: &[u64]) -> Vec<Vec<String>> {
         vec!["get", "notes", "r1"],
         vec!["get", "hooks", "r1"],
         vec!["get", "all", "r1"],
+        vec!["get", "metadata", "r1"],
+        vec!["get", "metadata", "r1", "-o", "json"],
+        vec!["get", "metadata", "r2", "-n", "other", "-o", "yaml"],
         vec!["get", "notes", "r3"],
         vec!["get", "values", "r1", "--revision", "99"],
     ];
@@ -151,12 +154,13 @@ fn helm4_equivalent(args: &[String]) -> Option<Vec<String>> {
             }
         }
     }
-    // v4 prints DESCRIPTION in status tables and get all, and its status
-    // JSON/YAML follows Helm 4's record format: compared only on v3.
+    // v4 prints DESCRIPTION in status tables and get all, LABELS and
+    // APPLY_METHOD in get metadata, and its status JSON/YAML follows Helm 4's
+    // record format: compared only on v3.
     if a[0] == "status" && !a.iter().any(|x| x == "-o") {
         let i = a.iter().position(|x| x == "--show-desc")?;
         a.remove(i);
-    } else if a[0] == "status" || (a[0] == "get" && a[1] == "all") {
+    } else if a[0] == "status" || (a[0] == "get" && (a[1] == "all" || a[1] == "metadata")) {
         return None;
     }
     Some(a)

@@ -40,9 +40,6 @@ pub enum LoadError {
         /// The OS error, Go style (`no such file or directory`).
         message: String,
     },
-    /// A directory without Chart.yaml was given to [`load`].
-    #[error("no Chart.yaml exists in directory {0:?}")]
-    NotAChartDir(String),
     /// `load_file` was given a directory.
     #[error("cannot load a directory")]
     IsADirectory,
@@ -224,10 +221,6 @@ pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
     let path = path.as_ref();
     let meta = std::fs::metadata(path).map_err(|e| io_err("stat", path, &e))?;
     if meta.is_dir() {
-        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        if !abs.join("Chart.yaml").exists() {
-            return Err(LoadError::NotAChartDir(abs.display().to_string()));
-        }
         load_dir(path)
     } else {
         load_file(path)
@@ -276,25 +269,53 @@ fn is_gzip(data: &[u8]) -> bool {
     data.starts_with(&[0x1f, 0x8b, 0x08])
 }
 
-/// A small part of Go's `http.DetectContentType`, enough to name what a
-/// non-archive looks like.
+/// Go's `http.DetectContentType` on the 512-byte buffer Helm sniffs: a
+/// shorter file leaves NUL padding in the buffer, so it reads as binary. Only
+/// the signatures that can show up here are covered.
 fn detect_content_type(data: &[u8]) -> &'static str {
-    let head = &data[..data.len().min(512)];
-    if head.starts_with(b"PK\x03\x04") {
-        return "application/zip";
+    let mut head = [0u8; 512];
+    let n = data.len().min(512);
+    head[..n].copy_from_slice(&data[..n]);
+    let sigs: &[(&[u8], &str)] = &[
+        (b"%PDF-", "application/pdf"),
+        (b"%!PS-Adobe-", "application/postscript"),
+        (b"\xFE\xFF", "text/plain; charset=utf-16be"),
+        (b"\xFF\xFE", "text/plain; charset=utf-16le"),
+        (b"\xEF\xBB\xBF", "text/plain; charset=utf-8"),
+        (b"GIF87a", "image/gif"),
+        (b"GIF89a", "image/gif"),
+        (b"\xFF\xD8\xFF", "image/jpeg"),
+        (b"\x89PNG\r\n\x1a\n", "image/png"),
+        (b"BM", "image/bmp"),
+        (b"PK\x03\x04", "application/zip"),
+        (b"Rar!\x1A\x07\x00", "application/x-rar-compressed"),
+        (b"Rar!\x1A\x07\x01\x00", "application/x-rar-compressed"),
+        (b"\x00asm", "application/wasm"),
+    ];
+    let trimmed: &[u8] = {
+        let start = head.iter().position(|b| !b" \t\n\x0c\r".contains(b)).unwrap_or(head.len());
+        &head[start..]
+    };
+    let upper: Vec<u8> = trimmed.iter().take(16).map(u8::to_ascii_uppercase).collect();
+    for tag in [
+        &b"<!DOCTYPE HTML"[..], b"<HTML", b"<HEAD", b"<SCRIPT", b"<IFRAME", b"<H1", b"<DIV", b"<FONT",
+        b"<TABLE", b"<A", b"<STYLE", b"<TITLE", b"<B", b"<BODY", b"<BR", b"<P", b"<!--",
+    ] {
+        if upper.starts_with(tag) && upper.get(tag.len()).is_some_and(|c| *c == b' ' || *c == b'>') {
+            return "text/html; charset=utf-8";
+        }
     }
-    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        return "image/png";
+    if trimmed.starts_with(b"<?xml") {
+        return "text/xml; charset=utf-8";
     }
-    if head.starts_with(b"%PDF-") {
-        return "application/pdf";
+    for (sig, ct) in sigs {
+        if head.starts_with(sig) {
+            return ct;
+        }
     }
-    if head.starts_with(b"BZh") {
-        return "application/x-bzip2";
-    }
-    let binary = head.iter().any(|&b| {
-        b <= 0x08 || b == 0x0b || (0x0e..=0x1a).contains(&b) || (0x1c..=0x1f).contains(&b)
-    });
+    let binary = head
+        .iter()
+        .any(|&b| b <= 0x08 || b == 0x0b || (0x0e..=0x1a).contains(&b) || (0x1c..=0x1f).contains(&b));
     if binary {
         "application/octet-stream"
     } else {

@@ -144,6 +144,21 @@ fn msg(s: impl Into<String>) -> Box<dyn Error> {
 }
 
 fn collect_dir(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> CliResult {
+    collect_dir_guarded(root, dir, out, &mut Vec::new())
+}
+
+/// Walks `dir` recursively, following symlinks but refusing cycles.
+fn collect_dir_guarded(
+    root: &Path,
+    dir: &Path,
+    out: &mut Vec<(String, PathBuf)>,
+    stack: &mut Vec<PathBuf>,
+) -> CliResult {
+    let canon = std::fs::canonicalize(dir).map_err(|e| msg(format!("{}: {e}", dir.display())))?;
+    if stack.contains(&canon) {
+        return Err(msg(format!("{}: symbolic link cycle", dir.display())));
+    }
+    stack.push(canon);
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| msg(format!("{}: {e}", dir.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -151,7 +166,7 @@ fn collect_dir(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Cli
     entries.sort();
     for p in entries {
         if p.is_dir() {
-            collect_dir(root, &p, out)?;
+            collect_dir_guarded(root, &p, out, stack)?;
         } else {
             let rel = p.strip_prefix(root).unwrap_or(&p);
             let name = rel
@@ -162,6 +177,7 @@ fn collect_dir(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Cli
             out.push((name, p));
         }
     }
+    stack.pop();
     Ok(())
 }
 

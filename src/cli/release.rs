@@ -162,6 +162,13 @@ enum GetWhat {
         #[command(flatten)]
         common: GetCommon,
     },
+    /// The metadata of a release.
+    Metadata {
+        #[command(flatten)]
+        common: GetCommon,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
     /// Everything about a release.
     All {
         #[command(flatten)]
@@ -287,6 +294,10 @@ pub fn get(a: GetArgs) -> ExitCode {
         GetWhat::Manifest { common } => Ok(view::manifest(&load(&common)?)),
         GetWhat::Notes { common } => Ok(view::notes(&load(&common)?)),
         GetWhat::Hooks { common } => Ok(view::hooks(&load(&common)?)),
+        GetWhat::Metadata { common, out } => {
+            let fmt = out.format()?;
+            Ok(view::metadata(&load(&common)?, fmt))
+        }
         GetWhat::All { common } => Ok(view::all(&load(&common)?)),
     })())
 }

@@ -245,6 +245,27 @@ impl HelmTime {
         out
     }
 
+    /// Go's `time.RFC3339` (seconds, no fraction); Go's zero time prints as
+    /// `0001-01-01T00:00:00Z`.
+    pub fn to_rfc3339(&self) -> String {
+        let i = self.inner.unwrap_or(Instant {
+            secs: days_from_civil(1, 1, 1) * 86_400,
+            nanos: 0,
+            offset: None,
+        });
+        let c = i.civil();
+        format!(
+            "{}-{:02}-{:02}T{:02}:{:02}:{:02}{}",
+            fmt_year(c.year),
+            c.month,
+            c.day,
+            c.hour,
+            c.min,
+            c.sec,
+            Self::offset_colon(i.offset)
+        )
+    }
+
     /// Go's `time.ANSIC` layout (`Mon Jan _2 15:04:05 2006`), used by
     /// `helm history` and `helm status`. The zero time prints as Go prints it.
     pub fn to_ansic(&self) -> String {

@@ -360,6 +360,82 @@ pub fn values(rel: &Release, all: bool, format: Format) -> String {
     }
 }
 
+/// `helm get metadata -o json|yaml`: what the chart and revision are.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetadataView {
+    /// Release name.
+    pub name: String,
+    /// Chart name.
+    pub chart: String,
+    /// Chart version.
+    pub version: String,
+    /// Chart appVersion.
+    #[serde(rename = "appVersion")]
+    pub app_version: String,
+    /// Chart annotations.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Chart dependencies as declared in Chart.yaml.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<crate::chart::Dependency>,
+    /// Namespace.
+    pub namespace: String,
+    /// Revision.
+    pub revision: u64,
+    /// Status.
+    pub status: String,
+    /// Last deployed, RFC 3339 in seconds.
+    #[serde(rename = "deployedAt")]
+    pub deployed_at: String,
+}
+
+/// `helm get metadata` output.
+pub fn metadata(rel: &Release, format: Format) -> String {
+    let m = rel
+        .chart
+        .as_ref()
+        .map(|c| c.metadata.clone())
+        .unwrap_or_default();
+    let v = MetadataView {
+        name: rel.name.clone(),
+        chart: m.name,
+        version: m.version,
+        app_version: m.app_version,
+        annotations: m.annotations,
+        dependencies: m.dependencies,
+        namespace: rel.namespace.clone(),
+        revision: rel.version,
+        status: rel.info.status.to_string(),
+        deployed_at: rel.info.last_deployed.to_rfc3339(),
+    };
+    match format {
+        Format::Json => go_json(&v),
+        Format::Yaml => go_yaml(&v),
+        Format::Table => {
+            let ann: Vec<String> = v
+                .annotations
+                .iter()
+                .map(|(k, x)| format!("{k}={x}"))
+                .collect();
+            let mut deps: Vec<&str> = v.dependencies.iter().map(|d| d.name.as_str()).collect();
+            deps.sort_unstable();
+            format!(
+                "NAME: {}\nCHART: {}\nVERSION: {}\nAPP_VERSION: {}\nANNOTATIONS: {}\nDEPENDENCIES: {}\nNAMESPACE: {}\nREVISION: {}\nSTATUS: {}\nDEPLOYED_AT: {}\n",
+                v.name,
+                v.chart,
+                v.version,
+                v.app_version,
+                ann.join(","),
+                deps.join(","),
+                v.namespace,
+                v.revision,
+                v.status,
+                v.deployed_at
+            )
+        }
+    }
+}
+
 /// `helm get manifest` output.
 pub fn manifest(rel: &Release) -> String {
     format!("{}\n", rel.manifest)

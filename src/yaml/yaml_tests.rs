@@ -189,7 +189,7 @@ mod props {
         }
 
         #[test]
-        fn parsers_never_panic_on_yamlish(s in "[-:{}\\[\\]&*!|>'\"%@`#?, \\n\\ta-z0-9<.~]{0,40}") {
+        fn parsers_never_panic_on_yamlish(s in "[-:{}\\[\\]&*!|>'\"%@`#?, \\n\\t\\\\a-z0-9<.~]{0,60}") {
             let _ = parse_values(&s);
             let _ = parse_documents(&s);
             let _ = parse_toml(&s);
@@ -313,4 +313,34 @@ fn alias_chains_and_limits() {
         parse_json(&"[".repeat(201)).unwrap_err().to_string(),
         "exceeded max depth"
     );
+}
+
+/// Windows line endings, as real Helm 3.17.2 reads them.
+#[test]
+fn crlf_values() {
+    let cases = [
+        (
+            "a: |\r\n  x\r\n  y\r\nb: \"p\r\n  q\"\r\nc: >\r\n  f\r\n  g\r\n",
+            "{\"a\":\"x\\ny\\n\",\"b\":\"p q\",\"c\":\"f g\\n\"}",
+        ),
+        (
+            "a: 1\r\n# c\r\nb:\r\n  - x\r\n  - y\r\n",
+            "{\"a\":1,\"b\":[\"x\",true]}",
+        ),
+        ("a: plain\r\n  more\r\n", "{\"a\":\"plain more\"}"),
+        ("a: 's\r\n  t'\r\n", "{\"a\":\"s t\"}"),
+        ("a: |-\r\n  x\r\n\r\n", "{\"a\":\"x\"}"),
+        ("a: \"x\\\r\n  y\"\r\n", "{\"a\":\"xy\"}"),
+    ];
+    let mut failures = Vec::new();
+    for (input, want) in cases {
+        let got = match parse_values(input) {
+            Ok(n) => to_json(&n, true),
+            Err(e) => format!("ERR:{e}"),
+        };
+        if got != want {
+            failures.push(format!("{input:?}\n  want {want}\n  got  {got}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

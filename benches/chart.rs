@@ -1,0 +1,32 @@
+//! Chart stage throughput: building the fixture charts from their
+//! components, packaging them, and loading the packages back.
+use criterion::{criterion_group, criterion_main, Criterion};
+use rudder::chart;
+
+fn bench(c: &mut Criterion) {
+    let charts = chart::fixtures::charts().expect("fixtures build");
+    let packages: Vec<Vec<u8>> = charts
+        .iter()
+        .map(|ch| chart::package_bytes(ch).expect("packages"))
+        .collect();
+    c.bench_function("chart_from_component (3 fixtures)", |b| {
+        b.iter(|| chart::fixtures::charts().expect("fixtures build"))
+    });
+    c.bench_function("package_bytes (3 fixtures)", |b| {
+        b.iter(|| {
+            for ch in &charts {
+                chart::package_bytes(ch).expect("packages");
+            }
+        })
+    });
+    c.bench_function("load_archive (3 fixtures)", |b| {
+        b.iter(|| {
+            for p in &packages {
+                chart::load_archive(p).expect("loads");
+            }
+        })
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
