@@ -20,7 +20,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Cases that are known not to match yet: `chart/case` and why.
-const KNOWN_FAILURES: &[(&str, &str)] = &[];
+const KNOWN_FAILURES: &[(&str, &str)] = &[
+    (
+        "prom-kube-prometheus-stack/default",
+        "the corpus copy lacks the vendored subcharts (kube-state-metrics, prometheus-node-exporter, grafana, prometheus-windows-exporter) that its expected output was rendered with; helm 3 fails on it the same way",
+    ),
+    (
+        "prom-kube-prometheus-stack/ci-03-non-defaults-values",
+        "the corpus copy lacks the vendored subcharts; helm 3 fails on it the same way",
+    ),
+];
 
 fn rudder() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rudder"))

@@ -91,7 +91,7 @@ fn between(out: &[u8]) -> Option<Vec<u8>> {
 
 enum Outcome {
     Pass,
-    PassErrorTextDiffers,
+    PassErrorTextDiffers(String),
     Fail(String),
 }
 
@@ -111,7 +111,7 @@ fn check(case: &Json) -> Outcome {
         return if nondet || stderr.trim() == want {
             Outcome::Pass
         } else {
-            Outcome::PassErrorTextDiffers
+            Outcome::PassErrorTextDiffers(stderr.trim().to_string())
         };
     }
     let want: Vec<u8> = if let Some(b) = expect["output_b64"].as_str() {
@@ -165,7 +165,13 @@ fn template_cases_through_the_binary_match_helm() {
             err_total += 1;
         }
         match outcome {
-            Outcome::Pass | Outcome::PassErrorTextDiffers => {
+            Outcome::Pass | Outcome::PassErrorTextDiffers(_) => {
+                if let Outcome::PassErrorTextDiffers(got) = &outcome {
+                    println!(
+                        "  {id}: error text differs: {}",
+                        got.chars().take(300).collect::<String>()
+                    );
+                }
                 passed += 1;
                 entry.0 += 1;
                 if is_err && matches!(outcome, Outcome::Pass) {

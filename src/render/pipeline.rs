@@ -204,7 +204,8 @@ fn collect<'a>(
     shared: &(Value, Value),
     out: &mut Vec<TemplateFile<'a>>,
 ) -> Value {
-    let (scope, scope_value) = new_map(MapKind::Interface);
+    // Helm v3 passes each chart's scope as a `chartutil.Values`.
+    let (scope, scope_value) = new_map(MapKind::Values);
     let (subcharts, subcharts_value) = new_map(MapKind::Interface);
     let own_values = if is_root {
         values.clone()
@@ -379,7 +380,7 @@ fn execute_all(
         t.scope
             .borrow_mut()
             .insert("Template".into(), template_value(&t.name, &t.base_path));
-        let data = Value::Map(t.scope.clone(), MapKind::Interface);
+        let data = Value::Map(t.scope.clone(), MapKind::Values);
         let out = engine
             .execute(&t.name, &data)
             .map_err(RenderError::Template)?;

@@ -174,7 +174,7 @@ fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
         Ok(s) => s,
         Err(e) => return Err(format!("- (root): invalid schema: {e}\n")),
     };
-    let instance = match serde_json::to_value(Node::Map(vals.clone())) {
+    let instance = match serde_json::to_value(vals) {
         Ok(Json::Null) => Json::Object(Default::default()),
         Ok(v) => v,
         Err(e) => return Err(format!("- (root): {e}\n")),
@@ -190,7 +190,14 @@ fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
         Some(d) if d.contains("draft-06") => Draft::Draft6,
         _ => Draft::Draft7,
     };
-    let validator = match jsonschema::options().with_draft(draft).build(&schema) {
+    // Go's regexp (RE2) is what gojsonschema matches `pattern` with; the
+    // `regex` crate has the same dialect and compiles far faster than the
+    // backtracking default.
+    let validator = match jsonschema::options()
+        .with_draft(draft)
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(&schema)
+    {
         Ok(v) => v,
         Err(e) => return Err(format!("- (root): {e}\n")),
     };

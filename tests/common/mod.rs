@@ -67,7 +67,9 @@ pub fn helm(major: u8) -> Option<PathBuf> {
     let cell = if major == 3 { &H3 } else { &H4 };
     match cell.get_or_init(|| locate_helm(major)) {
         Some(p) => Some(p.clone()),
-        None => missing(&format!("Helm {major} (HELM{major}_BIN or ../shared/tools/install-helm)")),
+        None => missing(&format!(
+            "Helm {major} (HELM{major}_BIN or ../shared/tools/install-helm)"
+        )),
     }
 }
 
