@@ -247,7 +247,7 @@ pub fn run(a: &TemplateArgs) -> ExitCode {
     let result = run_inner(a, &mut stdout);
     let mut lock = std::io::stdout().lock();
     // A closed stdout is not worth a second error.
-    let _ = lock.write_all(stdout.as_bytes());
+    let _ = lock.write_all(&rudder::template::output_bytes(&stdout));
     let _ = lock.flush();
     match result {
         Ok(()) => ExitCode::SUCCESS,

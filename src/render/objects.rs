@@ -866,6 +866,10 @@ impl GoObject for Files {
     fn type_name(&self) -> &str {
         "engine.files"
     }
+    /// `engine.files` is a Go map type (`map[string][]byte`).
+    fn kind(&self) -> &'static str {
+        "map"
+    }
     fn method_params(&self, name: &str) -> Option<(&'static [Param], Option<Param>)> {
         match name {
             "Get" | "GetBytes" | "Glob" | "Lines" => Some((STRING_PARAM, None)),

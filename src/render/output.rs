@@ -216,9 +216,10 @@ fn write_frame(
             .append(true)
             .open(&path)
             .map_err(io_err)?;
-        f.write_all(text.as_bytes()).map_err(io_err)?;
+        f.write_all(&crate::template::output_bytes(&text))
+            .map_err(io_err)?;
     } else {
-        fs::write(&path, text).map_err(io_err)?;
+        fs::write(&path, crate::template::output_bytes(&text)).map_err(io_err)?;
     }
     log.push_str("wrote ");
     log.push_str(&path.display().to_string());
