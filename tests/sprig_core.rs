@@ -850,6 +850,16 @@ cd|a
         ),
     ),
     (
+        r#"{{ divf 1e308 1e-308 }}|{{ divf -1e300 3e-100 }}|{{ divf 1e-308 1e308 }}|{{ addf 1e300 1e-300 }}|{{ mulf 1.7976931348623157e308 10 0.1 }}"#,
+        Ok(r#"+Inf|-Inf|0|1e+300|1.7976931348623157e+308"#),
+    ),
+    (
+        r#"{{ divf (divf 1e308 1e-308) 1e308 }}"#,
+        Err(
+            r#"template: conf/templates/probe.txt:1:3: executing "conf/templates/probe.txt" at <divf (divf 1e308 1e-308) 1e308>: error calling divf: Cannot create a Decimal from +Inf"#,
+        ),
+    ),
+    (
         r#"{{ toDecimal "0777" | typeOf }}|{{ toDecimal "-0" }}|{{ toDecimal "77777777777777777777777" }}|{{ toDecimal (list 1) }}|{{ int64 (list 1) }}|{{ float64 (dict) }}|{{ int "+0" }}"#,
         Ok(r#"int64|0|0|0|0|0|0"#),
     ),
