@@ -152,7 +152,7 @@ mod tests {
         // `empty .Files` = true, `empty (.Files.Glob "nope*")` = true, `default "x" .Files` = x.
         let none = Value::Object(std::rc::Rc::new(Files(vec![])));
         let one = Value::Object(std::rc::Rc::new(Files(vec![(s("a"), s("b"))])));
-        assert_eq!(show("empty", &[none.clone()]), "true");
+        assert_eq!(show("empty", std::slice::from_ref(&none)), "true");
         assert_eq!(show("default", &[s("x"), none]), "x");
         assert_eq!(show("empty", &[one]), "false");
     }
