@@ -872,6 +872,10 @@ cd|a
         Ok(r#"1.2.4+x"#),
     ),
     (
+        r#"{{ trunc 2 "héllo" | snakecase | b64enc }}|{{ trunc 2 "HÉLLO" | kebabcase | b64enc }}|{{ printf "%s%s%s" "AB" (substr 2 3 "hé") "CD" | snakecase | b64enc }}|{{ substr 1 4 "AÉÉB" | snakecase | b64enc }}"#,
+        Ok(r#"aMM=|aO+/vQ==|YWLvv71jZA==|w6nvv70="#),
+    ),
+    (
         r#"{{ divf 1e308 1e-308 }}|{{ divf -1e300 3e-100 }}|{{ divf 1e-308 1e308 }}|{{ addf 1e300 1e-300 }}|{{ mulf 1.7976931348623157e308 10 0.1 }}"#,
         Ok(r#"+Inf|-Inf|0|1e+300|1.7976931348623157e+308"#),
     ),
