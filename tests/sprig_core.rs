@@ -850,6 +850,42 @@ cd|a
         ),
     ),
     (
+        r#"{{ (semver "1.2.3").SetPrerelease 1 }}"#,
+        Err(
+            r#"template: conf/templates/probe.txt:1:34: executing "conf/templates/probe.txt" at <1>: expected string; found 1"#,
+        ),
+    ),
+    (
+        r#"{{ (semver "1.2.3").SetPrerelease nil }}"#,
+        Err(
+            r#"template: conf/templates/probe.txt:1:34: executing "conf/templates/probe.txt" at <nil>: cannot assign nil to string"#,
+        ),
+    ),
+    (
+        r#"{{ (semver "1.2.3").LessThan nil }}"#,
+        Err(
+            r#"template: conf/templates/probe.txt:1:19: executing "conf/templates/probe.txt" at <(semver "1.2.3").LessThan>: error calling LessThan: runtime error: invalid memory address or nil pointer dereference"#,
+        ),
+    ),
+    (
+        r#"{{ (semver "1.2.3").IncPatch.SetMetadata "x" }}"#,
+        Ok(r#"1.2.4+x"#),
+    ),
+    (
+        r#"{{ trunc 2 "héllo" | snakecase | b64enc }}|{{ trunc 2 "HÉLLO" | kebabcase | b64enc }}|{{ printf "%s%s%s" "AB" (substr 2 3 "hé") "CD" | snakecase | b64enc }}|{{ substr 1 4 "AÉÉB" | snakecase | b64enc }}"#,
+        Ok(r#"aMM=|aO+/vQ==|YWLvv71jZA==|w6nvv70="#),
+    ),
+    (
+        r#"{{ divf 1e308 1e-308 }}|{{ divf -1e300 3e-100 }}|{{ divf 1e-308 1e308 }}|{{ addf 1e300 1e-300 }}|{{ mulf 1.7976931348623157e308 10 0.1 }}"#,
+        Ok(r#"+Inf|-Inf|0|1e+300|1.7976931348623157e+308"#),
+    ),
+    (
+        r#"{{ divf (divf 1e308 1e-308) 1e308 }}"#,
+        Err(
+            r#"template: conf/templates/probe.txt:1:3: executing "conf/templates/probe.txt" at <divf (divf 1e308 1e-308) 1e308>: error calling divf: Cannot create a Decimal from +Inf"#,
+        ),
+    ),
+    (
         r#"{{ toDecimal "0777" | typeOf }}|{{ toDecimal "-0" }}|{{ toDecimal "77777777777777777777777" }}|{{ toDecimal (list 1) }}|{{ int64 (list 1) }}|{{ float64 (dict) }}|{{ int "+0" }}"#,
         Ok(r#"int64|0|0|0|0|0|0"#),
     ),

@@ -7,6 +7,7 @@ use crate::template::funcs::dicts::deep_copy;
 use crate::template::value::Value;
 
 /// Sprig's `empty`: nil, false, 0, "" and empty collections are empty;
+/// objects that are Go maps (`.Files`) are empty without entries; other
 /// objects (structs and non-nil pointers) never are.
 pub fn is_empty(v: &Value) -> bool {
     match v {
@@ -18,7 +19,7 @@ pub fn is_empty(v: &Value) -> bool {
         Value::Bytes(b) => b.is_empty(),
         Value::List(l, _) => l.is_empty(),
         Value::Map(m, _) => m.borrow().is_empty(),
-        Value::Object(_) => false,
+        Value::Object(o) => o.entries().is_some_and(|e| e.is_empty()),
     }
 }
 
@@ -123,6 +124,37 @@ mod tests {
         assert_eq!(show("any", &[i(0), s("a")]), "true");
         assert_eq!(show("all", &[]), "true");
         assert_eq!(show("any", &[]), "false");
+    }
+
+    #[derive(Debug)]
+    struct Files(Vec<(Value, Value)>);
+    impl crate::template::value::GoObject for Files {
+        fn type_name(&self) -> &str {
+            "engine.files"
+        }
+        fn field(&self, _: &str) -> Option<Value> {
+            None
+        }
+        fn entries(&self) -> Option<Vec<(Value, Value)>> {
+            Some(self.0.clone())
+        }
+        fn fmt_go(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("map[]")
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn map_objects_are_empty_without_entries() {
+        // Helm 3.17.2 with only Chart.yaml, values.yaml and templates/:
+        // `empty .Files` = true, `empty (.Files.Glob "nope*")` = true, `default "x" .Files` = x.
+        let none = Value::Object(std::rc::Rc::new(Files(vec![])));
+        let one = Value::Object(std::rc::Rc::new(Files(vec![(s("a"), s("b"))])));
+        assert_eq!(show("empty", std::slice::from_ref(&none)), "true");
+        assert_eq!(show("default", &[s("x"), none]), "x");
+        assert_eq!(show("empty", &[one]), "false");
     }
 
     #[test]

@@ -258,6 +258,15 @@ impl Dec {
         })
     }
 
+    /// `m * 10^exp` for a finite float mantissa `m`.
+    fn approx(m: f64, exp: i32) -> Result<Dec, FuncError> {
+        let d = Dec::from_f64(m)?;
+        Ok(Dec {
+            mant: d.mant,
+            exp: d.exp.saturating_add(exp),
+        })
+    }
+
     fn to_f64(self) -> f64 {
         format!("{}e{}", self.mant, self.exp)
             .parse()
@@ -329,17 +338,36 @@ fn dec_op(x: Dec, y: Dec, op: Op) -> Result<Dec, FuncError> {
         };
     match exact {
         Some(d) => Ok(d),
-        // Out of the exact range: plain float arithmetic is as close as we get.
-        None => {
-            let (a, b) = (x.to_f64(), y.to_f64());
-            let f = match op {
-                Op::Add => a + b,
-                Op::Sub => a - b,
-                Op::Mul => a * b,
-                Op::Div => a / b,
-            };
-            Dec::from_f64(f)
-        }
+        // Out of the exact i128 range. shopspring/decimal has unbounded precision,
+        // so the value stays finite here even when it no longer fits a float64
+        // (that only shows as ±Inf when the result is converted back). Work on
+        // the mantissas in float64 and keep the decimal exponent apart.
+        None => match op {
+            Op::Add | Op::Sub => {
+                let (hi, lo) = if x.exp >= y.exp { (x, y) } else { (y, x) };
+                let lo_m = lo.mant as f64 * 10f64.powi(lo.exp - hi.exp);
+                let (hm, lm) = if x.exp >= y.exp {
+                    (hi.mant as f64, lo_m)
+                } else {
+                    (lo_m, hi.mant as f64)
+                };
+                let m = match op {
+                    Op::Sub => hm - lm,
+                    _ => hm + lm,
+                };
+                Dec::approx(m, hi.exp)
+            }
+            Op::Mul => Dec::approx(x.mant as f64 * y.mant as f64, x.exp + y.exp),
+            Op::Div => {
+                if x.exp - y.exp + 16 < 0 {
+                    // The divisor does not fit once scaled: the quotient rounds
+                    // to 0 at decimal's 16 places.
+                    Ok(Dec { mant: 0, exp: 0 })
+                } else {
+                    Dec::approx(x.mant as f64 / y.mant as f64, x.exp - y.exp)
+                }
+            }
+        },
     }
 }
 

@@ -54,12 +54,28 @@ fn type_is_like(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     Ok(Value::Bool(target == t || format!("*{target}") == t))
 }
 
+/// The reflect kind `kindOf` reports. Helm's named types `engine.files`
+/// (a `map[string][]byte`) and `chartutil.VersionSet` (a `[]string`) are
+/// objects here, but their Go kind is that of the underlying type.
+fn kind(v: &Value) -> &'static str {
+    if let Value::Object(o) = v {
+        let t = o.type_name();
+        if t == "engine.files" || t.starts_with("map[") {
+            return "map";
+        }
+        if t == "chartutil.VersionSet" || t.starts_with("[]") {
+            return "slice";
+        }
+    }
+    v.kind_name()
+}
+
 fn kind_of(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    Ok(Value::str(arg(a, 0).kind_name()))
+    Ok(Value::str(kind(&arg(a, 0))))
 }
 
 fn kind_is(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    Ok(Value::Bool(arg_str(a, 0) == arg(a, 1).kind_name()))
+    Ok(Value::Bool(arg_str(a, 0) == kind(&arg(a, 1))))
 }
 
 fn deep_equal_fn(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
@@ -84,6 +100,38 @@ mod tests {
 
     fn show(name: &str, args: &[Value]) -> String {
         super::super::util::testctx::show(register, name, args)
+    }
+
+    #[derive(Debug)]
+    struct Named(&'static str);
+    impl crate::template::value::GoObject for Named {
+        fn type_name(&self) -> &str {
+            self.0
+        }
+        fn field(&self, _: &str) -> Option<Value> {
+            None
+        }
+        fn fmt_go(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn named_helm_types_report_their_underlying_kind() {
+        // Helm 3.17.2: kindOf .Files = map, kindOf .Capabilities.APIVersions = slice,
+        // kindOf .Release = ptr, kindOf .Capabilities.KubeVersion = struct.
+        let obj = |t| Value::Object(std::rc::Rc::new(Named(t)));
+        assert_eq!(show("kindOf", &[obj("engine.files")]), "map");
+        assert_eq!(show("kindOf", &[obj("chartutil.VersionSet")]), "slice");
+        assert_eq!(
+            show("kindIs", &[s("slice"), obj("chartutil.VersionSet")]),
+            "true"
+        );
+        assert_eq!(show("kindOf", &[obj("*release.Release")]), "ptr");
+        assert_eq!(show("kindOf", &[obj("chartutil.KubeVersion")]), "struct");
     }
 
     #[test]

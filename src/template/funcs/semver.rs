@@ -572,6 +572,10 @@ fn version_arg(args: &[Value], method: &str) -> Result<Version, String> {
                 o.type_name()
             )),
         },
+        // A nil *Version: the comparison dereferences it.
+        [Value::Nil] => {
+            Err("runtime error: invalid memory address or nil pointer dereference".into())
+        }
         [other] => Err(format!(
             "wrong type for value; expected *semver.Version; got {}",
             other.type_name()
@@ -611,6 +615,15 @@ impl GoObject for VersionObject {
             "IncMajor" => VersionObject::value(v.inc_major(), false),
             _ => return None,
         })
+    }
+
+    fn method_params(&self, name: &str) -> Option<(&'static [super::Param], Option<super::Param>)> {
+        // Go checks and converts a string argument before the call
+        // ("expected string; found 1", "cannot assign nil to string").
+        match name {
+            "SetPrerelease" | "SetMetadata" => Some((&[super::Param::String], None)),
+            _ => None,
+        }
     }
 
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {

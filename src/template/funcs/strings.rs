@@ -420,13 +420,13 @@ enum Wt {
     Other,
 }
 
-/// Reads the next decodable rune from `pos`, skipping U+FFFD; returns it and
-/// how many runes were consumed (`prev` when none is left).
+/// Reads the next decodable rune from `pos`, skipping U+FFFD and raw bytes;
+/// returns it and how many runes were consumed (`prev` when none is left).
 fn next_valid(ch: &[char], pos: usize, prev: char) -> (char, usize) {
     let mut size = 0;
     for &c in &ch[pos.min(ch.len())..] {
         size += 1;
-        if c != RUNE_ERROR {
+        if decoded(c) != RUNE_ERROR {
             return (c, size);
         }
     }
@@ -536,12 +536,14 @@ fn next_word(ch: &[char], pos: usize) -> (Wt, usize, usize) {
     (wt, pos + offset, rem)
 }
 
+/// Words other than upper-case and connector words are copied byte for byte
+/// (raw bytes stay raw); the others are re-encoded rune by rune.
 fn to_lower_word(out: &mut String, wt: Wt, word: &[char], conn: char) {
     if wt != Wt::Upper && wt != Wt::Connector {
         out.extend(word.iter());
         return;
     }
-    for &c in word {
+    for c in word.iter().map(|&c| decoded(c)) {
         if is_connector(c) {
             out.push(conn);
         } else if go_is_upper(c) {
@@ -554,7 +556,7 @@ fn to_lower_word(out: &mut String, wt: Wt, word: &[char], conn: char) {
 
 /// xstrings `camelCaseToLowerCase` (`snakecase` with `_`, `kebabcase` with `-`).
 pub fn camel_to_lower(s: &str, conn: char) -> String {
-    let ch: Vec<char> = s.chars().map(decoded).collect();
+    let ch: Vec<char> = s.chars().collect();
     let n = ch.len();
     if n == 0 {
         return String::new();
