@@ -293,15 +293,41 @@ fn detect_content_type(data: &[u8]) -> &'static str {
         (b"\x00asm", "application/wasm"),
     ];
     let trimmed: &[u8] = {
-        let start = head.iter().position(|b| !b" \t\n\x0c\r".contains(b)).unwrap_or(head.len());
+        let start = head
+            .iter()
+            .position(|b| !b" \t\n\x0c\r".contains(b))
+            .unwrap_or(head.len());
         &head[start..]
     };
-    let upper: Vec<u8> = trimmed.iter().take(16).map(u8::to_ascii_uppercase).collect();
+    let upper: Vec<u8> = trimmed
+        .iter()
+        .take(16)
+        .map(u8::to_ascii_uppercase)
+        .collect();
     for tag in [
-        &b"<!DOCTYPE HTML"[..], b"<HTML", b"<HEAD", b"<SCRIPT", b"<IFRAME", b"<H1", b"<DIV", b"<FONT",
-        b"<TABLE", b"<A", b"<STYLE", b"<TITLE", b"<B", b"<BODY", b"<BR", b"<P", b"<!--",
+        &b"<!DOCTYPE HTML"[..],
+        b"<HTML",
+        b"<HEAD",
+        b"<SCRIPT",
+        b"<IFRAME",
+        b"<H1",
+        b"<DIV",
+        b"<FONT",
+        b"<TABLE",
+        b"<A",
+        b"<STYLE",
+        b"<TITLE",
+        b"<B",
+        b"<BODY",
+        b"<BR",
+        b"<P",
+        b"<!--",
     ] {
-        if upper.starts_with(tag) && upper.get(tag.len()).is_some_and(|c| *c == b' ' || *c == b'>') {
+        if upper.starts_with(tag)
+            && upper
+                .get(tag.len())
+                .is_some_and(|c| *c == b' ' || *c == b'>')
+        {
             return "text/html; charset=utf-8";
         }
     }
@@ -313,9 +339,9 @@ fn detect_content_type(data: &[u8]) -> &'static str {
             return ct;
         }
     }
-    let binary = head
-        .iter()
-        .any(|&b| b <= 0x08 || b == 0x0b || (0x0e..=0x1a).contains(&b) || (0x1c..=0x1f).contains(&b));
+    let binary = head.iter().any(|&b| {
+        b <= 0x08 || b == 0x0b || (0x0e..=0x1a).contains(&b) || (0x1c..=0x1f).contains(&b)
+    });
     if binary {
         "application/octet-stream"
     } else {
