@@ -416,8 +416,12 @@ impl Emitter {
         self.write_indicator("\"", true, false, false);
         let chars: Vec<char> = value.chars().collect();
         let mut spaces = false;
+        // yaml.v2's BOM test looks at the start of the whole value, not at the
+        // current character: a value that starts with a BOM has every
+        // character escaped, and a BOM elsewhere is written as it is.
+        let leading_bom = value.starts_with('\u{feff}');
         for (i, &c) in chars.iter().enumerate() {
-            if !is_printable(c) || c == '\u{feff}' || is_break(c) || c == '"' || c == '\\' {
+            if !is_printable(c) || leading_bom || is_break(c) || c == '"' || c == '\\' {
                 self.put('\\');
                 let n = c as u32;
                 match n {
@@ -707,6 +711,11 @@ pub enum EmitError {
     /// refuses (DEL, C1 controls, U+FFFE/U+FFFF) appears in a string.
     #[error("error converting JSON to YAML: yaml: control characters are not allowed")]
     ControlCharacter,
+    /// yaml.v2 reads a JSON object key as a simple key, which must stay on
+    /// one line (no U+0085) and span at most 1024 characters of JSON text;
+    /// otherwise the key loses its ':' and the flow mapping is malformed.
+    #[error("error converting JSON to YAML: yaml: did not find expected ',' or '}}'")]
+    KeyNotSimple,
 }
 
 /// libyaml's reader accepts TAB, LF, CR, U+0020..U+007E, U+0085,
@@ -788,6 +797,11 @@ fn through_json(n: &Node) -> Result<V, EmitError> {
         Node::Map(m) => {
             let mut pairs: Vec<(V, V)> = Vec::with_capacity(m.len());
             for (k, x) in m {
+                let mut encoded = String::new();
+                super::json::write_string(&mut encoded, k, true);
+                if k.contains('\u{85}') || encoded.chars().count() > 1024 {
+                    return Err(EmitError::KeyNotSimple);
+                }
                 let key = json_string_through_yaml(k)?;
                 let val = through_json(x)?;
                 // Folding can make two keys equal; the later one wins.

@@ -133,6 +133,36 @@ fn emit_errors_give_empty_output() {
     assert_eq!(to_yaml(&Node::Map(Default::default())), "{}\n");
 }
 
+/// Probed against Helm 3.17.2: yaml.v2 reads each JSON key as a simple key,
+/// so a key with U+0085 or longer than 1024 characters of JSON text fails.
+#[test]
+fn json_keys_must_be_simple_keys() {
+    let map = |k: &str| Node::Map([(k.to_string(), Node::Int(1))].into_iter().collect());
+    assert_eq!(to_yaml(&map(&"a".repeat(1022))).len(), 1029);
+    assert_eq!(to_yaml(&map(&"a".repeat(1023))), "");
+    assert_eq!(to_yaml(&map(&"\u{e9}".repeat(1022))).len(), 2051);
+    assert_eq!(to_yaml(&map(&"\u{e9}".repeat(1023))), "");
+    assert_eq!(to_yaml(&map(&format!("{}\"", "a".repeat(1021)))), "");
+    assert_eq!(to_yaml(&map("a\u{85}b")), "");
+    assert_eq!(to_yaml(&map("a\u{2028}")), "? 'a\u{2028}'\n: 1\n");
+    let nested = Node::Seq(vec![map(&"a".repeat(1030))]);
+    assert_eq!(to_yaml(&nested), "");
+}
+
+/// Probed against Helm 3.17.2: yaml.v2 tests for a BOM at the start of the
+/// value, so such a value has every character escaped.
+#[test]
+fn leading_bom_escapes_every_character() {
+    let s = |x: &str| Node::Str(x.to_string());
+    assert_eq!(to_yaml(&s("\u{feff}bom")), "\"\\uFEFF\\x62\\x6F\\x6D\"\n");
+    assert_eq!(to_yaml(&s("a\u{feff}b")), "\"a\\uFEFFb\"\n");
+    assert_eq!(
+        to_yaml(&s("\u{feff}\u{e9}\u{1F600}\n")),
+        "\"\\uFEFF\\xE9\\U0001F600\\n\"\n"
+    );
+    assert_eq!(to_yaml_pretty(&s("\u{feff}ab")), "\"\\uFEFF\\x61\\x62\"\n");
+}
+
 mod props {
     use super::super::*;
     use proptest::prelude::*;
