@@ -213,6 +213,18 @@ fn flow_indent_error(line: usize) -> YamlError {
 /// documents, and no `...` before the first document.
 fn precheck(text: &str) -> Result<(), YamlError> {
     for (i, line) in text.lines().enumerate() {
+        // Before the first token libyaml is at the start of a line in block
+        // context, where it skips spaces but not tabs, and no token starts
+        // with a tab.
+        if line.trim_start_matches(' ').starts_with('\t') {
+            return Err(YamlError::Syntax {
+                problem: "found character that cannot start any token".into(),
+                line: i + 1,
+                column: line.len() - line.trim_start_matches(' ').len() + 1,
+                go_line: if i == 0 { 0 } else { i + 1 },
+                document: 0,
+            });
+        }
         let t = line.trim_end();
         if t.is_empty() || t.starts_with('#') {
             continue;
@@ -331,6 +343,21 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                     // folded away anyway): indent them and read again.
                     if let Some(fixed) = reindent_quoted(&chars, e.marker().index()) {
                         return Err(LoadFail::Rewrite(fixed));
+                    }
+                }
+                if e.info()
+                    .contains("must be followed by a valid YAML whitespace")
+                {
+                    // libyaml takes a tab after ':' as the separating blank
+                    // (after a simple key's ':' tabs are skipped like
+                    // spaces); yaml-rust2 wants a space there.
+                    let at = e.marker().index();
+                    let colon = (at.saturating_sub(2)..=at + 1)
+                        .find(|&i| chars.get(i) == Some(&':') && chars.get(i + 1) == Some(&'\t'));
+                    if let Some(i) = colon {
+                        let mut fixed = chars.clone();
+                        fixed[i + 1] = ' ';
+                        return Err(LoadFail::Rewrite(fixed.into_iter().collect()));
                     }
                 }
                 if e.info().ends_with("found unknown escape character") {
@@ -524,6 +551,17 @@ fn syntax_error(text: &str, e: &ScanError, document: usize) -> YamlError {
     if problem == "found unexpected end of stream" {
         // libyaml marks the end of the text, yaml-rust2 the scalar's start.
         line0 = text.matches('\n').count();
+    } else if problem == "found a tab character where an indentation space is expected" {
+        // libyaml marks the tab in the block scalar's indentation,
+        // yaml-rust2 the block scalar's header.
+        let tab_line = text
+            .lines()
+            .enumerate()
+            .skip(m.line())
+            .find(|(_, l)| l.trim_start_matches(' ').starts_with('\t'));
+        if let Some((k, _)) = tab_line {
+            line0 = k;
+        }
     } else if problem == "found a tab character that violates indentation" {
         // libyaml marks the tab, on a continuation line.
         line0 += 1;
@@ -587,6 +625,8 @@ fn libyaml_problem(info: &str) -> (String, bool) {
     } else if info.ends_with("did not find expected hexadecimal number") {
         // libyaml's spelling.
         "did not find expected hexdecimal number".to_string()
+    } else if info.ends_with("a block scalar content cannot start with a tab") {
+        "found a tab character where an indentation space is expected".to_string()
     } else if info.ends_with("found a tab") {
         "found a tab character that violates indentation".to_string()
     } else if info == "simple key expect ':'" || info == "simple key expected" {

@@ -374,3 +374,36 @@ fn crlf_values() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Tabs, probed against Helm 3.17.2: libyaml skips tabs only where no simple
+/// key may start, so a tab before the first token fails, a tab after a
+/// simple key's ':' separates like a space, and a tab in a block scalar's
+/// indentation is reported on its own line.
+#[test]
+fn tabs_follow_libyaml() {
+    let err = |s: &str| parse_values(s).unwrap_err().to_string();
+    assert_eq!(
+        err("\ta: 1\n"),
+        "error converting YAML to JSON: yaml: found character that cannot start any token"
+    );
+    assert_eq!(
+        err("#c\n\t#c2\na: 1\n"),
+        "error converting YAML to JSON: yaml: line 2: found character that cannot start any token"
+    );
+    assert_eq!(
+        err("a: |\n\tx\n"),
+        "error converting YAML to JSON: yaml: line 2: found a tab character where an indentation space is expected"
+    );
+    assert_eq!(
+        to_json(&parse_values("a:\t1\n").unwrap(), true),
+        r#"{"a":1}"#
+    );
+    assert_eq!(
+        to_json(&parse_values("a:\tb\nc:\t[1,\t2]\n").unwrap(), true),
+        r#"{"a":"b","c":[1,2]}"#
+    );
+    assert_eq!(
+        to_json(&parse_values("a: \"x:\ty\"\n").unwrap(), true),
+        r#"{"a":"x:\ty"}"#
+    );
+}
