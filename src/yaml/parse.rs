@@ -379,6 +379,29 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                 return Err(LoadFail::Yaml(syntax_error(text, &e, doc_index)));
             }
         };
+        if let Event::Scalar(value, style, _, _) = &ev {
+            if is_empty_implicit_key(&stack, &chars, value, *style, &mark) {
+                // libyaml needs a key before ':' (only an explicit `?` may
+                // leave it empty): a block mapping wants a key, a flow
+                // collection a node.
+                let in_flow = stack.iter().any(|f| {
+                    let (Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = f;
+                    matches!(chars.get(m.index()), Some('[' | '{'))
+                });
+                let problem = if in_flow {
+                    "did not find expected node content"
+                } else {
+                    "did not find expected key"
+                };
+                return Err(LoadFail::Yaml(YamlError::Syntax {
+                    problem: problem.into(),
+                    line: mark.line(),
+                    column: mark.col() + 1,
+                    go_line: mark.line().saturating_sub(1),
+                    document: doc_index,
+                }));
+            }
+        }
         let done: Option<(Raw, usize)> = match ev {
             Event::StreamStart | Event::Nothing => None,
             Event::StreamEnd => break,
@@ -507,6 +530,33 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
 }
 
 /// Normalises a tag to yaml.v2's short form (`!!str`, `!local`).
+/// Whether a scalar event is the empty implicit key yaml-rust2 (YAML 1.2)
+/// reads for a ':' with nothing before it, which libyaml refuses; an
+/// explicit `?` before the ':' makes the empty key legal.
+fn is_empty_implicit_key(
+    stack: &[Frame],
+    chars: &[char],
+    value: &str,
+    style: TScalarStyle,
+    mark: &Marker,
+) -> bool {
+    let Some(Frame::Map(items, _, _)) = stack.last() else {
+        return false;
+    };
+    if items.len() % 2 != 0
+        || style != TScalarStyle::Plain
+        || !(value.is_empty() || value == "~")
+        || chars.get(mark.index()) != Some(&':')
+    {
+        return false;
+    }
+    let before = chars[..mark.index()]
+        .iter()
+        .rev()
+        .find(|c| !matches!(c, ' ' | '\t' | '\n' | '\r'));
+    before != Some(&'?')
+}
+
 fn tag_name(t: &Tag) -> String {
     if t.handle == "tag:yaml.org,2002:" {
         format!("!!{}", t.suffix)

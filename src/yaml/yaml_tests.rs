@@ -407,3 +407,29 @@ fn tabs_follow_libyaml() {
         r#"{"a":"x:\ty"}"#
     );
 }
+
+/// Probed against Helm 3.17.2: libyaml has no empty implicit keys; a ':'
+/// with nothing before it fails (an explicit `?` may leave the key empty).
+#[test]
+fn empty_implicit_keys_fail() {
+    let err = |s: &str| parse_values(s).unwrap_err().to_string();
+    let prefix = "error converting YAML to JSON: yaml: ";
+    assert_eq!(err(": x\n"), format!("{prefix}did not find expected key"));
+    assert_eq!(
+        err("a: 1\n: 2\n"),
+        format!("{prefix}line 1: did not find expected key")
+    );
+    assert_eq!(
+        err("a: {: x}\n"),
+        format!("{prefix}did not find expected node content")
+    );
+    assert_eq!(
+        err("a: [: x]\n"),
+        format!("{prefix}did not find expected node content")
+    );
+    assert!(err("?\n: x\n").contains("unsupported map key"));
+    assert_eq!(
+        to_json(&parse_values("? a\n: x\nb: ':'\n").unwrap(), true),
+        r#"{"a":"x","b":":"}"#
+    );
+}
