@@ -284,7 +284,8 @@ impl Emitter {
             V::Map(pairs) if !pairs.is_empty() => {
                 self.increase_indent(false, false);
                 let mut sorted: Vec<&(V, V)> = pairs.iter().collect();
-                merge_sort(&mut sorted, &|a, b| key_less(&a.0, &b.0));
+                let flavor = self.flavor;
+                merge_sort(&mut sorted, &|a, b| key_less(&a.0, &b.0, flavor));
                 for (k, val) in sorted {
                     self.write_indent();
                     let (text, style) = scalar_text(k);
@@ -580,7 +581,7 @@ fn is_go_digit(c: char) -> bool {
 /// yaml.v2's key order: numbers and bools by value, then strings by a
 /// "natural" comparison where runs of digits compare as numbers and
 /// non-letters sort before letters.
-fn key_less(a: &V, b: &V) -> bool {
+fn key_less(a: &V, b: &V, flavor: Flavor) -> bool {
     let num = |v: &V| -> Option<f64> {
         match v {
             V::Int(i) => Some(*i as f64),
@@ -621,16 +622,26 @@ fn key_less(a: &V, b: &V) -> bool {
     let (V::Str(sa), V::Str(sb)) = (a, b) else {
         return kind(a) < kind(b);
     };
-    str_key_less(sa, sb)
+    natural_less(sa, sb, flavor == Flavor::V3)
 }
 
 /// The string part of yaml.v2's key comparison.
 pub(crate) fn str_key_less(sa: &str, sb: &str) -> bool {
+    natural_less(sa, sb, false)
+}
+
+/// The natural string comparison; `after_digit_letter_first` is yaml.v3's
+/// refinement: when the runes before the first difference end in a digit, a
+/// letter sorts before a non-letter (`1e3` < `1~`), where yaml.v2 always
+/// puts the non-letter first.
+fn natural_less(sa: &str, sb: &str, after_digit_letter_first: bool) -> bool {
     let ar: Vec<char> = sa.chars().collect();
     let br: Vec<char> = sb.chars().collect();
     let mut i = 0;
+    let mut digits = false;
     while i < ar.len() && i < br.len() {
         if ar[i] == br[i] {
+            digits = is_go_digit(ar[i]);
             i += 1;
             continue;
         }
@@ -640,7 +651,11 @@ pub(crate) fn str_key_less(sa: &str, sb: &str) -> bool {
             return ar[i] < br[i];
         }
         if al || bl {
-            return bl;
+            return if after_digit_letter_first && digits {
+                al
+            } else {
+                bl
+            };
         }
         let (mut an, mut bn): (i64, i64) = (0, 0);
         if ar[i] == '0' || br[i] == '0' {

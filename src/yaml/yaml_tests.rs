@@ -433,3 +433,13 @@ fn empty_implicit_keys_fail() {
         r#"{"a":"x","b":":"}"#
     );
 }
+
+/// Probed against Helm 3.17.2: yaml.v3 (`toYamlPretty`) puts a letter before
+/// a non-letter when the runes before them end in a digit; yaml.v2
+/// (`toYaml`) always puts the non-letter first.
+#[test]
+fn v3_key_order_after_digits() {
+    let n = parse_values("\"1e3\": 1\n\"1~\": 2\na1b: 3\na1-: 4\n").unwrap();
+    assert_eq!(to_yaml(&n), "1~: 2\n\"1e3\": 1\na1-: 4\na1b: 3\n");
+    assert_eq!(to_yaml_pretty(&n), "\"1e3\": 1\n1~: 2\na1b: 3\na1-: 4\n");
+}
