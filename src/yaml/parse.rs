@@ -997,14 +997,36 @@ pub(crate) fn go_syntax(v: &V, top: bool) -> String {
             format!("[]interface {{}}{{{}}}", inner.join(", "))
         }
         V::Map(pairs) => {
-            let mut inner: Vec<(String, String)> = pairs
-                .iter()
-                .map(|(k, x)| (go_syntax(k, false), go_syntax(x, false)))
+            let mut sorted: Vec<&(V, V)> = pairs.iter().collect();
+            sorted.sort_by(|a, b| fmt_key_cmp(&a.0, &b.0));
+            let parts: Vec<String> = sorted
+                .into_iter()
+                .map(|(k, x)| format!("{}:{}", go_syntax(k, false), go_syntax(x, false)))
                 .collect();
-            inner.sort();
-            let parts: Vec<String> = inner.into_iter().map(|(k, x)| format!("{k}:{x}")).collect();
             format!("map[interface {{}}]interface {{}}{{{}}}", parts.join(", "))
         }
+    }
+}
+
+/// fmt's order for `interface{}` map keys in Helm's binary (probed): nil,
+/// then by concrete type (string, uint64, int, float64, bool), then by value.
+fn fmt_key_cmp(a: &V, b: &V) -> std::cmp::Ordering {
+    let rank = |v: &V| match v {
+        V::Null => 0,
+        V::Str(_) => 1,
+        V::Uint(_) => 2,
+        V::Int(_) => 3,
+        V::Float(_) => 4,
+        V::Bool(_) => 5,
+        V::Seq(_) | V::Map(_) => 6,
+    };
+    match (a, b) {
+        (V::Str(x), V::Str(y)) => x.cmp(y),
+        (V::Uint(x), V::Uint(y)) => x.cmp(y),
+        (V::Int(x), V::Int(y)) => x.cmp(y),
+        (V::Float(x), V::Float(y)) => x.total_cmp(y),
+        (V::Bool(x), V::Bool(y)) => x.cmp(y),
+        _ => rank(a).cmp(&rank(b)),
     }
 }
 

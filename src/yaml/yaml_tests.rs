@@ -443,3 +443,14 @@ fn v3_key_order_after_digits() {
     assert_eq!(to_yaml(&n), "1~: 2\n\"1e3\": 1\na1-: 4\na1b: 3\n");
     assert_eq!(to_yaml_pretty(&n), "\"1e3\": 1\n1~: 2\na1b: 3\na1-: 4\n");
 }
+
+/// Probed against Helm 3.17.2: `%#v` of a map key lists its entries in fmt's
+/// order (nil, strings, uint64, int, float64, bool; each by value).
+#[test]
+fn invalid_map_key_lists_entries_in_fmt_order() {
+    let text = "? {b: 1, 1: 2, 1.5: 3, true: 4, ~: 5, a: 6, 10: 7, 2: 8, false: 9, -1: 10, 9223372036854775808: 11, 0.5: 13}\n: x\n";
+    assert_eq!(
+        parse_values(text).unwrap_err().to_string(),
+        "error converting YAML to JSON: yaml: invalid map key: map[interface {}]interface {}{interface {}(nil):5, \"a\":6, \"b\":1, 0x8000000000000000:11, -1:10, 1:2, 2:8, 10:7, 0.5:13, 1.5:3, false:9, true:4}"
+    );
+}
