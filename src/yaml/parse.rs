@@ -360,6 +360,15 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                         return Err(LoadFail::Rewrite(fixed.into_iter().collect()));
                     }
                 }
+                if e.info() == "tab cannot be used as indentation"
+                    && chars.get(e.marker().index()) == Some(&'\t')
+                {
+                    // The leading blanks of a quoted scalar's continuation
+                    // line are folded away; libyaml takes tabs there too.
+                    let mut fixed = chars.clone();
+                    fixed[e.marker().index()] = ' ';
+                    return Err(LoadFail::Rewrite(fixed.into_iter().collect()));
+                }
                 if e.info().ends_with("found unknown escape character") {
                     if let Some(fixed) = rewrite_quote_escapes(&chars, e.marker().index()) {
                         return Err(LoadFail::Rewrite(fixed));

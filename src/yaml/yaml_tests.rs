@@ -454,3 +454,13 @@ fn invalid_map_key_lists_entries_in_fmt_order() {
         "error converting YAML to JSON: yaml: invalid map key: map[interface {}]interface {}{interface {}(nil):5, \"a\":6, \"b\":1, 0x8000000000000000:11, -1:10, 1:2, 2:8, 10:7, 0.5:13, 1.5:3, false:9, true:4}"
     );
 }
+
+/// Probed against Helm 3.17.2: libyaml accepts tabs in the leading blanks
+/// of a quoted scalar's continuation lines (they are folded away).
+#[test]
+fn tabs_in_quoted_continuation_lines() {
+    let json = |s: &str| to_json(&parse_values(s).unwrap(), true);
+    assert_eq!(json("a: \"x\n\ty\"\n"), r#"{"a":"x y"}"#);
+    assert_eq!(json("a: 'x\n\t\ty'\n"), r#"{"a":"x y"}"#);
+    assert_eq!(json("a: \"x\n\t\n\ty\"\n"), r#"{"a":"x\ny"}"#);
+}
