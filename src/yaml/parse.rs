@@ -388,6 +388,24 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                 return Err(LoadFail::Yaml(syntax_error(text, &e, doc_index)));
             }
         };
+        if matches!(
+            ev,
+            Event::Scalar(..)
+                | Event::SequenceStart(..)
+                | Event::MappingStart(..)
+                | Event::Alias(_)
+        ) && tab_after_block_entry(&chars, mark.index())
+        {
+            // After a block entry '-' a simple key may start, so libyaml
+            // skips spaces but not tabs there, and no token starts with one.
+            return Err(LoadFail::Yaml(YamlError::Syntax {
+                problem: "found character that cannot start any token".into(),
+                line: mark.line(),
+                column: mark.col() + 1,
+                go_line: if mark.line() <= 1 { 0 } else { mark.line() },
+                document: doc_index,
+            }));
+        }
         if let Event::Scalar(value, style, _, _) = &ev {
             if is_empty_implicit_key(&stack, &chars, value, *style, &mark) {
                 // libyaml needs a key before ':' (only an explicit `?` may
@@ -539,6 +557,30 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
 }
 
 /// Normalises a tag to yaml.v2's short form (`!!str`, `!local`).
+/// Whether the node starting at `index` follows a block entry `-` across
+/// blanks that include a tab (`- \tx`), which libyaml refuses.
+fn tab_after_block_entry(chars: &[char], index: usize) -> bool {
+    let mut j = index.min(chars.len());
+    let mut saw_tab = false;
+    while j > 0 && matches!(chars[j - 1], ' ' | '\t') {
+        saw_tab |= chars[j - 1] == '\t';
+        j -= 1;
+    }
+    if !saw_tab || j == 0 || chars[j - 1] != '-' {
+        return false;
+    }
+    // The '-' is a block entry: only indentation and other entries before it.
+    let line_start = chars[..j - 1]
+        .iter()
+        .rposition(|&c| c == '\n')
+        .map_or(0, |p| p + 1);
+    let before = &chars[line_start..j - 1];
+    before.iter().all(|&c| matches!(c, ' ' | '-'))
+        && before
+            .windows(2)
+            .all(|w| w[0] != '-' || matches!(w[1], ' ' | '\t'))
+}
+
 /// Whether a scalar event is the empty implicit key yaml-rust2 (YAML 1.2)
 /// reads for a ':' with nothing before it, which libyaml refuses; an
 /// explicit `?` before the ':' makes the empty key legal.
@@ -657,6 +699,7 @@ fn libyaml_problem(info: &str) -> (String, bool) {
         ("duplicate version directive", true),
         ("invalid trailing content after double-quoted scalar", true),
         ("illegal placement of ':' indicator", true),
+        ("\"-\" is only valid inside a block", true),
     ];
     for (p, parser) in parser_problems {
         if info.ends_with(p) {
@@ -671,6 +714,7 @@ fn libyaml_problem(info: &str) -> (String, bool) {
                     "did not find expected key"
                 }
                 "illegal placement of ':' indicator" => "did not find expected ',' or ']'",
+                "\"-\" is only valid inside a block" => "did not find expected node content",
                 other => other,
             };
             return (text.to_string(), parser);

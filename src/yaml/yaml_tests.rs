@@ -464,3 +464,30 @@ fn tabs_in_quoted_continuation_lines() {
     assert_eq!(json("a: 'x\n\t\ty'\n"), r#"{"a":"x y"}"#);
     assert_eq!(json("a: \"x\n\t\n\ty\"\n"), r#"{"a":"x\ny"}"#);
 }
+
+/// Probed against Helm 3.17.2: after a block entry '-' libyaml does not
+/// skip tabs, and a '-' entry inside a flow collection is not node content.
+#[test]
+fn tab_after_block_entry_and_dash_in_flow() {
+    let err = |s: &str| parse_values(s).unwrap_err().to_string();
+    let prefix = "error converting YAML to JSON: yaml: ";
+    assert_eq!(
+        err("a:\n  - b\n  -\tc\n"),
+        format!("{prefix}line 3: found character that cannot start any token")
+    );
+    assert_eq!(
+        err("a:\n- \tx: 1\n"),
+        format!("{prefix}line 2: found character that cannot start any token")
+    );
+    assert_eq!(
+        err("a: [- 1]\n"),
+        format!("{prefix}did not find expected node content")
+    );
+    assert_eq!(
+        to_json(
+            &parse_values("a: x -\tb\nc:\n  - |\n    -\tz\n").unwrap(),
+            true
+        ),
+        r#"{"a":"x -\tb","c":["-\tz\n"]}"#
+    );
+}
