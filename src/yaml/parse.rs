@@ -406,6 +406,25 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                 document: doc_index,
             }));
         }
+        if let Event::Scalar(value, TScalarStyle::Plain, _, _) = &ev {
+            let in_flow = stack.iter().any(|f| {
+                let (Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = f;
+                matches!(chars.get(m.index()), Some('[' | '{'))
+            });
+            if !in_flow {
+                if let Some(line) = tab_in_plain_continuation(&chars, mark.index(), value) {
+                    // libyaml's plain scalar reads on over the following
+                    // blank lines and refuses a tab left of its indentation.
+                    return Err(LoadFail::Yaml(YamlError::Syntax {
+                        problem: "found a tab character that violates indentation".into(),
+                        line: line + 1,
+                        column: 1,
+                        go_line: line + 1,
+                        document: doc_index,
+                    }));
+                }
+            }
+        }
         if let Event::Scalar(value, style, _, _) = &ev {
             if is_empty_implicit_key(&stack, &chars, value, *style, &mark) {
                 // libyaml needs a key before ':' (only an explicit `?` may
@@ -557,6 +576,50 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
 }
 
 /// Normalises a tag to yaml.v2's short form (`!!str`, `!local`).
+/// For a one-line plain scalar that ends its line, the 0-based line of the
+/// first tab libyaml would meet left of the scalar's indentation + 1 while
+/// reading the blank lines after it. The indentation is taken as the
+/// leading spaces of the scalar's line, which never exceeds libyaml's.
+fn tab_in_plain_continuation(chars: &[char], start: usize, value: &str) -> Option<usize> {
+    if value.contains('\n') || start > chars.len() {
+        return None;
+    }
+    let line_start = chars[..start]
+        .iter()
+        .rposition(|&c| c == '\n')
+        .map_or(0, |p| p + 1);
+    let indent = chars[line_start..start]
+        .iter()
+        .take_while(|&&c| c == ' ')
+        .count();
+    let mut i = start + value.chars().count();
+    while i < chars.len() && matches!(chars[i], ' ' | '\t') {
+        i += 1;
+    }
+    if i >= chars.len() || !matches!(chars[i], '\n' | '\r') {
+        return None;
+    }
+    loop {
+        if chars.get(i) == Some(&'\r') {
+            i += 1;
+        }
+        if chars.get(i) == Some(&'\n') {
+            i += 1;
+        }
+        let mut col = 0;
+        while i < chars.len() && matches!(chars[i], ' ' | '\t') {
+            if chars[i] == '\t' && col < indent + 1 {
+                return Some(chars[..i].iter().filter(|&&c| c == '\n').count());
+            }
+            col += 1;
+            i += 1;
+        }
+        if i >= chars.len() || !matches!(chars[i], '\n' | '\r') {
+            return None;
+        }
+    }
+}
+
 /// Whether the node starting at `index` follows a block entry `-` across
 /// blanks that include a tab (`- \tx`), which libyaml refuses.
 fn tab_after_block_entry(chars: &[char], index: usize) -> bool {

@@ -491,3 +491,26 @@ fn tab_after_block_entry_and_dash_in_flow() {
         r#"{"a":"x -\tb","c":["-\tz\n"]}"#
     );
 }
+
+/// Probed against Helm 3.17.2: a plain scalar ending its line reads on over
+/// blank lines, where a tab left of its indentation + 1 fails; a tab further
+/// right is a blank.
+#[test]
+fn tab_on_blank_line_after_plain_scalar() {
+    let err = |s: &str| parse_values(s).unwrap_err().to_string();
+    let prefix = "error converting YAML to JSON: yaml: ";
+    let violates = "found a tab character that violates indentation";
+    assert_eq!(
+        err("a: 1\n\t\nb: 2\n"),
+        format!("{prefix}line 2: {violates}")
+    );
+    assert_eq!(
+        err("a:\n  b: 1\n\t\n"),
+        format!("{prefix}line 3: {violates}")
+    );
+    assert_eq!(err("a: 1\n\n\t\n\n"), format!("{prefix}line 3: {violates}"));
+    assert_eq!(err("a: 1\n\t# c\n"), format!("{prefix}line 2: {violates}"));
+    let json = |s: &str| to_json(&parse_values(s).unwrap(), true);
+    assert_eq!(json("a:\n  b: 1\n   \t\n"), r#"{"a":{"b":1}}"#);
+    assert_eq!(json("a: x\n \t \ny: 2\n"), r#"{"a":"x","true":2}"#);
+}
