@@ -284,7 +284,8 @@ impl Emitter {
             V::Map(pairs) if !pairs.is_empty() => {
                 self.increase_indent(false, false);
                 let mut sorted: Vec<&(V, V)> = pairs.iter().collect();
-                merge_sort(&mut sorted, &|a, b| key_less(&a.0, &b.0));
+                let flavor = self.flavor;
+                merge_sort(&mut sorted, &|a, b| key_less(&a.0, &b.0, flavor));
                 for (k, val) in sorted {
                     self.write_indent();
                     let (text, style) = scalar_text(k);
@@ -416,8 +417,12 @@ impl Emitter {
         self.write_indicator("\"", true, false, false);
         let chars: Vec<char> = value.chars().collect();
         let mut spaces = false;
+        // yaml.v2's BOM test looks at the start of the whole value, not at the
+        // current character: a value that starts with a BOM has every
+        // character escaped, and a BOM elsewhere is written as it is.
+        let leading_bom = value.starts_with('\u{feff}');
         for (i, &c) in chars.iter().enumerate() {
-            if !is_printable(c) || c == '\u{feff}' || is_break(c) || c == '"' || c == '\\' {
+            if !is_printable(c) || leading_bom || is_break(c) || c == '"' || c == '\\' {
                 self.put('\\');
                 let n = c as u32;
                 match n {
@@ -576,7 +581,7 @@ fn is_go_digit(c: char) -> bool {
 /// yaml.v2's key order: numbers and bools by value, then strings by a
 /// "natural" comparison where runs of digits compare as numbers and
 /// non-letters sort before letters.
-fn key_less(a: &V, b: &V) -> bool {
+fn key_less(a: &V, b: &V, flavor: Flavor) -> bool {
     let num = |v: &V| -> Option<f64> {
         match v {
             V::Int(i) => Some(*i as f64),
@@ -617,16 +622,26 @@ fn key_less(a: &V, b: &V) -> bool {
     let (V::Str(sa), V::Str(sb)) = (a, b) else {
         return kind(a) < kind(b);
     };
-    str_key_less(sa, sb)
+    natural_less(sa, sb, flavor == Flavor::V3)
 }
 
 /// The string part of yaml.v2's key comparison.
 pub(crate) fn str_key_less(sa: &str, sb: &str) -> bool {
+    natural_less(sa, sb, false)
+}
+
+/// The natural string comparison; `after_digit_letter_first` is yaml.v3's
+/// refinement: when the runes before the first difference end in a digit, a
+/// letter sorts before a non-letter (`1e3` < `1~`), where yaml.v2 always
+/// puts the non-letter first.
+fn natural_less(sa: &str, sb: &str, after_digit_letter_first: bool) -> bool {
     let ar: Vec<char> = sa.chars().collect();
     let br: Vec<char> = sb.chars().collect();
     let mut i = 0;
+    let mut digits = false;
     while i < ar.len() && i < br.len() {
         if ar[i] == br[i] {
+            digits = is_go_digit(ar[i]);
             i += 1;
             continue;
         }
@@ -636,7 +651,11 @@ pub(crate) fn str_key_less(sa: &str, sb: &str) -> bool {
             return ar[i] < br[i];
         }
         if al || bl {
-            return bl;
+            return if after_digit_letter_first && digits {
+                al
+            } else {
+                bl
+            };
         }
         let (mut an, mut bn): (i64, i64) = (0, 0);
         if ar[i] == '0' || br[i] == '0' {
@@ -707,6 +726,11 @@ pub enum EmitError {
     /// refuses (DEL, C1 controls, U+FFFE/U+FFFF) appears in a string.
     #[error("error converting JSON to YAML: yaml: control characters are not allowed")]
     ControlCharacter,
+    /// yaml.v2 reads a JSON object key as a simple key, which must stay on
+    /// one line (no U+0085) and span at most 1024 characters of JSON text;
+    /// otherwise the key loses its ':' and the flow mapping is malformed.
+    #[error("error converting JSON to YAML: yaml: did not find expected ',' or '}}'")]
+    KeyNotSimple,
 }
 
 /// libyaml's reader accepts TAB, LF, CR, U+0020..U+007E, U+0085,
@@ -788,6 +812,11 @@ fn through_json(n: &Node) -> Result<V, EmitError> {
         Node::Map(m) => {
             let mut pairs: Vec<(V, V)> = Vec::with_capacity(m.len());
             for (k, x) in m {
+                let mut encoded = String::new();
+                super::json::write_string(&mut encoded, k, true);
+                if k.contains('\u{85}') || encoded.chars().count() > 1024 {
+                    return Err(EmitError::KeyNotSimple);
+                }
                 let key = json_string_through_yaml(k)?;
                 let val = through_json(x)?;
                 // Folding can make two keys equal; the later one wins.

@@ -58,7 +58,7 @@ pub fn format_json_float(f: f64) -> String {
 }
 
 /// Go's JSON string escaping.
-fn write_string(out: &mut String, s: &str, escape_html: bool) {
+pub(crate) fn write_string(out: &mut String, s: &str, escape_html: bool) {
     out.push('"');
     for c in s.chars() {
         match c {

@@ -177,16 +177,51 @@ mod tests {
             assert_eq!(format_go_float(f), want, "{f}");
         }
     }
+
+    /// The release store writes Node through serde_json; Go's encoding/json
+    /// (Helm's `toJson`, probed) writes these bytes.
+    #[test]
+    fn serde_json_writes_go_float_bytes() {
+        let cases = [
+            (-0.0, "-0"),
+            (1e21, "1e+21"),
+            (1.5e300, "1.5e+300"),
+            (1e20, "100000000000000000000"),
+            (0.000001, "0.000001"),
+            (0.0000015, "0.0000015"),
+            (1e-7, "1e-7"),
+            (-2.5e-8, "-2.5e-8"),
+            (0.1, "0.1"),
+            (1e6, "1000000"),
+            (3.0, "3"),
+        ];
+        for (f, want) in cases {
+            let n = Node::Seq(vec![Node::Float(f)]);
+            assert_eq!(serde_json::to_string(&n).unwrap(), format!("[{want}]"));
+            assert_eq!(to_json(&n, true), format!("[{want}]"));
+            let pretty = serde_json::to_string_pretty(&n).unwrap();
+            assert_eq!(pretty, format!("[\n  {want}\n]"));
+        }
+        // Other serializers still see plain numbers.
+        let m = Node::Map([("a".to_string(), Node::Float(-0.5))].into_iter().collect());
+        assert_eq!(serde_yaml::to_string(&m).unwrap(), "a: -0.5\n");
+        assert_eq!(serde_json::to_value(Node::Float(1e6)).unwrap(), 1000000);
+        // Round trip through the store's reader keeps the value.
+        let back: Node = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+    }
 }
 
 mod serde_impl {
     //! Node <-> serde, with Go `encoding/json` number conventions.
     //!
-    //! Serialize: an integral float64 below 1e21 is written as an integer, as
-    //! Go writes it (`1000000`, not `1e6`); other floats go to the
-    //! serializer's f64 (serde_json then uses its shortest form, which for
-    //! |x| < 1e-6 or >= 1e21 can differ from Go's spelling, e.g. `1e21` vs
-    //! `1e+21`; use [`crate::yaml::to_json`] for Go's exact bytes).
+    //! Serialize: with serde_json's serializer (`to_string`, `to_vec`,
+    //! `to_writer`, which the release store uses) a finite float64 is written
+    //! as Go's `encoding/json` bytes through a raw value (`-0`, `1e+21`,
+    //! `0.000001`, `1e-7`), so stored records match Helm's. With any other
+    //! serializer an integral float64 below 1e21 is written as an integer, as
+    //! Go writes it (`1000000`, not `1e6`), and other floats as the
+    //! serializer's f64.
     //!
     //! Deserialize: integers that fit i64 become [`Node::Int`] (so `--set`
     //! integers survive a release round trip), other numbers [`Node::Float`].
@@ -205,7 +240,14 @@ mod serde_impl {
                 Node::Bool(b) => s.serialize_bool(*b),
                 Node::Int(i) => s.serialize_i64(*i),
                 Node::Float(f) => {
-                    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e21 {
+                    if f.is_finite() && is_serde_json::<S>() {
+                        // serde_json recognises its raw value and writes the
+                        // text as it is; its own f64 spelling is not Go's.
+                        let text = super::format_json_float(*f);
+                        let raw = serde_json::value::RawValue::from_string(text)
+                            .map_err(serde::ser::Error::custom)?;
+                        raw.serialize(s)
+                    } else if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e21 {
                         s.serialize_i128(*f as i128)
                     } else {
                         s.serialize_f64(*f)
@@ -216,6 +258,13 @@ mod serde_impl {
                 Node::Map(m) => m.serialize(s),
             }
         }
+    }
+
+    /// Whether `S` is serde_json's text serializer (any writer, any
+    /// formatter), the one serializer that writes a raw value verbatim;
+    /// other serializers would see the raw value as a one-field struct.
+    fn is_serde_json<S>() -> bool {
+        std::any::type_name::<S>().starts_with("&mut serde_json::ser::Serializer<")
     }
 
     struct NodeVisitor;

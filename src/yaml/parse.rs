@@ -213,6 +213,18 @@ fn flow_indent_error(line: usize) -> YamlError {
 /// documents, and no `...` before the first document.
 fn precheck(text: &str) -> Result<(), YamlError> {
     for (i, line) in text.lines().enumerate() {
+        // Before the first token libyaml is at the start of a line in block
+        // context, where it skips spaces but not tabs, and no token starts
+        // with a tab.
+        if line.trim_start_matches(' ').starts_with('\t') {
+            return Err(YamlError::Syntax {
+                problem: "found character that cannot start any token".into(),
+                line: i + 1,
+                column: line.len() - line.trim_start_matches(' ').len() + 1,
+                go_line: if i == 0 { 0 } else { i + 1 },
+                document: 0,
+            });
+        }
         let t = line.trim_end();
         if t.is_empty() || t.starts_with('#') {
             continue;
@@ -333,6 +345,30 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                         return Err(LoadFail::Rewrite(fixed));
                     }
                 }
+                if e.info()
+                    .contains("must be followed by a valid YAML whitespace")
+                {
+                    // libyaml takes a tab after ':' as the separating blank
+                    // (after a simple key's ':' tabs are skipped like
+                    // spaces); yaml-rust2 wants a space there.
+                    let at = e.marker().index();
+                    let colon = (at.saturating_sub(2)..=at + 1)
+                        .find(|&i| chars.get(i) == Some(&':') && chars.get(i + 1) == Some(&'\t'));
+                    if let Some(i) = colon {
+                        let mut fixed = chars.clone();
+                        fixed[i + 1] = ' ';
+                        return Err(LoadFail::Rewrite(fixed.into_iter().collect()));
+                    }
+                }
+                if e.info() == "tab cannot be used as indentation"
+                    && chars.get(e.marker().index()) == Some(&'\t')
+                {
+                    // The leading blanks of a quoted scalar's continuation
+                    // line are folded away; libyaml takes tabs there too.
+                    let mut fixed = chars.clone();
+                    fixed[e.marker().index()] = ' ';
+                    return Err(LoadFail::Rewrite(fixed.into_iter().collect()));
+                }
                 if e.info().ends_with("found unknown escape character") {
                     if let Some(fixed) = rewrite_quote_escapes(&chars, e.marker().index()) {
                         return Err(LoadFail::Rewrite(fixed));
@@ -352,6 +388,66 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                 return Err(LoadFail::Yaml(syntax_error(text, &e, doc_index)));
             }
         };
+        if matches!(
+            ev,
+            Event::Scalar(..)
+                | Event::SequenceStart(..)
+                | Event::MappingStart(..)
+                | Event::Alias(_)
+        ) && tab_after_block_entry(&chars, mark.index())
+        {
+            // After a block entry '-' a simple key may start, so libyaml
+            // skips spaces but not tabs there, and no token starts with one.
+            return Err(LoadFail::Yaml(YamlError::Syntax {
+                problem: "found character that cannot start any token".into(),
+                line: mark.line(),
+                column: mark.col() + 1,
+                go_line: if mark.line() <= 1 { 0 } else { mark.line() },
+                document: doc_index,
+            }));
+        }
+        if let Event::Scalar(value, TScalarStyle::Plain, _, _) = &ev {
+            let in_flow = stack.iter().any(|f| {
+                let (Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = f;
+                matches!(chars.get(m.index()), Some('[' | '{'))
+            });
+            if !in_flow {
+                if let Some(line) = tab_in_plain_continuation(&chars, mark.index(), value) {
+                    // libyaml's plain scalar reads on over the following
+                    // blank lines and refuses a tab left of its indentation.
+                    return Err(LoadFail::Yaml(YamlError::Syntax {
+                        problem: "found a tab character that violates indentation".into(),
+                        line: line + 1,
+                        column: 1,
+                        go_line: line + 1,
+                        document: doc_index,
+                    }));
+                }
+            }
+        }
+        if let Event::Scalar(value, style, _, _) = &ev {
+            if is_empty_implicit_key(&stack, &chars, value, *style, &mark) {
+                // libyaml needs a key before ':' (only an explicit `?` may
+                // leave it empty): a block mapping wants a key, a flow
+                // collection a node.
+                let in_flow = stack.iter().any(|f| {
+                    let (Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = f;
+                    matches!(chars.get(m.index()), Some('[' | '{'))
+                });
+                let problem = if in_flow {
+                    "did not find expected node content"
+                } else {
+                    "did not find expected key"
+                };
+                return Err(LoadFail::Yaml(YamlError::Syntax {
+                    problem: problem.into(),
+                    line: mark.line(),
+                    column: mark.col() + 1,
+                    go_line: mark.line().saturating_sub(1),
+                    document: doc_index,
+                }));
+            }
+        }
         let done: Option<(Raw, usize)> = match ev {
             Event::StreamStart | Event::Nothing => None,
             Event::StreamEnd => break,
@@ -480,6 +576,101 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
 }
 
 /// Normalises a tag to yaml.v2's short form (`!!str`, `!local`).
+/// For a one-line plain scalar that ends its line, the 0-based line of the
+/// first tab libyaml would meet left of the scalar's indentation + 1 while
+/// reading the blank lines after it. The indentation is taken as the
+/// leading spaces of the scalar's line, which never exceeds libyaml's.
+fn tab_in_plain_continuation(chars: &[char], start: usize, value: &str) -> Option<usize> {
+    if value.contains('\n') || start > chars.len() {
+        return None;
+    }
+    let line_start = chars[..start]
+        .iter()
+        .rposition(|&c| c == '\n')
+        .map_or(0, |p| p + 1);
+    let indent = chars[line_start..start]
+        .iter()
+        .take_while(|&&c| c == ' ')
+        .count();
+    let mut i = start + value.chars().count();
+    while i < chars.len() && matches!(chars[i], ' ' | '\t') {
+        i += 1;
+    }
+    if i >= chars.len() || !matches!(chars[i], '\n' | '\r') {
+        return None;
+    }
+    loop {
+        if chars.get(i) == Some(&'\r') {
+            i += 1;
+        }
+        if chars.get(i) == Some(&'\n') {
+            i += 1;
+        }
+        let mut col = 0;
+        while i < chars.len() && matches!(chars[i], ' ' | '\t') {
+            if chars[i] == '\t' && col < indent + 1 {
+                return Some(chars[..i].iter().filter(|&&c| c == '\n').count());
+            }
+            col += 1;
+            i += 1;
+        }
+        if i >= chars.len() || !matches!(chars[i], '\n' | '\r') {
+            return None;
+        }
+    }
+}
+
+/// Whether the node starting at `index` follows a block entry `-` across
+/// blanks that include a tab (`- \tx`), which libyaml refuses.
+fn tab_after_block_entry(chars: &[char], index: usize) -> bool {
+    let mut j = index.min(chars.len());
+    let mut saw_tab = false;
+    while j > 0 && matches!(chars[j - 1], ' ' | '\t') {
+        saw_tab |= chars[j - 1] == '\t';
+        j -= 1;
+    }
+    if !saw_tab || j == 0 || chars[j - 1] != '-' {
+        return false;
+    }
+    // The '-' is a block entry: only indentation and other entries before it.
+    let line_start = chars[..j - 1]
+        .iter()
+        .rposition(|&c| c == '\n')
+        .map_or(0, |p| p + 1);
+    let before = &chars[line_start..j - 1];
+    before.iter().all(|&c| matches!(c, ' ' | '-'))
+        && before
+            .windows(2)
+            .all(|w| w[0] != '-' || matches!(w[1], ' ' | '\t'))
+}
+
+/// Whether a scalar event is the empty implicit key yaml-rust2 (YAML 1.2)
+/// reads for a ':' with nothing before it, which libyaml refuses; an
+/// explicit `?` before the ':' makes the empty key legal.
+fn is_empty_implicit_key(
+    stack: &[Frame],
+    chars: &[char],
+    value: &str,
+    style: TScalarStyle,
+    mark: &Marker,
+) -> bool {
+    let Some(Frame::Map(items, _, _)) = stack.last() else {
+        return false;
+    };
+    if items.len() % 2 != 0
+        || style != TScalarStyle::Plain
+        || !(value.is_empty() || value == "~")
+        || chars.get(mark.index()) != Some(&':')
+    {
+        return false;
+    }
+    let before = chars[..mark.index()]
+        .iter()
+        .rev()
+        .find(|c| !matches!(c, ' ' | '\t' | '\n' | '\r'));
+    before != Some(&'?')
+}
+
 fn tag_name(t: &Tag) -> String {
     if t.handle == "tag:yaml.org,2002:" {
         format!("!!{}", t.suffix)
@@ -524,6 +715,17 @@ fn syntax_error(text: &str, e: &ScanError, document: usize) -> YamlError {
     if problem == "found unexpected end of stream" {
         // libyaml marks the end of the text, yaml-rust2 the scalar's start.
         line0 = text.matches('\n').count();
+    } else if problem == "found a tab character where an indentation space is expected" {
+        // libyaml marks the tab in the block scalar's indentation,
+        // yaml-rust2 the block scalar's header.
+        let tab_line = text
+            .lines()
+            .enumerate()
+            .skip(m.line())
+            .find(|(_, l)| l.trim_start_matches(' ').starts_with('\t'));
+        if let Some((k, _)) = tab_line {
+            line0 = k;
+        }
     } else if problem == "found a tab character that violates indentation" {
         // libyaml marks the tab, on a continuation line.
         line0 += 1;
@@ -560,6 +762,7 @@ fn libyaml_problem(info: &str) -> (String, bool) {
         ("duplicate version directive", true),
         ("invalid trailing content after double-quoted scalar", true),
         ("illegal placement of ':' indicator", true),
+        ("\"-\" is only valid inside a block", true),
     ];
     for (p, parser) in parser_problems {
         if info.ends_with(p) {
@@ -574,6 +777,7 @@ fn libyaml_problem(info: &str) -> (String, bool) {
                     "did not find expected key"
                 }
                 "illegal placement of ':' indicator" => "did not find expected ',' or ']'",
+                "\"-\" is only valid inside a block" => "did not find expected node content",
                 other => other,
             };
             return (text.to_string(), parser);
@@ -587,6 +791,8 @@ fn libyaml_problem(info: &str) -> (String, bool) {
     } else if info.ends_with("did not find expected hexadecimal number") {
         // libyaml's spelling.
         "did not find expected hexdecimal number".to_string()
+    } else if info.ends_with("a block scalar content cannot start with a tab") {
+        "found a tab character where an indentation space is expected".to_string()
     } else if info.ends_with("found a tab") {
         "found a tab character that violates indentation".to_string()
     } else if info == "simple key expect ':'" || info == "simple key expected" {
@@ -907,14 +1113,36 @@ pub(crate) fn go_syntax(v: &V, top: bool) -> String {
             format!("[]interface {{}}{{{}}}", inner.join(", "))
         }
         V::Map(pairs) => {
-            let mut inner: Vec<(String, String)> = pairs
-                .iter()
-                .map(|(k, x)| (go_syntax(k, false), go_syntax(x, false)))
+            let mut sorted: Vec<&(V, V)> = pairs.iter().collect();
+            sorted.sort_by(|a, b| fmt_key_cmp(&a.0, &b.0));
+            let parts: Vec<String> = sorted
+                .into_iter()
+                .map(|(k, x)| format!("{}:{}", go_syntax(k, false), go_syntax(x, false)))
                 .collect();
-            inner.sort();
-            let parts: Vec<String> = inner.into_iter().map(|(k, x)| format!("{k}:{x}")).collect();
             format!("map[interface {{}}]interface {{}}{{{}}}", parts.join(", "))
         }
+    }
+}
+
+/// fmt's order for `interface{}` map keys in Helm's binary (probed): nil,
+/// then by concrete type (string, uint64, int, float64, bool), then by value.
+fn fmt_key_cmp(a: &V, b: &V) -> std::cmp::Ordering {
+    let rank = |v: &V| match v {
+        V::Null => 0,
+        V::Str(_) => 1,
+        V::Uint(_) => 2,
+        V::Int(_) => 3,
+        V::Float(_) => 4,
+        V::Bool(_) => 5,
+        V::Seq(_) | V::Map(_) => 6,
+    };
+    match (a, b) {
+        (V::Str(x), V::Str(y)) => x.cmp(y),
+        (V::Uint(x), V::Uint(y)) => x.cmp(y),
+        (V::Int(x), V::Int(y)) => x.cmp(y),
+        (V::Float(x), V::Float(y)) => x.total_cmp(y),
+        (V::Bool(x), V::Bool(y)) => x.cmp(y),
+        _ => rank(a).cmp(&rank(b)),
     }
 }
 

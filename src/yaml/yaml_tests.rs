@@ -133,6 +133,36 @@ fn emit_errors_give_empty_output() {
     assert_eq!(to_yaml(&Node::Map(Default::default())), "{}\n");
 }
 
+/// Probed against Helm 3.17.2: yaml.v2 reads each JSON key as a simple key,
+/// so a key with U+0085 or longer than 1024 characters of JSON text fails.
+#[test]
+fn json_keys_must_be_simple_keys() {
+    let map = |k: &str| Node::Map([(k.to_string(), Node::Int(1))].into_iter().collect());
+    assert_eq!(to_yaml(&map(&"a".repeat(1022))).len(), 1029);
+    assert_eq!(to_yaml(&map(&"a".repeat(1023))), "");
+    assert_eq!(to_yaml(&map(&"\u{e9}".repeat(1022))).len(), 2051);
+    assert_eq!(to_yaml(&map(&"\u{e9}".repeat(1023))), "");
+    assert_eq!(to_yaml(&map(&format!("{}\"", "a".repeat(1021)))), "");
+    assert_eq!(to_yaml(&map("a\u{85}b")), "");
+    assert_eq!(to_yaml(&map("a\u{2028}")), "? 'a\u{2028}'\n: 1\n");
+    let nested = Node::Seq(vec![map(&"a".repeat(1030))]);
+    assert_eq!(to_yaml(&nested), "");
+}
+
+/// Probed against Helm 3.17.2: yaml.v2 tests for a BOM at the start of the
+/// value, so such a value has every character escaped.
+#[test]
+fn leading_bom_escapes_every_character() {
+    let s = |x: &str| Node::Str(x.to_string());
+    assert_eq!(to_yaml(&s("\u{feff}bom")), "\"\\uFEFF\\x62\\x6F\\x6D\"\n");
+    assert_eq!(to_yaml(&s("a\u{feff}b")), "\"a\\uFEFFb\"\n");
+    assert_eq!(
+        to_yaml(&s("\u{feff}\u{e9}\u{1F600}\n")),
+        "\"\\uFEFF\\xE9\\U0001F600\\n\"\n"
+    );
+    assert_eq!(to_yaml_pretty(&s("\u{feff}ab")), "\"\\uFEFF\\x61\\x62\"\n");
+}
+
 mod props {
     use super::super::*;
     use proptest::prelude::*;
@@ -343,4 +373,144 @@ fn crlf_values() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Tabs, probed against Helm 3.17.2: libyaml skips tabs only where no simple
+/// key may start, so a tab before the first token fails, a tab after a
+/// simple key's ':' separates like a space, and a tab in a block scalar's
+/// indentation is reported on its own line.
+#[test]
+fn tabs_follow_libyaml() {
+    let err = |s: &str| parse_values(s).unwrap_err().to_string();
+    assert_eq!(
+        err("\ta: 1\n"),
+        "error converting YAML to JSON: yaml: found character that cannot start any token"
+    );
+    assert_eq!(
+        err("#c\n\t#c2\na: 1\n"),
+        "error converting YAML to JSON: yaml: line 2: found character that cannot start any token"
+    );
+    assert_eq!(
+        err("a: |\n\tx\n"),
+        "error converting YAML to JSON: yaml: line 2: found a tab character where an indentation space is expected"
+    );
+    assert_eq!(
+        to_json(&parse_values("a:\t1\n").unwrap(), true),
+        r#"{"a":1}"#
+    );
+    assert_eq!(
+        to_json(&parse_values("a:\tb\nc:\t[1,\t2]\n").unwrap(), true),
+        r#"{"a":"b","c":[1,2]}"#
+    );
+    assert_eq!(
+        to_json(&parse_values("a: \"x:\ty\"\n").unwrap(), true),
+        r#"{"a":"x:\ty"}"#
+    );
+}
+
+/// Probed against Helm 3.17.2: libyaml has no empty implicit keys; a ':'
+/// with nothing before it fails (an explicit `?` may leave the key empty).
+#[test]
+fn empty_implicit_keys_fail() {
+    let err = |s: &str| parse_values(s).unwrap_err().to_string();
+    let prefix = "error converting YAML to JSON: yaml: ";
+    assert_eq!(err(": x\n"), format!("{prefix}did not find expected key"));
+    assert_eq!(
+        err("a: 1\n: 2\n"),
+        format!("{prefix}line 1: did not find expected key")
+    );
+    assert_eq!(
+        err("a: {: x}\n"),
+        format!("{prefix}did not find expected node content")
+    );
+    assert_eq!(
+        err("a: [: x]\n"),
+        format!("{prefix}did not find expected node content")
+    );
+    assert!(err("?\n: x\n").contains("unsupported map key"));
+    assert_eq!(
+        to_json(&parse_values("? a\n: x\nb: ':'\n").unwrap(), true),
+        r#"{"a":"x","b":":"}"#
+    );
+}
+
+/// Probed against Helm 3.17.2: yaml.v3 (`toYamlPretty`) puts a letter before
+/// a non-letter when the runes before them end in a digit; yaml.v2
+/// (`toYaml`) always puts the non-letter first.
+#[test]
+fn v3_key_order_after_digits() {
+    let n = parse_values("\"1e3\": 1\n\"1~\": 2\na1b: 3\na1-: 4\n").unwrap();
+    assert_eq!(to_yaml(&n), "1~: 2\n\"1e3\": 1\na1-: 4\na1b: 3\n");
+    assert_eq!(to_yaml_pretty(&n), "\"1e3\": 1\n1~: 2\na1b: 3\na1-: 4\n");
+}
+
+/// Probed against Helm 3.17.2: `%#v` of a map key lists its entries in fmt's
+/// order (nil, strings, uint64, int, float64, bool; each by value).
+#[test]
+fn invalid_map_key_lists_entries_in_fmt_order() {
+    let text = "? {b: 1, 1: 2, 1.5: 3, true: 4, ~: 5, a: 6, 10: 7, 2: 8, false: 9, -1: 10, 9223372036854775808: 11, 0.5: 13}\n: x\n";
+    assert_eq!(
+        parse_values(text).unwrap_err().to_string(),
+        "error converting YAML to JSON: yaml: invalid map key: map[interface {}]interface {}{interface {}(nil):5, \"a\":6, \"b\":1, 0x8000000000000000:11, -1:10, 1:2, 2:8, 10:7, 0.5:13, 1.5:3, false:9, true:4}"
+    );
+}
+
+/// Probed against Helm 3.17.2: libyaml accepts tabs in the leading blanks
+/// of a quoted scalar's continuation lines (they are folded away).
+#[test]
+fn tabs_in_quoted_continuation_lines() {
+    let json = |s: &str| to_json(&parse_values(s).unwrap(), true);
+    assert_eq!(json("a: \"x\n\ty\"\n"), r#"{"a":"x y"}"#);
+    assert_eq!(json("a: 'x\n\t\ty'\n"), r#"{"a":"x y"}"#);
+    assert_eq!(json("a: \"x\n\t\n\ty\"\n"), r#"{"a":"x\ny"}"#);
+}
+
+/// Probed against Helm 3.17.2: after a block entry '-' libyaml does not
+/// skip tabs, and a '-' entry inside a flow collection is not node content.
+#[test]
+fn tab_after_block_entry_and_dash_in_flow() {
+    let err = |s: &str| parse_values(s).unwrap_err().to_string();
+    let prefix = "error converting YAML to JSON: yaml: ";
+    assert_eq!(
+        err("a:\n  - b\n  -\tc\n"),
+        format!("{prefix}line 3: found character that cannot start any token")
+    );
+    assert_eq!(
+        err("a:\n- \tx: 1\n"),
+        format!("{prefix}line 2: found character that cannot start any token")
+    );
+    assert_eq!(
+        err("a: [- 1]\n"),
+        format!("{prefix}did not find expected node content")
+    );
+    assert_eq!(
+        to_json(
+            &parse_values("a: x -\tb\nc:\n  - |\n    -\tz\n").unwrap(),
+            true
+        ),
+        r#"{"a":"x -\tb","c":["-\tz\n"]}"#
+    );
+}
+
+/// Probed against Helm 3.17.2: a plain scalar ending its line reads on over
+/// blank lines, where a tab left of its indentation + 1 fails; a tab further
+/// right is a blank.
+#[test]
+fn tab_on_blank_line_after_plain_scalar() {
+    let err = |s: &str| parse_values(s).unwrap_err().to_string();
+    let prefix = "error converting YAML to JSON: yaml: ";
+    let violates = "found a tab character that violates indentation";
+    assert_eq!(
+        err("a: 1\n\t\nb: 2\n"),
+        format!("{prefix}line 2: {violates}")
+    );
+    assert_eq!(
+        err("a:\n  b: 1\n\t\n"),
+        format!("{prefix}line 3: {violates}")
+    );
+    assert_eq!(err("a: 1\n\n\t\n\n"), format!("{prefix}line 3: {violates}"));
+    assert_eq!(err("a: 1\n\t# c\n"), format!("{prefix}line 2: {violates}"));
+    let json = |s: &str| to_json(&parse_values(s).unwrap(), true);
+    assert_eq!(json("a:\n  b: 1\n   \t\n"), r#"{"a":{"b":1}}"#);
+    assert_eq!(json("a: x\n \t \ny: 2\n"), r#"{"a":"x","true":2}"#);
 }
