@@ -44,20 +44,9 @@ pub struct DecodeNotes {
     pub null_dependency: bool,
 }
 
-fn json_kind(n: &Node) -> &'static str {
-    match n {
-        Node::Null => "null",
-        Node::Bool(_) => "bool",
-        Node::Int(_) | Node::Float(_) => "number",
-        Node::Str(_) => "string",
-        Node::Seq(_) => "array",
-        Node::Map(_) => "object",
-    }
-}
-
 fn type_err(n: &Node, strct: &str, path: &str, ty: &str) -> DecodeError {
     DecodeError::Type {
-        found: json_kind(n),
+        found: n.json_kind(),
         target: format!("Go struct field {strct}.{path} of type {ty}"),
     }
 }
@@ -213,7 +202,7 @@ pub fn apply_metadata(
         Node::Map(m) => m,
         other => {
             return Err(DecodeError::Type {
-                found: json_kind(other),
+                found: other.json_kind(),
                 target: "Go value of type chart.Metadata".into(),
             })
         }
@@ -299,7 +288,7 @@ pub fn decode_lock(text: &str) -> Result<Lock, DecodeError> {
         Node::Map(m) => m,
         other => {
             return Err(DecodeError::Type {
-                found: json_kind(other),
+                found: other.json_kind(),
                 target: "Go value of type chart.Lock".into(),
             })
         }

@@ -143,17 +143,6 @@ pub struct Sorted {
     pub infos: Vec<String>,
 }
 
-fn json_kind(n: &Node) -> &'static str {
-    match n {
-        Node::Null => "null",
-        Node::Bool(_) => "bool",
-        Node::Int(_) | Node::Float(_) => "number",
-        Node::Str(_) => "string",
-        Node::Seq(_) => "array",
-        Node::Map(_) => "object",
-    }
-}
-
 /// A scalar as sigs.k8s.io/yaml gives it to a Go `string` field.
 fn scalar_string(n: &Node, field: &str) -> Result<String, String> {
     Ok(match n {
@@ -165,7 +154,7 @@ fn scalar_string(n: &Node, field: &str) -> Result<String, String> {
         other => {
             return Err(format!(
                 "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go struct field {field} of type string",
-                json_kind(other)
+                other.json_kind()
             ))
         }
     })
@@ -179,7 +168,7 @@ pub fn decode_head(doc: &Node) -> Result<Head, String> {
         other => {
             return Err(format!(
                 "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type releaseutil.SimpleHead",
-                json_kind(other)
+                other.json_kind()
             ))
         }
     };
@@ -211,7 +200,7 @@ pub fn decode_head(doc: &Node) -> Result<Head, String> {
                 Some(other) => {
                     return Err(format!(
                         "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go struct field .metadata.annotations of type map[string]string",
-                        json_kind(other)
+                        other.json_kind()
                     ))
                 }
             }
@@ -219,7 +208,7 @@ pub fn decode_head(doc: &Node) -> Result<Head, String> {
         Some(other) => {
             return Err(format!(
                 "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go struct field SimpleHead.metadata of type struct {{ Name string \"json:\\\"name\\\"\"; Annotations map[string]string \"json:\\\"annotations\\\"\" }}",
-                json_kind(other)
+                other.json_kind()
             ))
         }
     }

@@ -485,14 +485,7 @@ fn parse_json_inner(text: &str) -> Result<(Node, Option<JsonError>), JsonError> 
 
 /// The JSON kind Go names in `cannot unmarshal X into ...`.
 pub(crate) fn json_kind(n: &Node) -> &'static str {
-    match n {
-        Node::Null => "null",
-        Node::Bool(_) => "bool",
-        Node::Int(_) | Node::Float(_) => "number",
-        Node::Str(_) => "string",
-        Node::Seq(_) => "array",
-        Node::Map(_) => "object",
-    }
+    n.json_kind()
 }
 
 #[cfg(test)]

@@ -212,6 +212,21 @@ mod tests {
     }
 }
 
+impl Node {
+    /// The JSON kind Go names in `cannot unmarshal X into ...` errors:
+    /// null, bool, number, string, array or object.
+    pub fn json_kind(&self) -> &'static str {
+        match self {
+            Node::Null => "null",
+            Node::Bool(_) => "bool",
+            Node::Int(_) | Node::Float(_) => "number",
+            Node::Str(_) => "string",
+            Node::Seq(_) => "array",
+            Node::Map(_) => "object",
+        }
+    }
+}
+
 mod serde_impl {
     //! Node <-> serde, with Go `encoding/json` number conventions.
     //!

@@ -201,18 +201,7 @@ fn unix_epoch(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
 mod tests {
     use super::*;
 
-    struct Ctx;
-    impl CallContext for Ctx {
-        fn include(&mut self, _: &str, _: Value) -> FuncResult {
-            Ok(Value::Nil)
-        }
-        fn tpl(&mut self, _: &str, _: Value) -> FuncResult {
-            Ok(Value::Nil)
-        }
-        fn lookup(&mut self, _: &str, _: &str, _: &str, _: &str) -> FuncResult {
-            Ok(Value::empty_map())
-        }
-    }
+    use crate::template::funcs::util::testctx::TestCtx as Ctx;
 
     fn call(name: &str, args: &[Value]) -> FuncResult {
         let mut r = Registry::new();

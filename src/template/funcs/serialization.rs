@@ -163,20 +163,9 @@ fn json_into_map(text: &str) -> (BTreeMap<String, Node>, Option<String>) {
             BTreeMap::new(),
             Some(format!(
                 "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                json_kind(&other)
+                other.json_kind()
             )),
         ),
-    }
-}
-
-fn json_kind(n: &Node) -> &'static str {
-    match n {
-        Node::Null => "null",
-        Node::Bool(_) => "bool",
-        Node::Int(_) | Node::Float(_) => "number",
-        Node::Str(_) => "string",
-        Node::Seq(_) => "array",
-        Node::Map(_) => "object",
     }
 }
 
@@ -194,7 +183,7 @@ fn from_json_array(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
         Ok(s @ Node::Seq(_)) => Ok(s),
         Ok(other) => Err(format!(
             "json: cannot unmarshal {} into Go value of type []interface {{}}",
-            json_kind(&other)
+            other.json_kind()
         )),
         Err(e) => Err(e.to_string()),
     };
@@ -230,18 +219,7 @@ fn from_toml(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
 mod tests {
     use super::*;
 
-    struct NoCtx;
-    impl CallContext for NoCtx {
-        fn include(&mut self, _: &str, _: Value) -> FuncResult {
-            Ok(Value::Nil)
-        }
-        fn tpl(&mut self, _: &str, _: Value) -> FuncResult {
-            Ok(Value::Nil)
-        }
-        fn lookup(&mut self, _: &str, _: &str, _: &str, _: &str) -> FuncResult {
-            Ok(Value::empty_map())
-        }
-    }
+    use crate::template::funcs::util::testctx::TestCtx as NoCtx;
 
     fn call(f: super::super::NativeFn, args: &[Value]) -> String {
         match f(&mut NoCtx, args) {
