@@ -15,6 +15,30 @@
 //! | 5 | [`release`] | Helm-compatible release records and their stores |
 //!
 //! The `rudder` binary is a thin shell over these modules.
+//!
+//! ## Example: a chart from manifests, rendered back
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//!
+//! let mut manifests = BTreeMap::new();
+//! manifests.insert(
+//!     "cm.yaml".to_string(),
+//!     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rules\ndata:\n  alert: '{{ $labels.pod }} is down'\n"
+//!         .to_string(),
+//! );
+//! let chart = rudder::chart::chart_from_manifests("monitoring", "kube-system", &manifests)?;
+//!
+//! let opts = rudder::render::RenderOptions {
+//!     release_name: "monitoring".into(),
+//!     namespace: "kube-system".into(),
+//!     ..Default::default()
+//! };
+//! let rendered = rudder::render::render(&chart, &Default::default(), &opts)?;
+//! // Helm prints the Go-template text of the input verbatim.
+//! assert!(rendered.manifests[0].content.contains("{{ $labels.pod }} is down"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
