@@ -259,7 +259,7 @@ fn floats(n: Node) -> Node {
         Node::Int(i) => Node::Float(i as f64),
         // -0 and 0 are one number to Kubernetes (and sigs.k8s.io/yaml
         // writes -0.0 as 0), so compare them as equal.
-        Node::Float(f) if f == 0.0 => Node::Float(0.0),
+        Node::Float(0.0) => Node::Float(0.0),
         Node::Seq(s) => Node::Seq(s.into_iter().map(floats).collect()),
         Node::Map(m) => Node::Map(m.into_iter().map(|(k, v)| (k, floats(v))).collect()),
         other => other,
