@@ -26,6 +26,27 @@ struct Instant {
     offset: Option<i32>,
 }
 
+/// `YYYY-MM-DD<sep>hh:mm:ss` plus Go's trimmed nanosecond fraction, the
+/// part RFC 3339 and Go's `%v` layout of a time share.
+fn date_time_nanos(i: &Instant, sep: char) -> String {
+    let c = i.civil();
+    let mut out = format!(
+        "{}-{:02}-{:02}{sep}{:02}:{:02}:{:02}",
+        fmt_year(c.year),
+        c.month,
+        c.day,
+        c.hour,
+        c.min,
+        c.sec
+    );
+    if i.nanos != 0 {
+        let frac = format!("{:09}", i.nanos);
+        out.push('.');
+        out.push_str(frac.trim_end_matches('0'));
+    }
+    out
+}
+
 /// An RFC 3339 timestamp that could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid timestamp {0:?}: want RFC 3339 like 2006-01-02T15:04:05.999999999Z07:00")]
@@ -226,21 +247,7 @@ impl HelmTime {
         let Some(i) = self.inner else {
             return String::new();
         };
-        let c = i.civil();
-        let mut out = format!(
-            "{}-{:02}-{:02}T{:02}:{:02}:{:02}",
-            fmt_year(c.year),
-            c.month,
-            c.day,
-            c.hour,
-            c.min,
-            c.sec
-        );
-        if i.nanos != 0 {
-            let frac = format!("{:09}", i.nanos);
-            out.push('.');
-            out.push_str(frac.trim_end_matches('0'));
-        }
+        let mut out = date_time_nanos(&i, 'T');
         out.push_str(&Self::offset_colon(i.offset));
         out
     }
@@ -296,21 +303,7 @@ impl HelmTime {
             nanos: 0,
             offset: None,
         });
-        let c = i.civil();
-        let mut out = format!(
-            "{}-{:02}-{:02} {:02}:{:02}:{:02}",
-            fmt_year(c.year),
-            c.month,
-            c.day,
-            c.hour,
-            c.min,
-            c.sec
-        );
-        if i.nanos != 0 {
-            let frac = format!("{:09}", i.nanos);
-            out.push('.');
-            out.push_str(frac.trim_end_matches('0'));
-        }
+        let mut out = date_time_nanos(&i, ' ');
         match i.offset {
             None => out.push_str(" +0000 UTC"),
             Some(o) => {
