@@ -108,7 +108,7 @@ fn describe(kind: &ValidationErrorKind, instance: &Json, fallback: String) -> (b
             ),
         ),
         ValidationErrorKind::Enum { options } => {
-            let opts = match options {
+            let opts = match options.as_ref() {
                 Json::Array(a) => a
                     .iter()
                     .map(|x| x.to_string())
@@ -205,17 +205,17 @@ fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
     // gojsonschema stops at a type mismatch: no other errors for that value.
     let type_errors: std::collections::BTreeSet<String> = errors
         .iter()
-        .filter(|e| matches!(e.kind, ValidationErrorKind::Type { .. }))
-        .map(|e| e.instance_path.as_str().to_string())
+        .filter(|e| matches!(e.kind(), ValidationErrorKind::Type { .. }))
+        .map(|e| e.instance_path().as_str().to_string())
         .collect();
     let mut out = String::new();
     for err in errors {
-        let pointer = err.instance_path.as_str().to_string();
-        if type_errors.contains(&pointer) && !matches!(err.kind, ValidationErrorKind::Type { .. }) {
+        let pointer = err.instance_path().as_str().to_string();
+        if type_errors.contains(&pointer) && !matches!(err.kind(), ValidationErrorKind::Type { .. }) {
             continue;
         }
         let f = field(&pointer);
-        let (named, desc) = describe(&err.kind, &err.instance, err.to_string());
+        let (named, desc) = describe(err.kind(), err.instance(), err.to_string());
         if named {
             out.push_str(&format!("- {f}: {f} {desc}\n"));
         } else {
