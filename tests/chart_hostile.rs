@@ -347,6 +347,6 @@ proptest! {
 
     #[test]
     fn loader_never_panics_on_arbitrary_chart_yaml(text in "\\PC{0,200}") {
-        let _ = chart::load_files(vec![chart::ChartFile { name: "Chart.yaml".into(), data: text.into_bytes() }]);
+        let _ = chart::load_files(vec![chart::ChartFile { name: "Chart.yaml".into(), data: text.into_bytes().into() }]);
     }
 }

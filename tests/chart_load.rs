@@ -55,10 +55,10 @@ fn assert_same_chart(a: &chart::Chart, b: &chart::Chart, at: &str) {
             .templates
             .iter()
             .chain(c.files.iter())
-            .map(|f| (f.name.clone(), f.data.clone()))
+            .map(|f| (f.name.clone(), f.data.to_vec()))
             .collect();
         if let Some(v) = c.raw.iter().find(|f| f.name == "values.yaml") {
-            m.insert(v.name.clone(), v.data.clone());
+            m.insert(v.name.clone(), v.data.to_vec());
         }
         m
     };

@@ -356,7 +356,9 @@ fn rendered(chart_dir: &std::path::Path, config: &str, notes: &str) -> Rendered 
     for f in ["NOTES.txt", "test.yaml"] {
         tpls.push(ChartFile {
             name: format!("templates/{f}"),
-            data: std::fs::read(chart_dir.join("templates").join(f)).unwrap(),
+            data: std::fs::read(chart_dir.join("templates").join(f))
+                .unwrap()
+                .into(),
         });
     }
     let values: rudder::yaml::Node =

@@ -528,7 +528,7 @@ fn archive_files(
         budget.remaining -= buf.len() as u64;
         files.push(ChartFile {
             name: n,
-            data: strip_bom(buf),
+            data: strip_bom(buf).into(),
         });
     }
     // Read the rest of the stream (still capped): a truncated or corrupt
@@ -635,7 +635,7 @@ fn walk_dir(
         }
         files.push(ChartFile {
             name: n,
-            data: strip_bom(data),
+            data: strip_bom(data).into(),
         });
     }
     Ok(())
@@ -696,7 +696,7 @@ fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart
                     }
                 };
             }
-            "values.schema.json" => c.schema = Some(f.data.clone()),
+            "values.schema.json" => c.schema = Some(f.data.to_vec()),
             "requirements.yaml" => {
                 let md = metadata.get_or_insert_with(Metadata::default);
                 let doc = first_document(&String::from_utf8_lossy(&f.data))
@@ -855,7 +855,7 @@ mod tests {
     fn f(name: &str, data: &str) -> ChartFile {
         ChartFile {
             name: name.into(),
-            data: data.as_bytes().to_vec(),
+            data: data.as_bytes().to_vec().into(),
         }
     }
 

@@ -6,6 +6,7 @@
 use crate::yaml::Node;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A chart maintainer (`maintainers[]` in Chart.yaml).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -137,6 +138,89 @@ pub struct Metadata {
     pub chart_type: String,
 }
 
+/// A file's bytes, shared: cloning a [`ChartFile`] or a whole [`Chart`] (as
+/// dependency processing does) copies a reference, not the contents.
+#[derive(Clone, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
+pub struct FileData(Arc<[u8]>);
+
+impl FileData {
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.0
+    }
+    /// The shared buffer itself.
+    pub fn as_arc(&self) -> &Arc<[u8]> {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for FileData {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl AsRef<[u8]> for FileData {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for FileData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.as_ref().fmt(f)
+    }
+}
+
+impl From<Vec<u8>> for FileData {
+    fn from(v: Vec<u8>) -> Self {
+        FileData(v.into())
+    }
+}
+
+impl From<&[u8]> for FileData {
+    fn from(v: &[u8]) -> Self {
+        FileData(v.into())
+    }
+}
+
+impl From<String> for FileData {
+    fn from(v: String) -> Self {
+        FileData::from(v.into_bytes())
+    }
+}
+
+impl From<&str> for FileData {
+    fn from(v: &str) -> Self {
+        FileData::from(v.as_bytes())
+    }
+}
+
+impl PartialEq<[u8]> for FileData {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.as_slice() == other
+    }
+}
+
+impl<const N: usize> PartialEq<[u8; N]> for FileData {
+    fn eq(&self, other: &[u8; N]) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl<const N: usize> PartialEq<&[u8; N]> for FileData {
+    fn eq(&self, other: &&[u8; N]) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl PartialEq<Vec<u8>> for FileData {
+    fn eq(&self, other: &Vec<u8>) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
 /// A file in a chart: its path relative to the chart root, and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ChartFile {
@@ -144,7 +228,7 @@ pub struct ChartFile {
     pub name: String,
     /// The file's bytes (base64 in JSON).
     #[serde(with = "base64_bytes")]
-    pub data: Vec<u8>,
+    pub data: FileData,
 }
 
 /// A chart: metadata, templates, values, schema, other files and subcharts.
@@ -183,10 +267,11 @@ mod base64_bytes {
     pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(v))
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>, T: From<Vec<u8>>>(d: D) -> Result<T, D::Error> {
         let s = Option::<String>::deserialize(d)?.unwrap_or_default();
         base64::engine::general_purpose::STANDARD
             .decode(s)
+            .map(T::from)
             .map_err(serde::de::Error::custom)
     }
 }

@@ -79,7 +79,7 @@ fn collect(
         }
     }
     if let Some(v) = chart.raw.iter().find(|f| f.name == "values.yaml") {
-        out.push((format!("{base}/values.yaml"), v.data.clone()));
+        out.push((format!("{base}/values.yaml"), v.data.to_vec()));
     }
     if let Some(schema) = &chart.schema {
         if serde_json::from_slice::<serde_json::Value>(schema).is_err() {
@@ -88,7 +88,7 @@ fn collect(
         out.push((format!("{base}/values.schema.json"), schema.clone()));
     }
     for f in chart.templates.iter().chain(chart.files.iter()) {
-        out.push((format!("{base}/{}", f.name), f.data.clone()));
+        out.push((format!("{base}/{}", f.name), f.data.to_vec()));
     }
     for dep in &chart.dependencies {
         collect(dep, &format!("{base}/charts/{}", dep.metadata.name), out)?;

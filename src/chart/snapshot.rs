@@ -29,13 +29,13 @@ fn entries(chart: &Chart, base: &str, out: &mut Vec<(String, Vec<u8>)>) {
         out.push((p("Chart.lock"), lock_to_yaml(lock).into_bytes()));
     }
     if let Some(v) = chart.raw.iter().find(|f| f.name == "values.yaml") {
-        out.push((p("values.yaml"), v.data.clone()));
+        out.push((p("values.yaml"), v.data.to_vec()));
     }
     if let Some(s) = &chart.schema {
         out.push((p("values.schema.json"), s.clone()));
     }
     for f in chart.templates.iter().chain(chart.files.iter()) {
-        out.push((p(&f.name), f.data.clone()));
+        out.push((p(&f.name), f.data.to_vec()));
     }
     for d in &chart.dependencies {
         entries(d, &p(&format!("charts/{}", d.metadata.name)), out);
@@ -97,11 +97,11 @@ mod tests {
         c.metadata.api_version = "v2".into();
         c.templates.push(ChartFile {
             name: "templates/b.yaml".into(),
-            data: b"b: 1".to_vec(),
+            data: b"b: 1".to_vec().into(),
         });
         c.files.push(ChartFile {
             name: "a.bin".into(),
-            data: vec![0xff, 0],
+            data: vec![0xff, 0].into(),
         });
         let t = snapshot_text(&c);
         let headers: Vec<_> = t.lines().filter(|l| l.starts_with("--- ")).collect();

@@ -11,7 +11,7 @@
 //! from [`GoObject::to_json_value`] with the element types Go ranges over
 //! (`[]uint8` for files, `string` for API versions), so `range`, `index` and
 //! `len` can use that view.
-use crate::chart::{ChartFile, Dependency, Maintainer, Metadata};
+use crate::chart::{ChartFile, Dependency, FileData, Maintainer, Metadata};
 use crate::render::glob::Glob;
 use crate::template::funcs::Param;
 use crate::template::value::{GoObject, ListKind, MapKind, Value};
@@ -751,7 +751,7 @@ impl GoObject for Capabilities {
 #[derive(Debug, Clone, Default)]
 pub struct Files {
     /// Path -> content, sorted by path.
-    pub files: Rc<BTreeMap<String, Rc<[u8]>>>,
+    pub files: Rc<BTreeMap<String, FileData>>,
 }
 
 impl Files {
@@ -761,7 +761,7 @@ impl Files {
             files: Rc::new(
                 files
                     .iter()
-                    .map(|f| (f.name.clone(), Rc::from(f.data.as_slice())))
+                    .map(|f| (f.name.clone(), f.data.clone()))
                     .collect(),
             ),
         }
@@ -773,7 +773,7 @@ impl Files {
             files: Rc::new(
                 self.files
                     .iter()
-                    .filter(|(k, _)| g.as_ref().map_or(true, |g| g.is_match(k)))
+                    .filter(|(k, _)| g.as_ref().is_none_or(|g| g.is_match(k)))
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
             ),
@@ -846,7 +846,7 @@ impl Files {
             }),
             "GetBytes" => one("GetBytes").or_else(|| {
                 Some(arg_str(0).map(|p| match self.files.get(&p) {
-                    Some(d) => Value::Bytes(d.clone()),
+                    Some(d) => Value::Bytes(Rc::from(d.as_slice())),
                     None => Value::Bytes(Rc::from(Vec::new())),
                 }))
             }),
@@ -881,7 +881,7 @@ impl GoObject for Files {
         Some(
             self.files
                 .iter()
-                .map(|(k, v)| (s(k), Value::Bytes(v.clone())))
+                .map(|(k, v)| (s(k), Value::Bytes(Rc::from(v.as_slice()))))
                 .collect(),
         )
     }
@@ -900,7 +900,7 @@ impl GoObject for Files {
             if i > 0 {
                 f.write_str(" ")?;
             }
-            write!(f, "{k}:{}", Value::Bytes(v.clone()))?;
+            write!(f, "{k}:{}", Value::Bytes(Rc::from(v.as_slice())))?;
         }
         f.write_str("]")
     }
@@ -910,7 +910,7 @@ impl GoObject for Files {
         Value::map(
             self.files
                 .iter()
-                .map(|(k, v)| (k.clone(), Value::Bytes(v.clone())))
+                .map(|(k, v)| (k.clone(), Value::Bytes(Rc::from(v.as_slice()))))
                 .collect(),
         )
     }
@@ -927,19 +927,19 @@ mod tests {
         Files::new(&[
             ChartFile {
                 name: "files/a.txt".into(),
-                data: b"alpha\n".to_vec(),
+                data: b"alpha\n".to_vec().into(),
             },
             ChartFile {
                 name: "files/crlf.txt".into(),
-                data: b"x\r\ny\r\n".to_vec(),
+                data: b"x\r\ny\r\n".to_vec().into(),
             },
             ChartFile {
                 name: "files/empty.txt".into(),
-                data: Vec::new(),
+                data: Vec::new().into(),
             },
             ChartFile {
                 name: "files/sub/c.txt".into(),
-                data: b"c".to_vec(),
+                data: b"c".to_vec().into(),
             },
         ])
     }

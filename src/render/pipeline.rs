@@ -481,7 +481,7 @@ mod tests {
     fn file(name: &str, data: &str) -> ChartFile {
         ChartFile {
             name: name.into(),
-            data: data.as_bytes().to_vec(),
+            data: data.as_bytes().to_vec().into(),
         }
     }
 

@@ -211,7 +211,8 @@ fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
     let mut out = String::new();
     for err in errors {
         let pointer = err.instance_path().as_str().to_string();
-        if type_errors.contains(&pointer) && !matches!(err.kind(), ValidationErrorKind::Type { .. }) {
+        if type_errors.contains(&pointer) && !matches!(err.kind(), ValidationErrorKind::Type { .. })
+        {
             continue;
         }
         let f = field(&pointer);

@@ -226,7 +226,7 @@ fn pad(out: &mut String, s: &str, sp: &Spec, numeric_zero: bool) {
     let fill = w - n;
     if sp.minus {
         out.push_str(s);
-        out.extend(std::iter::repeat(' ').take(fill));
+        out.extend(std::iter::repeat_n(' ', fill));
     } else if sp.zero && numeric_zero {
         // zeros go after the sign
         let (sign, rest) = if s.starts_with(['-', '+', ' ']) {
@@ -235,13 +235,13 @@ fn pad(out: &mut String, s: &str, sp: &Spec, numeric_zero: bool) {
             ("", s)
         };
         out.push_str(sign);
-        out.extend(std::iter::repeat('0').take(fill));
+        out.extend(std::iter::repeat_n('0', fill));
         out.push_str(rest);
     } else if sp.zero {
-        out.extend(std::iter::repeat('0').take(fill));
+        out.extend(std::iter::repeat_n('0', fill));
         out.push_str(s);
     } else {
-        out.extend(std::iter::repeat(' ').take(fill));
+        out.extend(std::iter::repeat_n(' ', fill));
         out.push_str(s);
     }
 }

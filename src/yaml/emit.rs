@@ -782,7 +782,7 @@ fn json_string_through_yaml(s: &str) -> Result<String, EmitError> {
         match breaks {
             0 => out.extend(&chars[i..j]),
             1 => out.push(' '),
-            n => out.extend(std::iter::repeat('\n').take(n - 1)),
+            n => out.extend(std::iter::repeat_n('\n', n - 1)),
         }
         i = j;
     }

@@ -105,7 +105,7 @@ fn reindent_quoted(chars: &[char], start: usize) -> Option<String> {
         if c == '\n' && k >= start && k < end {
             let have = chars[k + 1..].iter().take_while(|&&c| c == ' ').count();
             if have < want {
-                out.extend(std::iter::repeat(' ').take(want - have));
+                out.extend(std::iter::repeat_n(' ', want - have));
                 changed = true;
             }
         }

@@ -79,7 +79,7 @@ impl Store for MemoryStore {
         Ok(self
             .lock()
             .iter()
-            .filter(|((ns, _), _)| namespace.map_or(true, |n| n == ns))
+            .filter(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
             .map(|(_, r)| r.clone())
             .collect())
     }

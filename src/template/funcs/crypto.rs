@@ -533,7 +533,7 @@ fn encrypt_aes(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let cipher = aes_key(s(args, 0));
     let mut content = go_bytes(plain).into_owned();
     let pad = 16 - content.len() % 16;
-    content.extend(std::iter::repeat(pad as u8).take(pad));
+    content.extend(std::iter::repeat_n(pad as u8, pad));
     let mut iv = [0u8; 16];
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut iv);
     let mut out = iv.to_vec();

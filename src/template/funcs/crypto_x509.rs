@@ -45,7 +45,7 @@ fn seq(parts: &[&[u8]]) -> Vec<u8> {
 pub fn uint(be: &[u8]) -> Vec<u8> {
     let trimmed: Vec<u8> = be.iter().copied().skip_while(|&b| b == 0).collect();
     let mut content = Vec::with_capacity(trimmed.len() + 1);
-    if trimmed.first().map_or(true, |&b| b & 0x80 != 0) {
+    if trimmed.first().is_none_or(|&b| b & 0x80 != 0) {
         content.push(0);
     }
     content.extend(trimmed);
