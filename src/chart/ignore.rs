@@ -30,7 +30,7 @@ enum MatchKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Pattern {
     raw: String,
-    pattern: String,
+    pattern: Vec<char>,
     negate: bool,
     must_dir: bool,
     kind: MatchKind,
@@ -100,7 +100,7 @@ impl Rules {
         };
         self.patterns.push(Pattern {
             raw: rule.to_string(),
-            pattern: pattern.to_string(),
+            pattern: pattern.chars().collect(),
             negate,
             must_dir,
             kind,
@@ -113,12 +113,14 @@ impl Rules {
         if path.is_empty() || path == "." || path == "./" {
             return false;
         }
+        let whole: Vec<char> = path.chars().collect();
+        let base: Vec<char> = base_name(path).chars().collect();
         for p in &self.patterns {
             if p.negate {
                 if p.must_dir && !is_dir {
                     return true;
                 }
-                if !p.matches(path) {
+                if !p.matches(&whole, &base) {
                     return true;
                 }
                 continue;
@@ -126,7 +128,7 @@ impl Rules {
             if p.must_dir && !is_dir {
                 continue;
             }
-            if p.matches(path) {
+            if p.matches(&whole, &base) {
                 return true;
             }
         }
@@ -135,12 +137,12 @@ impl Rules {
 }
 
 impl Pattern {
-    fn matches(&self, path: &str) -> bool {
+    fn matches(&self, whole: &[char], base: &[char]) -> bool {
         let subject = match self.kind {
-            MatchKind::Root | MatchKind::Structural => path,
-            MatchKind::Base => base_name(path),
+            MatchKind::Root | MatchKind::Structural => whole,
+            MatchKind::Base => base,
         };
-        glob_match(&self.pattern, subject).unwrap_or(false)
+        match_chars(&self.pattern, subject).unwrap_or(false)
     }
 }
 
@@ -169,8 +171,13 @@ fn base_name(path: &str) -> &str {
 pub fn glob_match(pattern: &str, name: &str) -> Result<bool, IgnoreError> {
     let pat: Vec<char> = pattern.chars().collect();
     let name: Vec<char> = name.chars().collect();
-    let mut pat: &[char] = &pat;
-    let mut name: &[char] = &name;
+    match_chars(&pat, &name)
+}
+
+/// [`glob_match`] on decoded characters (rules keep their pattern decoded).
+fn match_chars(pat: &[char], name: &[char]) -> Result<bool, IgnoreError> {
+    let mut pat = pat;
+    let mut name = name;
     'outer: while !pat.is_empty() {
         let (star, chunk, rest) = scan_chunk(pat);
         pat = rest;

@@ -626,7 +626,7 @@ fn walk_dir(
             return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
         }
         let f = std::fs::File::open(&path).map_err(|e| io_err("open", &path, &e))?;
-        let mut data = Vec::new();
+        let mut data = Vec::with_capacity(meta.len() as usize + 1);
         f.take(MAX_DECOMPRESSED_FILE_SIZE + 1)
             .read_to_end(&mut data)
             .map_err(|e| io_err("read", &path, &e))?;

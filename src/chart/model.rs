@@ -138,18 +138,14 @@ pub struct Metadata {
     pub chart_type: String,
 }
 
-/// A file's bytes, shared: cloning a [`ChartFile`] or a whole [`Chart`] (as
+/// A file's bytes, shared (taken over from a `Vec` without copying): cloning a [`ChartFile`] or a whole [`Chart`] (as
 /// dependency processing does) copies a reference, not the contents.
 #[derive(Clone, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
-pub struct FileData(Arc<[u8]>);
+pub struct FileData(Arc<Vec<u8>>);
 
 impl FileData {
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
-        &self.0
-    }
-    /// The shared buffer itself.
-    pub fn as_arc(&self) -> &Arc<[u8]> {
         &self.0
     }
 }
@@ -175,13 +171,13 @@ impl std::fmt::Debug for FileData {
 
 impl From<Vec<u8>> for FileData {
     fn from(v: Vec<u8>) -> Self {
-        FileData(v.into())
+        FileData(Arc::new(v))
     }
 }
 
 impl From<&[u8]> for FileData {
     fn from(v: &[u8]) -> Self {
-        FileData(v.into())
+        FileData(Arc::new(v.to_vec()))
     }
 }
 

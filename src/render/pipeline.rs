@@ -15,7 +15,7 @@ use super::objects::{
     node_to_value, release_value, template_value, Capabilities, ChartObject, Files, KubeVersion,
 };
 use super::values::{coalesce_values, process_dependencies, Map, ValuesError, Warnings};
-use crate::chart::Chart;
+use crate::chart::{Chart, FileData};
 use crate::template::value::{MapKind, MapRef, Value};
 use crate::yaml::Node;
 use serde::{Deserialize, Serialize};
@@ -76,13 +76,36 @@ impl Default for RenderOptions {
     }
 }
 
-/// A CRD file from a chart's `crds/` directory.
+/// A CRD file from a chart's `crds/` directory. The bytes are shared with
+/// the chart (CRDs are often megabytes and only printed with
+/// `--include-crds`); serde writes them as text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CrdFile {
     /// `<chart full path>/crds/<file>`.
     pub path: String,
     /// The raw file content.
-    pub content: String,
+    #[serde(with = "lossy_text")]
+    pub content: FileData,
+}
+
+impl CrdFile {
+    /// The content as text (invalid UTF-8 replaced, as Helm's string
+    /// conversion prints it).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.content)
+    }
+}
+
+mod lossy_text {
+    use crate::chart::FileData;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &FileData, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&String::from_utf8_lossy(v))
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FileData, D::Error> {
+        Ok(FileData::from(String::deserialize(d)?))
+    }
 }
 
 /// The result of rendering a chart.
@@ -278,7 +301,7 @@ fn collect_crds(chart: &Chart, full_path: &str, out: &mut Vec<CrdFile>) {
         if f.name.starts_with("crds/") && is_manifest {
             out.push(CrdFile {
                 path: format!("{full_path}/{}", f.name),
-                content: String::from_utf8_lossy(&f.data).into_owned(),
+                content: f.data.clone(),
             });
         }
     }

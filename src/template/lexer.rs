@@ -75,25 +75,27 @@ pub enum Tok {
     With,
 }
 
-/// One token: its kind, byte offset, text and 1-based line.
+/// One token: its kind, byte offset, text and 1-based line. The text
+/// borrows from the template source (only error messages are owned), so the
+/// parser's look-ahead copies are cheap.
 #[derive(Debug, Clone)]
-pub struct Item {
+pub struct Item<'a> {
     /// Kind.
     pub typ: Tok,
     /// Byte offset of the token in the template text.
     pub pos: usize,
     /// The token text (or the error message).
-    pub val: String,
+    pub val: Cow<'a, str>,
     /// The line the token starts on.
     pub line: usize,
 }
 
-impl Item {
+impl Item<'_> {
     /// Go's `item.String()`, used in parse error messages.
     pub fn describe(&self) -> String {
         match self.typ {
             Tok::Eof => "EOF".into(),
-            Tok::Error => self.val.clone(),
+            Tok::Error => self.val.to_string(),
             Tok::Block
             | Tok::Break
             | Tok::Continue
@@ -118,6 +120,8 @@ impl Item {
     }
 }
 
+use std::borrow::Cow;
+
 const LEFT: &str = "{{";
 const RIGHT: &str = "}}";
 
@@ -136,11 +140,11 @@ struct Lexer<'a> {
     line: usize,
     start_line: usize,
     paren_depth: i32,
-    items: Vec<Item>,
+    items: Vec<Item<'a>>,
 }
 
 /// Tokenizes a whole template. The last item is `Eof` or `Error`.
-pub fn lex(input: &str) -> Vec<Item> {
+pub fn lex(input: &str) -> Vec<Item<'_>> {
     let mut l = Lexer {
         input,
         pos: 0,
@@ -183,7 +187,7 @@ impl<'a> Lexer<'a> {
         }
     }
     fn emit(&mut self, typ: Tok) {
-        let val = self.input[self.start..self.pos].to_string();
+        let val = Cow::Borrowed(&self.input[self.start..self.pos]);
         self.items.push(Item {
             typ,
             pos: self.start,
@@ -202,7 +206,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: Tok::Error,
             pos: self.start,
-            val: msg,
+            val: Cow::Owned(msg),
             line: self.start_line,
         });
         State::Done
@@ -245,7 +249,7 @@ impl<'a> Lexer<'a> {
                             .len();
                 }
                 let end = self.pos - trim;
-                let val = self.input[self.start..end].to_string();
+                let val = Cow::Borrowed(&self.input[self.start..end]);
                 self.line += self.input[self.start..self.pos].matches('\n').count();
                 if !val.is_empty() {
                     self.items.push(Item {
@@ -263,7 +267,7 @@ impl<'a> Lexer<'a> {
         self.pos = self.input.len();
         if self.pos > self.start {
             self.line += self.input[self.start..self.pos].matches('\n').count();
-            let val = self.input[self.start..self.pos].to_string();
+            let val = Cow::Borrowed(&self.input[self.start..self.pos]);
             self.items.push(Item {
                 typ: Tok::Text,
                 pos: self.start,
@@ -276,7 +280,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: Tok::Eof,
             pos: self.pos,
-            val: String::new(),
+            val: Cow::Borrowed(""),
             line: self.line,
         });
         State::Done
@@ -670,7 +674,7 @@ mod tests {
     fn bad_number() {
         let items = lex("{{3-}}");
         assert_eq!(
-            items.last().map(|i| i.val.as_str()),
+            items.last().map(|i| i.val.as_ref()),
             Some("bad number syntax: \"3-\"")
         );
     }

@@ -31,7 +31,7 @@ impl ParseError {
 type PResult<T> = Result<T, ParseError>;
 
 struct Parser<'a> {
-    items: Vec<Item>,
+    items: Vec<Item<'a>>,
     idx: usize,
     furthest: usize,
     vars: Vec<String>,
@@ -73,7 +73,7 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
 }
 
 fn unquote(tok: &Item) -> Result<String, String> {
-    let s = tok.val.as_str();
+    let s = tok.val.as_ref();
     if tok.typ == Tok::RawString {
         let inner = s.get(1..s.len().saturating_sub(1)).unwrap_or("");
         return Ok(inner.replace('\r', ""));
@@ -255,7 +255,7 @@ fn parse_hex_float(s: &str) -> Option<f64> {
 fn new_number(tok: &Item) -> Result<Number, String> {
     let text = tok.val.clone();
     let mut n = Number {
-        text: text.clone(),
+        text: text.to_string(),
         is_int: false,
         is_uint: false,
         is_float: false,
@@ -324,12 +324,10 @@ fn new_number(tok: &Item) -> Result<Number, String> {
         }
         _ => {}
     }
-    if text.ends_with('i') {
-        if let Some(im) = parse_go_float(&text[..text.len() - 1]) {
-            n.is_complex = true;
-            n.complex = (0.0, im);
-            return Ok(n);
-        }
+    if let Some(im) = text.strip_suffix('i').and_then(parse_go_float) {
+        n.is_complex = true;
+        n.complex = (0.0, im);
+        return Ok(n);
     }
     let mut uval = None;
     if let Some((neg, u)) = parse_go_int(&text) {
@@ -402,7 +400,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn next(&mut self) -> Item {
+    fn next(&mut self) -> Item<'a> {
         let last = self.items.len().saturating_sub(1);
         let i = self.idx.min(last);
         if self.idx <= last {
@@ -416,12 +414,12 @@ impl<'a> Parser<'a> {
     fn backup(&mut self) {
         self.idx = self.idx.saturating_sub(1);
     }
-    fn peek(&mut self) -> Item {
+    fn peek(&mut self) -> Item<'a> {
         let it = self.next();
         self.backup();
         it
     }
-    fn next_non_space(&mut self) -> Item {
+    fn next_non_space(&mut self) -> Item<'a> {
         loop {
             let it = self.next();
             if it.typ != Tok::Space {
@@ -429,7 +427,7 @@ impl<'a> Parser<'a> {
             }
         }
     }
-    fn peek_non_space(&mut self) -> Item {
+    fn peek_non_space(&mut self) -> Item<'a> {
         let it = self.next_non_space();
         self.backup();
         it
@@ -450,7 +448,7 @@ impl<'a> Parser<'a> {
         }
         self.errorf(format!("unexpected {} in {}", it.describe(), context))
     }
-    fn expect(&mut self, typ: Tok, context: &str) -> PResult<Item> {
+    fn expect(&mut self, typ: Tok, context: &str) -> PResult<Item<'a>> {
         let it = self.next_non_space();
         if it.typ != typ {
             return Err(self.unexpected(&it, context));
@@ -549,7 +547,7 @@ impl<'a> Parser<'a> {
     fn text_or_action(&mut self) -> PResult<TA> {
         let tok = self.next_non_space();
         match tok.typ {
-            Tok::Text => Ok(TA::Node(Node::Text(Rc::from(tok.val.as_str())))),
+            Tok::Text => Ok(TA::Node(Node::Text(Rc::from(tok.val.as_ref())))),
             Tok::LeftDelim => {
                 self.action_line = tok.line;
                 let r = self.action();
@@ -723,13 +721,13 @@ impl<'a> Parser<'a> {
             if nx.typ == Tok::Assign || nx.typ == Tok::Declare {
                 pipe.is_assign = nx.typ == Tok::Assign;
                 self.next_non_space();
-                pipe.decl.push(v.val.clone());
-                self.vars.push(v.val.clone());
+                pipe.decl.push(v.val.to_string());
+                self.vars.push(v.val.to_string());
                 break;
             } else if nx.typ == Tok::Char && nx.val == "," {
                 self.next_non_space();
-                pipe.decl.push(v.val.clone());
-                self.vars.push(v.val.clone());
+                pipe.decl.push(v.val.to_string());
+                self.vars.push(v.val.to_string());
                 if context == "range" && pipe.decl.len() < 2 {
                     let pk = self.peek_non_space();
                     match pk.typ {
@@ -857,7 +855,7 @@ impl<'a> Parser<'a> {
                         super::gofmt::quote_go(&tok.val)
                     )));
                 }
-                Arg::Identifier(tok.pos, tok.val)
+                Arg::Identifier(tok.pos, tok.val.into_owned())
             }
             Tok::Dot => Arg::Dot(tok.pos),
             Tok::Nil => Arg::Nil(tok.pos),
@@ -869,7 +867,7 @@ impl<'a> Parser<'a> {
                         super::gofmt::quote_go(&name)
                     )));
                 }
-                Arg::Variable(tok.pos, vec![tok.val])
+                Arg::Variable(tok.pos, vec![tok.val.into_owned()])
             }
             Tok::Field => Arg::Field(tok.pos, vec![tok.val[1..].to_string()]),
             Tok::Bool => Arg::Bool(tok.pos, tok.val == "true"),
@@ -887,7 +885,7 @@ impl<'a> Parser<'a> {
             }
             Tok::String | Tok::RawString => {
                 let s = unquote(&tok).map_err(|e| self.errorf(e))?;
-                Arg::String(tok.pos, tok.val.clone(), Rc::from(s.as_str()))
+                Arg::String(tok.pos, tok.val.to_string(), Rc::from(s.as_str()))
             }
             _ => {
                 self.backup();
