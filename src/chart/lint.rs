@@ -195,7 +195,7 @@ fn expand_archive(path: &Path) -> Result<(TempDir, PathBuf), String> {
     let name = files
         .iter()
         .find(|f| f.name == "Chart.yaml")
-        .and_then(|f| super::metadata::decode_metadata(&String::from_utf8_lossy(&f.data)).ok())
+        .and_then(|f| super::metadata::decode_metadata(&f.data.text()).ok())
         .map(|(m, _)| m.name)
         .filter(|n| !n.is_empty() && !n.contains('/') && n != "." && n != "..")
         .ok_or_else(|| "unable to extract tarball: chart name not specified".to_string())?;

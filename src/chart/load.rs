@@ -662,8 +662,7 @@ fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart
     let mut notes = DecodeNotes::default();
     for f in &files {
         if f.name == "Chart.yaml" {
-            let (mut md, n) =
-                decode_metadata(&String::from_utf8_lossy(&f.data)).map_err(LoadError::ChartYaml)?;
+            let (mut md, n) = decode_metadata(&f.data.text()).map_err(LoadError::ChartYaml)?;
             if md.api_version.is_empty() {
                 md.api_version = "v1".into();
             }
@@ -679,7 +678,7 @@ fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart
                 c.lock = decode_lock_opt(&f.data).map_err(LoadError::ChartLock)?;
             }
             "values.yaml" => {
-                let text = String::from_utf8_lossy(&f.data);
+                let text = f.data.text();
                 // sigs.k8s.io/yaml into a map: an empty document leaves the
                 // map nil (no values), anything but a mapping is an error.
                 let v = crate::yaml::parse_yaml_to_json(&text)
@@ -699,8 +698,7 @@ fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart
             "values.schema.json" => c.schema = Some(f.data.to_vec()),
             "requirements.yaml" => {
                 let md = metadata.get_or_insert_with(Metadata::default);
-                let doc = first_document(&String::from_utf8_lossy(&f.data))
-                    .map_err(LoadError::RequirementsYaml)?;
+                let doc = first_document(&f.data.text()).map_err(LoadError::RequirementsYaml)?;
                 apply_metadata(md, &doc, &mut notes).map_err(LoadError::RequirementsYaml)?;
                 if md.api_version == "v1" {
                     c.files.push(f.clone());

@@ -138,6 +138,15 @@ pub struct Metadata {
     pub chart_type: String,
 }
 
+/// `String::from_utf8_lossy` with the fast validator first: most chart files
+/// are valid UTF-8 and the lossy decoder walks them far more slowly.
+pub(crate) fn lossy_text(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(b) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(b),
+    }
+}
+
 /// A file's bytes, shared (taken over from a `Vec` without copying): cloning a [`ChartFile`] or a whole [`Chart`] (as
 /// dependency processing does) copies a reference, not the contents.
 #[derive(Clone, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
@@ -147,6 +156,11 @@ impl FileData {
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
         &self.0
+    }
+    /// The bytes as text, invalid UTF-8 replaced by U+FFFD (Go's string
+    /// conversion prints it that way); borrowed when the bytes are valid.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        lossy_text(&self.0)
     }
 }
 

@@ -92,7 +92,7 @@ impl CrdFile {
     /// The content as text (invalid UTF-8 replaced, as Helm's string
     /// conversion prints it).
     pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(&self.content)
+        self.content.text()
     }
 }
 
@@ -389,7 +389,7 @@ fn execute_all(
     tpls.dedup_by(|a, b| a.name == b.name);
 
     for t in &tpls {
-        let text = String::from_utf8_lossy(t.text);
+        let text = crate::chart::model::lossy_text(t.text);
         engine
             .add_template(&t.name, &text)
             .map_err(RenderError::Template)?;
