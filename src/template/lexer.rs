@@ -130,7 +130,21 @@ fn is_space(c: u8) -> bool {
 }
 
 fn is_alnum(c: char) -> bool {
-    c == '_' || c.is_alphabetic() || c.is_numeric()
+    if c.is_ascii() {
+        return c == '_' || c.is_ascii_alphanumeric();
+    }
+    c.is_alphabetic() || c.is_numeric()
+}
+
+/// Newlines in `s` (a plain byte count, which the compiler vectorizes).
+fn count_newlines(s: &str) -> usize {
+    s.bytes().filter(|&b| b == b'\n').count()
+}
+
+/// Byte offset of the next `{{` in `s`.
+fn find_left_delim(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    memchr::memchr_iter(b'{', b).find(|&i| b.get(i + 1) == Some(&b'{'))
 }
 
 struct Lexer<'a> {
@@ -170,7 +184,11 @@ impl<'a> Lexer<'a> {
         &self.input[self.pos..]
     }
     fn peek(&self) -> Option<char> {
-        self.rest().chars().next()
+        match self.input.as_bytes().get(self.pos) {
+            Some(&b) if b.is_ascii() => Some(b as char),
+            Some(_) => self.rest().chars().next(),
+            None => None,
+        }
     }
     fn next(&mut self) -> Option<char> {
         let c = self.peek()?;
@@ -198,7 +216,7 @@ impl<'a> Lexer<'a> {
         self.start_line = self.line;
     }
     fn ignore(&mut self) {
-        self.line += self.input[self.start..self.pos].matches('\n').count();
+        self.line += count_newlines(&self.input[self.start..self.pos]);
         self.start = self.pos;
         self.start_line = self.line;
     }
@@ -237,7 +255,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_text(&mut self) -> State {
-        if let Some(x) = self.rest().find(LEFT) {
+        if let Some(x) = find_left_delim(self.rest()) {
             if x > 0 {
                 self.pos += x;
                 let mut trim = 0;
@@ -250,7 +268,7 @@ impl<'a> Lexer<'a> {
                 }
                 let end = self.pos - trim;
                 let val = Cow::Borrowed(&self.input[self.start..end]);
-                self.line += self.input[self.start..self.pos].matches('\n').count();
+                self.line += count_newlines(&self.input[self.start..self.pos]);
                 if !val.is_empty() {
                     self.items.push(Item {
                         typ: Tok::Text,
@@ -266,7 +284,7 @@ impl<'a> Lexer<'a> {
         }
         self.pos = self.input.len();
         if self.pos > self.start {
-            self.line += self.input[self.start..self.pos].matches('\n').count();
+            self.line += count_newlines(&self.input[self.start..self.pos]);
             let val = Cow::Borrowed(&self.input[self.start..self.pos]);
             self.items.push(Item {
                 typ: Tok::Text,
