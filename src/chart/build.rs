@@ -200,7 +200,7 @@ impl BuildOptions {
 /// m.insert("cm.yaml".to_string(),
 ///     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rules\ndata:\n  x: '{{ $labels }}'\n".to_string());
 /// let chart = rudder::chart::chart_from_manifests("demo", "monitoring", &m).unwrap();
-/// let t = String::from_utf8(chart.templates[0].data.clone()).unwrap();
+/// let t = chart.templates[0].data.text();
 /// assert!(t.contains("{{`{{`}} $labels }}"));
 /// ```
 pub fn chart_from_manifests(
