@@ -147,8 +147,9 @@ pub(crate) fn lossy_text(b: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// A file's bytes, shared (taken over from a `Vec` without copying): cloning a [`ChartFile`] or a whole [`Chart`] (as
-/// dependency processing does) copies a reference, not the contents.
+/// A file's bytes, shared (taken over from a `Vec` without copying): cloning
+/// a [`ChartFile`] or a whole [`Chart`] (as dependency processing does)
+/// copies a reference, not the contents.
 #[derive(Clone, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
 pub struct FileData(Arc<Vec<u8>>);
 
@@ -213,20 +214,8 @@ impl PartialEq<[u8]> for FileData {
     }
 }
 
-impl<const N: usize> PartialEq<[u8; N]> for FileData {
-    fn eq(&self, other: &[u8; N]) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
 impl<const N: usize> PartialEq<&[u8; N]> for FileData {
     fn eq(&self, other: &&[u8; N]) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl PartialEq<Vec<u8>> for FileData {
-    fn eq(&self, other: &Vec<u8>) -> bool {
         self.as_slice() == other.as_slice()
     }
 }

@@ -202,12 +202,8 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
     };
     // The engine is built here rather than inside `render::render` so that
     // it can be leaked with the chart and the result below.
-    let mut engine = rudder::template::Engine::new(rudder::template::EngineOptions {
-        strict: opts.strict,
-        enable_dns: opts.enable_dns,
-        ..rudder::template::EngineOptions::default()
-    });
-    let result = rudder::render::pipeline::render_with(&mut engine, &chart, &user, &opts);
+    let mut engine = rudder::render::engine_for(&opts);
+    let result = rudder::render::render_with(&mut engine, &chart, &user, &opts);
     // The process ends right after printing: freeing the parse trees, the
     // chart and the rendered objects one by one is wasted work (3-7% of a
     // large chart's run).

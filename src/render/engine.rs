@@ -14,13 +14,18 @@ impl TemplateSet for Engine {
     }
 }
 
-/// Renders `chart` with user-supplied values (what `-f`/`--set` produced),
-/// as `helm template` does.
-pub fn render(chart: &Chart, user: &Map, opts: &RenderOptions) -> Result<Rendered, RenderError> {
-    let mut engine = Engine::new(EngineOptions {
+/// The template engine [`render`] uses for `opts`; build it yourself and
+/// pass it to [`render_with`] to keep it (its parsed templates) afterwards.
+pub fn engine_for(opts: &RenderOptions) -> Engine {
+    Engine::new(EngineOptions {
         strict: opts.strict,
         enable_dns: opts.enable_dns,
         ..EngineOptions::default()
-    });
-    render_with(&mut engine, chart, user, opts)
+    })
+}
+
+/// Renders `chart` with user-supplied values (what `-f`/`--set` produced),
+/// as `helm template` does.
+pub fn render(chart: &Chart, user: &Map, opts: &RenderOptions) -> Result<Rendered, RenderError> {
+    render_with(&mut engine_for(opts), chart, user, opts)
 }

@@ -16,7 +16,7 @@ pub mod schema;
 pub mod strvals;
 pub mod values;
 
-pub use engine::render;
+pub use engine::{engine_for, render};
 pub use manifests::{Head, Hook, HookEvent, Manifest};
 pub use pipeline::{render_with, CrdFile, RenderError, RenderOptions, Rendered, TemplateSet};
 pub mod output;

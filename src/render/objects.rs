@@ -754,6 +754,12 @@ pub struct Files {
     pub files: Rc<BTreeMap<String, FileData>>,
 }
 
+/// A file's content as the Go `[]byte` templates see (a copy: template
+/// values are reference-counted per thread, chart bytes across threads).
+fn bytes_value(d: &FileData) -> Value {
+    Value::Bytes(Rc::from(d.as_slice()))
+}
+
 impl Files {
     /// Builds `.Files` from a chart's other files.
     pub fn new(files: &[ChartFile]) -> Self {
@@ -846,7 +852,7 @@ impl Files {
             }),
             "GetBytes" => one("GetBytes").or_else(|| {
                 Some(arg_str(0).map(|p| match self.files.get(&p) {
-                    Some(d) => Value::Bytes(Rc::from(d.as_slice())),
+                    Some(d) => bytes_value(d),
                     None => Value::Bytes(Rc::from(Vec::new())),
                 }))
             }),
@@ -881,7 +887,7 @@ impl GoObject for Files {
         Some(
             self.files
                 .iter()
-                .map(|(k, v)| (s(k), Value::Bytes(Rc::from(v.as_slice()))))
+                .map(|(k, v)| (s(k), bytes_value(v)))
                 .collect(),
         )
     }
@@ -900,7 +906,7 @@ impl GoObject for Files {
             if i > 0 {
                 f.write_str(" ")?;
             }
-            write!(f, "{k}:{}", Value::Bytes(Rc::from(v.as_slice())))?;
+            write!(f, "{k}:{}", bytes_value(v))?;
         }
         f.write_str("]")
     }
@@ -910,7 +916,7 @@ impl GoObject for Files {
         Value::map(
             self.files
                 .iter()
-                .map(|(k, v)| (k.clone(), Value::Bytes(Rc::from(v.as_slice()))))
+                .map(|(k, v)| (k.clone(), bytes_value(v)))
                 .collect(),
         )
     }

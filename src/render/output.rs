@@ -58,7 +58,7 @@ pub fn release_manifest(r: &Rendered, include_crds: bool) -> String {
     let mut b = String::with_capacity(r.files.values().map(|f| f.len() + 64).sum());
     if include_crds {
         for c in &r.crds {
-            frame(&mut b, &c.path, &c.text());
+            frame(&mut b, &c.path, &c.content.text());
         }
     }
     for m in &r.manifests {
@@ -241,7 +241,7 @@ pub fn write_output_dir(
     if opts.include_crds {
         for c in &r.crds {
             let append = !written.insert(&c.path);
-            write_frame(dir, &c.path, &c.text(), append, &mut log)?;
+            write_frame(dir, &c.path, &c.content.text(), append, &mut log)?;
         }
     }
     let sub: PathBuf = match release_dir {

@@ -88,14 +88,6 @@ pub struct CrdFile {
     pub content: FileData,
 }
 
-impl CrdFile {
-    /// The content as text (invalid UTF-8 replaced, as Helm's string
-    /// conversion prints it).
-    pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        self.content.text()
-    }
-}
-
 mod lossy_text {
     use crate::chart::FileData;
     use serde::{Deserialize, Deserializer, Serializer};
