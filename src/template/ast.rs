@@ -1,7 +1,7 @@
 //! The parse tree of a Go template, with Go's `String()` forms (they appear
 //! verbatim in error messages: `at <.Values.a.b>`).
 use std::fmt;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// A parsed template: a file's main body or one `define`/`block`.
 #[derive(Debug)]
@@ -9,9 +9,9 @@ pub struct Tree {
     /// The template name (`conf/templates/x.txt`, or the define's name).
     pub name: String,
     /// The name of the file it was parsed from (Go's `ParseName`).
-    pub parse_name: Rc<str>,
+    pub parse_name: Arc<str>,
     /// The whole text of that file, for line/column positions.
-    pub text: Rc<str>,
+    pub text: Arc<str>,
     /// The body.
     pub root: List,
 }
@@ -41,17 +41,17 @@ pub struct List {
 #[derive(Debug)]
 pub enum Node {
     /// Plain text.
-    Text(Rc<str>),
+    Text(Box<str>),
     /// `{{pipeline}}`
-    Action(Action),
+    Action(Box<Action>),
     /// `{{if}}`
-    If(Control),
+    If(Box<Control>),
     /// `{{with}}`
-    With(Control),
+    With(Box<Control>),
     /// `{{range}}`
-    Range(Control),
+    Range(Box<Control>),
     /// `{{template "name" pipeline}}`
-    Template(TemplateCall),
+    Template(Box<TemplateCall>),
     /// `{{break}}`
     Break,
     /// `{{continue}}`
@@ -154,7 +154,7 @@ pub enum Arg {
     /// A number.
     Number(usize, Box<Number>),
     /// A string: quoted source form and value.
-    String(usize, String, Rc<str>),
+    String(usize, String, Box<str>),
     /// `(pipeline)`
     Pipe(Box<Pipe>),
 }

@@ -463,7 +463,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             Arg::Dot(_) => Ok(dot.clone()),
             Arg::Nil(_) => self.errorf("nil is not a command"),
             Arg::Number(_, n) => self.ideal_constant(first, n).map(Tv::concrete),
-            Arg::String(_, _, s) => Ok(Tv::concrete(Value::Str(s.clone()))),
+            Arg::String(_, _, s) => Ok(Tv::concrete(Value::str(&**s))),
             _ => self.errorf(format!(
                 "can't evaluate command {}",
                 quote_go(&first.to_string())
@@ -898,7 +898,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             Arg::Identifier(_, name) => self.eval_function(dot, n, name, Cur::Arg(n), &[], None),
             Arg::Chain(..) => self.eval_chain(dot, n, &[], None),
             Arg::Number(_, num) => self.ideal_constant(n, num).map(Tv::concrete),
-            Arg::String(_, _, s) => Ok(Tv::concrete(Value::Str(s.clone()))),
+            Arg::String(_, _, s) => Ok(Tv::concrete(Value::str(&**s))),
             Arg::Bool(_, b) => Ok(Tv::concrete(Value::Bool(*b))),
             Arg::Nil(_) => Ok(Tv::concrete(Value::Nil)),
         }
@@ -961,13 +961,13 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 _ => self.errorf(format!("expected integer; found {n}")),
             },
             Param::String => match n {
-                Arg::String(_, _, s) => Ok(Value::Str(s.clone())),
+                Arg::String(_, _, s) => Ok(Value::str(&**s)),
                 _ => self.errorf(format!("expected string; found {n}")),
             },
             Param::Any => match n {
                 Arg::Bool(_, b) => Ok(Value::Bool(*b)),
                 Arg::Number(_, num) => self.ideal_constant(n, num),
-                Arg::String(_, _, s) => Ok(Value::Str(s.clone())),
+                Arg::String(_, _, s) => Ok(Value::str(&**s)),
                 _ => self.errorf(format!(
                     "can't handle assignment of {n} to empty interface argument"
                 )),

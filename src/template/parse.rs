@@ -4,7 +4,7 @@ use super::ast::{
     is_empty_list, Action, Arg, Command, Control, List, Node, Number, Pipe, TemplateCall, Tree,
 };
 use super::lexer::{lex, Item, Tok};
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// How deeply parentheses and control structures may nest. Real templates
 /// stay far below; the bound keeps hostile input from exhausting the stack.
@@ -38,10 +38,17 @@ struct Parser<'a> {
     range_depth: usize,
     depth: usize,
     action_line: usize,
-    parse_name: Rc<str>,
-    text: Rc<str>,
+    parse_name: Arc<str>,
+    text: Arc<str>,
     has_func: &'a dyn Fn(&str) -> bool,
     trees: Vec<Tree>,
+    // Work stacks: children are pushed here while a list, pipeline or
+    // command is open and moved out into an exactly sized Vec when it
+    // closes (growing each Vec from empty wasted a quarter of the AST's
+    // memory on spare capacity).
+    node_stack: Vec<Node>,
+    cmd_stack: Vec<Command>,
+    arg_stack: Vec<Arg>,
 }
 
 /// Parses `text` as template `name`: returns the file's own tree first, then
@@ -55,10 +62,13 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
         range_depth: 0,
         depth: 0,
         action_line: 0,
-        parse_name: Rc::from(name),
-        text: Rc::from(text),
+        parse_name: Arc::from(name),
+        text: Arc::from(text),
         has_func,
         trees: Vec::new(),
+        node_stack: Vec::new(),
+        cmd_stack: Vec::new(),
+        arg_stack: Vec::new(),
     };
     let root = p.parse_top()?;
     let main = Tree {
@@ -532,14 +542,19 @@ impl<'a> Parser<'a> {
     }
 
     fn item_list(&mut self) -> PResult<(List, Ended)> {
-        let mut list = List::default();
+        let base = self.node_stack.len();
         while self.peek_non_space().typ != Tok::Eof {
-            match self.text_or_action()? {
-                TA::Node(n) => list.nodes.push(n),
-                TA::End => return Ok((list, Ended::End)),
-                TA::Else => return Ok((list, Ended::Else)),
-                TA::None => {}
-            }
+            let ended = match self.text_or_action()? {
+                TA::Node(n) => {
+                    self.node_stack.push(n);
+                    continue;
+                }
+                TA::End => Ended::End,
+                TA::Else => Ended::Else,
+                TA::None => continue,
+            };
+            let nodes = self.node_stack.drain(base..).collect();
+            return Ok((List { nodes }, ended));
         }
         Err(self.errorf("unexpected EOF"))
     }
@@ -547,7 +562,7 @@ impl<'a> Parser<'a> {
     fn text_or_action(&mut self) -> PResult<TA> {
         let tok = self.next_non_space();
         match tok.typ {
-            Tok::Text => Ok(TA::Node(Node::Text(Rc::from(tok.val.as_ref())))),
+            Tok::Text => Ok(TA::Node(Node::Text(Box::from(tok.val.as_ref())))),
             Tok::LeftDelim => {
                 self.action_line = tok.line;
                 let r = self.action();
@@ -602,10 +617,13 @@ impl<'a> Parser<'a> {
         self.backup();
         let tok = self.peek();
         let pipe = self.pipeline("command", Tok::RightDelim)?;
-        Ok(TA::Node(Node::Action(Action { pos: tok.pos, pipe })))
+        Ok(TA::Node(Node::Action(Box::new(Action {
+            pos: tok.pos,
+            pipe,
+        }))))
     }
 
-    fn control(&mut self, context: &str) -> PResult<Control> {
+    fn control(&mut self, context: &str) -> PResult<Box<Control>> {
         self.enter()?;
         let nvars = self.vars.len();
         let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.control_inner(context));
@@ -614,7 +632,7 @@ impl<'a> Parser<'a> {
         r
     }
 
-    fn control_inner(&mut self, context: &str) -> PResult<Control> {
+    fn control_inner(&mut self, context: &str) -> PResult<Box<Control>> {
         let pipe = self.pipeline(context, Tok::RightDelim)?;
         if context == "range" {
             self.range_depth += 1;
@@ -647,12 +665,12 @@ impl<'a> Parser<'a> {
                 else_list = Some(l);
             }
         }
-        Ok(Control {
+        Ok(Box::new(Control {
             pos: pipe.pos,
             pipe,
             list,
             else_list,
-        })
+        }))
     }
 
     fn template_name(&mut self, tok: &Item, context: &str) -> PResult<String> {
@@ -671,11 +689,11 @@ impl<'a> Parser<'a> {
             self.backup();
             pipe = Some(self.pipeline(context, Tok::RightDelim)?);
         }
-        Ok(Node::Template(TemplateCall {
+        Ok(Node::Template(Box::new(TemplateCall {
             pos: tok.pos,
             name,
             pipe,
-        }))
+        })))
     }
 
     fn block_control(&mut self) -> PResult<Node> {
@@ -693,11 +711,11 @@ impl<'a> Parser<'a> {
             return Err(self.errorf(format!("unexpected {{{{else}}}} in {context}")));
         }
         self.add_tree(name.clone(), list)?;
-        Ok(Node::Template(TemplateCall {
+        Ok(Node::Template(Box::new(TemplateCall {
             pos: tok.pos,
             name,
             pipe: Some(pipe),
-        }))
+        })))
     }
 
     fn pipeline(&mut self, context: &str, end: Tok) -> PResult<Pipe> {
@@ -708,6 +726,7 @@ impl<'a> Parser<'a> {
             decl: Vec::new(),
             cmds: Vec::new(),
         };
+        let cmd_base = self.cmd_stack.len();
         // declarations
         loop {
             let v = self.peek_non_space();
@@ -745,6 +764,7 @@ impl<'a> Parser<'a> {
         loop {
             let tok = self.next_non_space();
             if tok.typ == end {
+                pipe.cmds = self.cmd_stack.drain(cmd_base..).collect();
                 self.check_pipeline(&pipe, context)?;
                 return Ok(pipe);
             }
@@ -763,7 +783,7 @@ impl<'a> Parser<'a> {
                 | Tok::LeftParen => {
                     self.backup();
                     let c = self.command()?;
-                    pipe.cmds.push(c);
+                    self.cmd_stack.push(c);
                 }
                 _ => return Err(self.unexpected(&tok, context)),
             }
@@ -790,14 +810,11 @@ impl<'a> Parser<'a> {
 
     fn command(&mut self) -> PResult<Command> {
         let pos = self.peek_non_space().pos;
-        let mut cmd = Command {
-            pos,
-            args: Vec::new(),
-        };
+        let arg_base = self.arg_stack.len();
         loop {
             self.peek_non_space();
             if let Some(op) = self.operand()? {
-                cmd.args.push(op);
+                self.arg_stack.push(op);
             }
             let tok = self.next();
             match tok.typ {
@@ -808,10 +825,11 @@ impl<'a> Parser<'a> {
             }
             break;
         }
-        if cmd.args.is_empty() {
+        if self.arg_stack.len() == arg_base {
             return Err(self.errorf("empty command"));
         }
-        Ok(cmd)
+        let args = self.arg_stack.drain(arg_base..).collect();
+        Ok(Command { pos, args })
     }
 
     fn operand(&mut self) -> PResult<Option<Arg>> {
@@ -885,7 +903,7 @@ impl<'a> Parser<'a> {
             }
             Tok::String | Tok::RawString => {
                 let s = unquote(&tok).map_err(|e| self.errorf(e))?;
-                Arg::String(tok.pos, tok.val.to_string(), Rc::from(s.as_str()))
+                Arg::String(tok.pos, tok.val.to_string(), s.into_boxed_str())
             }
             _ => {
                 self.backup();
