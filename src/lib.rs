@@ -44,6 +44,7 @@
 
 pub mod chart;
 pub mod manifest;
+mod par;
 pub mod release;
 pub mod render;
 pub mod template;

@@ -9,6 +9,9 @@ impl TemplateSet for Engine {
     fn add_template(&mut self, name: &str, text: &str) -> Result<(), String> {
         Engine::add_template(self, name, text).map_err(|e| e.to_string())
     }
+    fn add_templates(&mut self, files: &[(&str, &str)]) -> Result<(), String> {
+        Engine::add_templates(self, files).map_err(|e| e.to_string())
+    }
     fn execute(&mut self, name: &str, data: &Value) -> Result<String, String> {
         Engine::execute(self, name, data).map_err(|e| e.to_string())
     }

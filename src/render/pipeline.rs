@@ -29,6 +29,13 @@ pub trait TemplateSet {
     /// Parses `text` as the template file `name` (its `define`s replace
     /// earlier ones of the same name).
     fn add_template(&mut self, name: &str, text: &str) -> Result<(), String>;
+    /// Parses many files as `add_template` on each in order would (the
+    /// first error wins); an engine may parse them concurrently.
+    fn add_templates(&mut self, files: &[(&str, &str)]) -> Result<(), String> {
+        files
+            .iter()
+            .try_for_each(|(name, text)| self.add_template(name, text))
+    }
     /// Executes the file `name` with `data`; the result has every
     /// `<no value>` removed.
     fn execute(&mut self, name: &str, data: &Value) -> Result<String, String>;
@@ -380,12 +387,18 @@ fn execute_all(
     // Go's template map keeps one file per name.
     tpls.dedup_by(|a, b| a.name == b.name);
 
-    for t in &tpls {
-        let text = crate::chart::model::lossy_text(t.text);
-        engine
-            .add_template(&t.name, &text)
-            .map_err(RenderError::Template)?;
-    }
+    let texts: Vec<_> = tpls
+        .iter()
+        .map(|t| crate::chart::model::lossy_text(t.text))
+        .collect();
+    let named: Vec<(&str, &str)> = tpls
+        .iter()
+        .zip(&texts)
+        .map(|(t, text)| (t.name.as_str(), text.as_ref()))
+        .collect();
+    engine
+        .add_templates(&named)
+        .map_err(RenderError::Template)?;
     let mut files = BTreeMap::new();
     for t in &tpls {
         let base = t.name.rsplit('/').next().unwrap_or(&t.name);

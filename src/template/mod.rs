@@ -194,6 +194,22 @@ impl Engine {
         let registry = &self.registry;
         let trees = parse::parse(name, text, &|f| registry.get(f).is_some())
             .map_err(TemplateError::from_parse)?;
+        self.insert_trees(trees);
+        Ok(())
+    }
+
+    /// Parses many template files: the same result (and the same first
+    /// error) as [`Engine::add_template`] on each `(name, text)` in order.
+    /// Large batches are parsed on several threads; the trees are still
+    /// added in order, so `define` precedence is unchanged.
+    pub fn add_templates(&mut self, files: &[(&str, &str)]) -> Result<(), TemplateError> {
+        for parsed in parse_batch(&self.registry, files) {
+            self.insert_trees(parsed.map_err(TemplateError::from_parse)?);
+        }
+        Ok(())
+    }
+
+    fn insert_trees(&mut self, trees: Vec<Tree>) {
         for t in trees {
             if ast::is_empty_list(&t.root) {
                 if let Some(old) = self.templates.get(&t.name) {
@@ -204,7 +220,6 @@ impl Engine {
             }
             self.templates.insert(t.name.clone(), Rc::new(t));
         }
-        Ok(())
     }
 
     /// Whether a template (file or define) of this name exists.
@@ -261,6 +276,23 @@ impl Engine {
         cache.insert(text.to_string(), r.clone());
         r
     }
+}
+
+/// Template text below which a batch is parsed on the calling thread alone
+/// (a thread costs more than parsing a small chart).
+const PARALLEL_PARSE_MIN_BYTES: usize = 192 * 1024;
+
+/// Parses `files`, in order, on as many threads as pay off.
+fn parse_batch(
+    registry: &funcs::Registry,
+    files: &[(&str, &str)],
+) -> Vec<Result<Vec<Tree>, parse::ParseError>> {
+    crate::par::map_ordered(
+        files,
+        |(_, text)| text.len(),
+        PARALLEL_PARSE_MIN_BYTES,
+        |(name, text)| parse::parse(name, text, &|f| registry.get(f).is_some()),
+    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,101 @@
+//! Order-preserving parallel map over slices, on scoped std threads.
+//!
+//! The render pipeline has a few embarrassingly parallel steps (parsing
+//! template files, decoding rendered documents, reading chart files). Each
+//! uses [`map_ordered`]: the input is cut into contiguous runs of about
+//! equal weight, one per core, and the results come back in input order, so
+//! callers keep reporting the first error exactly where a sequential loop
+//! would. Small inputs stay on the calling thread: starting a thread costs
+//! more than a small chart's whole step.
+
+/// The most threads one step uses.
+const MAX_THREADS: usize = 4;
+
+/// How many threads a step may use: the cores this process may run on
+/// (cgroup and affinity limits included), at most [`MAX_THREADS`].
+fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(MAX_THREADS)
+}
+
+/// `items.iter().map(f).collect()`, computed on several threads when the
+/// total `weight` of the items reaches `min_weight` (weights are any
+/// measure of work, such as bytes of text).
+pub(crate) fn map_ordered<T, R, W, F>(items: &[T], weight: W, min_weight: usize, f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    W: Fn(&T) -> usize,
+    F: Fn(&T) -> R + Sync,
+{
+    let threads = threads().min(items.len());
+    let total: usize = items.iter().map(&weight).sum();
+    if threads < 2 || total < min_weight {
+        return items.iter().map(f).collect();
+    }
+    // Cut after the item that carries a run past its share of the weight.
+    let mut runs = Vec::with_capacity(threads);
+    let (mut start, mut acc) = (0, 0);
+    for (i, item) in items.iter().enumerate() {
+        acc += weight(item);
+        if runs.len() + 1 < threads && acc * threads >= total * (runs.len() + 1) {
+            runs.push(&items[start..=i]);
+            start = i + 1;
+        }
+    }
+    runs.push(&items[start..]);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let (first, rest) = match runs.split_first() {
+            Some((first, rest)) => (*first, rest),
+            None => (&items[..0], &[][..]),
+        };
+        let workers: Vec<_> = rest
+            .iter()
+            .map(|run| scope.spawn(move || run.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        let mut out: Vec<R> = Vec::with_capacity(items.len());
+        out.extend(first.iter().map(f));
+        for w in workers {
+            match w.join() {
+                Ok(part) => out.extend(part),
+                // A panic in `f` is a bug; let it surface as it would have
+                // on this thread.
+                Err(payload) => std::panic::resume_unwind(payload),
+            }
+        }
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::map_ordered;
+    use proptest::prelude::*;
+
+    #[test]
+    fn small_input_stays_sequential_and_ordered() {
+        let v: Vec<u32> = (0..10).collect();
+        assert_eq!(
+            map_ordered(&v, |_| 1, usize::MAX, |x| x * 2),
+            (0..10).map(|x| x * 2).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn empty_input() {
+        let v: Vec<u32> = Vec::new();
+        assert!(map_ordered(&v, |_| 1, 0, |x| *x).is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn same_as_sequential(v in proptest::collection::vec(0usize..1000, 0..200)) {
+            let par = map_ordered(&v, |x| *x, 0, |x| x.wrapping_mul(31) ^ 7);
+            let seq: Vec<usize> = v.iter().map(|x| x.wrapping_mul(31) ^ 7).collect();
+            prop_assert_eq!(par, seq);
+        }
+    }
+}
