@@ -193,38 +193,65 @@ fn source_name(doc: &str) -> Option<&str> {
     }
 }
 
-fn write_frame(
-    dir: &Path,
-    name: &str,
-    body: &str,
-    append: bool,
-    log: &mut String,
-) -> Result<(), OutputError> {
-    let path: PathBuf = PathBuf::from(format!("{}/{}", dir.display(), name));
-    let io_err = |source| OutputError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(io_err)?;
+/// Files below this many are written on the calling thread alone.
+const PARALLEL_WRITE_MIN_FILES: usize = 32;
+
+/// The `--output-dir` files of one render, in the order Helm first writes
+/// them, each with all of its frames.
+#[derive(Default)]
+struct OutputTree {
+    files: Vec<(PathBuf, String)>,
+    index: std::collections::HashMap<PathBuf, usize>,
+    log: String,
+}
+
+impl OutputTree {
+    /// Helm writes `name` under `dir` (creating it, or appending when this
+    /// render already wrote it) and prints `wrote <path>`.
+    fn add(&mut self, dir: &Path, name: &str, body: &str) {
+        let path: PathBuf = PathBuf::from(format!("{}/{}", dir.display(), name));
+        self.log.push_str("wrote ");
+        self.log.push_str(&path.display().to_string());
+        self.log.push('\n');
+        let i = match self.index.get(&path) {
+            Some(&i) => i,
+            None => {
+                self.index.insert(path.clone(), self.files.len());
+                self.files.push((path, String::new()));
+                self.files.len() - 1
+            }
+        };
+        frame(&mut self.files[i].1, name, body);
     }
-    let mut text = String::with_capacity(body.len() + name.len() + 16);
-    frame(&mut text, name, body);
-    if append {
-        use std::io::Write;
-        let mut f = fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(io_err)?;
-        f.write_all(&crate::template::output_bytes(&text))
-            .map_err(io_err)?;
-    } else {
-        fs::write(&path, crate::template::output_bytes(&text)).map_err(io_err)?;
+
+    /// Creates the directories (each once) and writes every file whole:
+    /// the same tree as Helm's create-then-append sequence, with one
+    /// create per file, on several threads for large trees. The error is
+    /// the one for the first file, in Helm's order, that failed.
+    fn write(self) -> Result<String, OutputError> {
+        let io_err = |path: &Path, source| OutputError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut made: BTreeSet<&Path> = BTreeSet::new();
+        for (path, _) in &self.files {
+            if let Some(parent) = path.parent() {
+                if made.insert(parent) {
+                    fs::create_dir_all(parent).map_err(|e| io_err(path, e))?;
+                }
+            }
+        }
+        let results = crate::par::map_ordered(
+            &self.files,
+            |_| 1,
+            PARALLEL_WRITE_MIN_FILES,
+            |(path, text)| fs::write(path, crate::template::output_bytes(text)),
+        );
+        for ((path, _), r) in self.files.iter().zip(results) {
+            r.map_err(|e| io_err(path, e))?;
+        }
+        Ok(self.log)
     }
-    log.push_str("wrote ");
-    log.push_str(&path.display().to_string());
-    log.push('\n');
-    Ok(())
 }
 
 /// Writes the output tree under `dir` (and `dir/<release>` for manifests and
@@ -236,12 +263,10 @@ pub fn write_output_dir(
     dir: &Path,
     release_dir: Option<&str>,
 ) -> Result<String, OutputError> {
-    let mut log = String::new();
-    let mut written: BTreeSet<&str> = BTreeSet::new();
+    let mut tree = OutputTree::default();
     if opts.include_crds {
         for c in &r.crds {
-            let append = !written.insert(&c.path);
-            write_frame(dir, &c.path, &c.content.text(), append, &mut log)?;
+            tree.add(dir, &c.path, &c.content.text());
         }
     }
     let sub: PathBuf = match release_dir {
@@ -249,8 +274,7 @@ pub fn write_output_dir(
         None => dir.to_path_buf(),
     };
     for m in &r.manifests {
-        let append = !written.insert(&m.source);
-        write_frame(&sub, &m.source, &m.content, append, &mut log)?;
+        tree.add(&sub, &m.source, &m.content);
     }
     if !opts.no_hooks {
         // Hooks go after the manifests, appended to files already written.
@@ -258,10 +282,10 @@ pub fn write_output_dir(
             if opts.skip_tests && is_test_hook(&h.events) {
                 continue;
             }
-            let append = !written.insert(&h.source);
-            write_frame(&sub, &h.source, &h.content, append, &mut log)?;
+            tree.add(&sub, &h.source, &h.content);
         }
     }
+    let mut log = tree.write()?;
     // The (empty) release manifest is still printed.
     log.push('\n');
     Ok(log)
