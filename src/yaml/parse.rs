@@ -66,21 +66,21 @@ enum LoadFail {
 
 /// Indents the continuation lines of the quoted scalar starting at `start`
 /// (up to its closing quote, or to the end) two columns past its first line.
-fn reindent_quoted(chars: &[char], start: usize) -> Option<String> {
-    let quote = *chars.get(start)?;
+fn reindent_quoted<C: Ch>(chars: &[C], start: usize) -> Option<String> {
+    let quote = chars.get(start)?.ch();
     if quote != '"' && quote != '\'' {
         return None;
     }
     // The end of the scalar.
     let mut i = start + 1;
     while i < chars.len() {
-        let c = chars[i];
+        let c = chars[i].ch();
         if quote == '"' && c == '\\' {
             i += 2;
             continue;
         }
         if c == quote {
-            if quote == '\'' && chars.get(i + 1) == Some(&'\'') {
+            if quote == '\'' && at(chars, i + 1) == Some('\'') {
                 i += 2;
                 continue;
             }
@@ -91,19 +91,19 @@ fn reindent_quoted(chars: &[char], start: usize) -> Option<String> {
     let end = i.min(chars.len());
     let line_start = chars[..start]
         .iter()
-        .rposition(|&c| c == '\n')
+        .rposition(|c| c.ch() == '\n')
         .map_or(0, |p| p + 1);
     let indent = chars[line_start..]
         .iter()
-        .take_while(|&&c| c == ' ')
+        .take_while(|c| c.ch() == ' ')
         .count();
     let want = indent + 2;
     let mut out: Vec<char> = Vec::with_capacity(chars.len() + 64);
     let mut changed = false;
-    for (k, &c) in chars.iter().enumerate() {
+    for (k, c) in chars.iter().map(|c| c.ch()).enumerate() {
         out.push(c);
         if c == '\n' && k >= start && k < end {
-            let have = chars[k + 1..].iter().take_while(|&&c| c == ' ').count();
+            let have = chars[k + 1..].iter().take_while(|c| c.ch() == ' ').count();
             if have < want {
                 out.extend(std::iter::repeat_n(' ', want - have));
                 changed = true;
@@ -115,17 +115,17 @@ fn reindent_quoted(chars: &[char], start: usize) -> Option<String> {
 
 /// yaml.v2 accepts `\'` in a double-quoted scalar (an apostrophe); yaml-rust2
 /// does not. Rewrites those escapes in the scalar starting at `start`.
-fn rewrite_quote_escapes(chars: &[char], start: usize) -> Option<String> {
-    if chars.get(start) != Some(&'"') {
+fn rewrite_quote_escapes<C: Ch>(chars: &[C], start: usize) -> Option<String> {
+    if at(chars, start) != Some('"') {
         return None;
     }
-    let mut out: Vec<char> = chars[..=start].to_vec();
+    let mut out: Vec<char> = chars[..=start].iter().map(|c| c.ch()).collect();
     let mut i = start + 1;
     let mut changed = false;
     while i < chars.len() {
-        match chars[i] {
+        match chars[i].ch() {
             '"' => break,
-            '\\' if chars.get(i + 1) == Some(&'\'') => {
+            '\\' if at(chars, i + 1) == Some('\'') => {
                 out.push('\'');
                 changed = true;
                 i += 2;
@@ -133,7 +133,7 @@ fn rewrite_quote_escapes(chars: &[char], start: usize) -> Option<String> {
             }
             '\\' => {
                 out.push('\\');
-                if let Some(&c) = chars.get(i + 1) {
+                if let Some(c) = at(chars, i + 1) {
                     out.push(c);
                 }
                 i += 2;
@@ -146,7 +146,7 @@ fn rewrite_quote_escapes(chars: &[char], start: usize) -> Option<String> {
     if !changed {
         return None;
     }
-    out.extend(chars.get(i..).unwrap_or(&[]));
+    out.extend(chars.get(i..).unwrap_or(&[]).iter().map(|c| c.ch()));
     Some(out.into_iter().collect())
 }
 
@@ -261,17 +261,17 @@ fn precheck(text: &str) -> Result<(), YamlError> {
 
 /// The escapes of the double-quoted scalar starting at `start`: libyaml
 /// (YAML 1.1) does not know `\/`, which yaml-rust2 accepts.
-fn check_double_quoted(chars: &[char], start: usize, document: usize) -> Result<(), YamlError> {
-    if chars.get(start) != Some(&'"') {
+fn check_double_quoted<C: Ch>(chars: &[C], start: usize, document: usize) -> Result<(), YamlError> {
+    if at(chars, start) != Some('"') {
         return Ok(());
     }
     let mut i = start + 1;
     while i < chars.len() {
-        match chars[i] {
+        match chars[i].ch() {
             '"' => return Ok(()),
             '\\' => {
-                if chars.get(i + 1) == Some(&'/') {
-                    let line0 = chars[..i].iter().filter(|&&c| c == '\n').count();
+                if at(chars, i + 1) == Some('/') {
+                    let line0 = chars[..i].iter().filter(|c| c.ch() == '\n').count();
                     return Err(YamlError::Syntax {
                         problem: "found unknown escape character".into(),
                         line: line0 + 1,
@@ -290,14 +290,15 @@ fn check_double_quoted(chars: &[char], start: usize, document: usize) -> Result<
 
 /// libyaml gives an empty string for a block scalar without content unless
 /// it keeps trailing breaks (`|+`); yaml-rust2 gives the line break.
-fn block_scalar_value(chars: &[char], start: usize, value: String) -> String {
+fn block_scalar_value<C: Ch>(chars: &[C], start: usize, value: String) -> String {
     if value.is_empty() || !value.chars().all(|c| c == '\n') {
         return value;
     }
     let header: String = chars
         .iter()
         .skip(start)
-        .take_while(|&&c| c != '\n' && c != '#')
+        .map(|c| c.ch())
+        .take_while(|&c| c != '\n' && c != '#')
         .collect();
     if header.contains('+') {
         value
@@ -324,8 +325,45 @@ fn check_depth(depth: usize, mark: &Marker, document: usize) -> Result<(), LoadF
     Ok(())
 }
 
+/// A character of the text as yaml-rust2's marks index it: a `char`, or a
+/// byte of an all-ASCII text, where byte and character indexes agree.
+trait Ch: Copy {
+    fn ch(self) -> char;
+}
+
+impl Ch for char {
+    fn ch(self) -> char {
+        self
+    }
+}
+
+impl Ch for u8 {
+    fn ch(self) -> char {
+        char::from(self)
+    }
+}
+
+/// The character at index `i`.
+fn at<C: Ch>(chars: &[C], i: usize) -> Option<char> {
+    chars.get(i).map(|c| c.ch())
+}
+
 fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail> {
-    let chars: Vec<char> = text.chars().collect();
+    // Nearly every chart file is ASCII: its bytes serve as the character
+    // array, which spares a 4-bytes-per-character copy of every document.
+    if text.is_ascii() {
+        load_chars(text, text.as_bytes(), first_only)
+    } else {
+        let chars: Vec<char> = text.chars().collect();
+        load_chars(text, &chars, first_only)
+    }
+}
+
+fn load_chars<C: Ch>(
+    text: &str,
+    chars: &[C],
+    first_only: bool,
+) -> Result<Vec<Option<Raw>>, LoadFail> {
     let mut parser = Parser::new_from_str(text);
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
@@ -341,7 +379,7 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                     // libyaml does not check the indentation of a quoted
                     // scalar's continuation lines (their leading blanks are
                     // folded away anyway): indent them and read again.
-                    if let Some(fixed) = reindent_quoted(&chars, e.marker().index()) {
+                    if let Some(fixed) = reindent_quoted(chars, e.marker().index()) {
                         return Err(LoadFail::Rewrite(fixed));
                     }
                 }
@@ -351,26 +389,26 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                     // libyaml takes a tab after ':' as the separating blank
                     // (after a simple key's ':' tabs are skipped like
                     // spaces); yaml-rust2 wants a space there.
-                    let at = e.marker().index();
-                    let colon = (at.saturating_sub(2)..=at + 1)
-                        .find(|&i| chars.get(i) == Some(&':') && chars.get(i + 1) == Some(&'\t'));
+                    let pos = e.marker().index();
+                    let colon = (pos.saturating_sub(2)..=pos + 1)
+                        .find(|&i| at(chars, i) == Some(':') && at(chars, i + 1) == Some('\t'));
                     if let Some(i) = colon {
-                        let mut fixed = chars.clone();
+                        let mut fixed: Vec<char> = chars.iter().map(|c| c.ch()).collect();
                         fixed[i + 1] = ' ';
                         return Err(LoadFail::Rewrite(fixed.into_iter().collect()));
                     }
                 }
                 if e.info() == "tab cannot be used as indentation"
-                    && chars.get(e.marker().index()) == Some(&'\t')
+                    && at(chars, e.marker().index()) == Some('\t')
                 {
                     // The leading blanks of a quoted scalar's continuation
                     // line are folded away; libyaml takes tabs there too.
-                    let mut fixed = chars.clone();
+                    let mut fixed: Vec<char> = chars.iter().map(|c| c.ch()).collect();
                     fixed[e.marker().index()] = ' ';
                     return Err(LoadFail::Rewrite(fixed.into_iter().collect()));
                 }
                 if e.info().ends_with("found unknown escape character") {
-                    if let Some(fixed) = rewrite_quote_escapes(&chars, e.marker().index()) {
+                    if let Some(fixed) = rewrite_quote_escapes(chars, e.marker().index()) {
                         return Err(LoadFail::Rewrite(fixed));
                     }
                 }
@@ -379,7 +417,7 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                         let m = match f {
                             Frame::Seq(_, _, m) | Frame::Map(_, _, m) => m,
                         };
-                        matches!(chars.get(m.index()), Some('[' | '{')).then(|| m.line())
+                        matches!(at(chars, m.index()), Some('[' | '{')).then(|| m.line())
                     });
                     if let Some(start) = flow_start {
                         return Err(LoadFail::FlowIndent(e.marker().line(), start));
@@ -394,7 +432,7 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                 | Event::SequenceStart(..)
                 | Event::MappingStart(..)
                 | Event::Alias(_)
-        ) && tab_after_block_entry(&chars, mark.index())
+        ) && tab_after_block_entry(chars, mark.index())
         {
             // After a block entry '-' a simple key may start, so libyaml
             // skips spaces but not tabs there, and no token starts with one.
@@ -409,10 +447,10 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
         if let Event::Scalar(value, TScalarStyle::Plain, _, _) = &ev {
             let in_flow = stack.iter().any(|f| {
                 let (Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = f;
-                matches!(chars.get(m.index()), Some('[' | '{'))
+                matches!(at(chars, m.index()), Some('[' | '{'))
             });
             if !in_flow {
-                if let Some(line) = tab_in_plain_continuation(&chars, mark.index(), value) {
+                if let Some(line) = tab_in_plain_continuation(chars, mark.index(), value) {
                     // libyaml's plain scalar reads on over the following
                     // blank lines and refuses a tab left of its indentation.
                     return Err(LoadFail::Yaml(YamlError::Syntax {
@@ -426,13 +464,13 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
             }
         }
         if let Event::Scalar(value, style, _, _) = &ev {
-            if is_empty_implicit_key(&stack, &chars, value, *style, &mark) {
+            if is_empty_implicit_key(&stack, chars, value, *style, &mark) {
                 // libyaml needs a key before ':' (only an explicit `?` may
                 // leave it empty): a block mapping wants a key, a flow
                 // collection a node.
                 let in_flow = stack.iter().any(|f| {
                     let (Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = f;
-                    matches!(chars.get(m.index()), Some('[' | '{'))
+                    matches!(at(chars, m.index()), Some('[' | '{'))
                 });
                 let problem = if in_flow {
                     "did not find expected node content"
@@ -491,12 +529,12 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
                 {
                     let value = match style {
                         TScalarStyle::DoubleQuoted => {
-                            check_double_quoted(&chars, mark.index(), doc_index)
+                            check_double_quoted(chars, mark.index(), doc_index)
                                 .map_err(LoadFail::Yaml)?;
                             value
                         }
                         TScalarStyle::Literal | TScalarStyle::Folded => {
-                            block_scalar_value(&chars, mark.index(), value)
+                            block_scalar_value(chars, mark.index(), value)
                         }
                         _ => value,
                     };
@@ -580,41 +618,41 @@ fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail>
 /// first tab libyaml would meet left of the scalar's indentation + 1 while
 /// reading the blank lines after it. The indentation is taken as the
 /// leading spaces of the scalar's line, which never exceeds libyaml's.
-fn tab_in_plain_continuation(chars: &[char], start: usize, value: &str) -> Option<usize> {
+fn tab_in_plain_continuation<C: Ch>(chars: &[C], start: usize, value: &str) -> Option<usize> {
     if value.contains('\n') || start > chars.len() {
         return None;
     }
     let line_start = chars[..start]
         .iter()
-        .rposition(|&c| c == '\n')
+        .rposition(|c| c.ch() == '\n')
         .map_or(0, |p| p + 1);
     let indent = chars[line_start..start]
         .iter()
-        .take_while(|&&c| c == ' ')
+        .take_while(|c| c.ch() == ' ')
         .count();
     let mut i = start + value.chars().count();
-    while i < chars.len() && matches!(chars[i], ' ' | '\t') {
+    while i < chars.len() && matches!(chars[i].ch(), ' ' | '\t') {
         i += 1;
     }
-    if i >= chars.len() || !matches!(chars[i], '\n' | '\r') {
+    if i >= chars.len() || !matches!(chars[i].ch(), '\n' | '\r') {
         return None;
     }
     loop {
-        if chars.get(i) == Some(&'\r') {
+        if at(chars, i) == Some('\r') {
             i += 1;
         }
-        if chars.get(i) == Some(&'\n') {
+        if at(chars, i) == Some('\n') {
             i += 1;
         }
         let mut col = 0;
-        while i < chars.len() && matches!(chars[i], ' ' | '\t') {
-            if chars[i] == '\t' && col < indent + 1 {
-                return Some(chars[..i].iter().filter(|&&c| c == '\n').count());
+        while i < chars.len() && matches!(chars[i].ch(), ' ' | '\t') {
+            if chars[i].ch() == '\t' && col < indent + 1 {
+                return Some(chars[..i].iter().filter(|c| c.ch() == '\n').count());
             }
             col += 1;
             i += 1;
         }
-        if i >= chars.len() || !matches!(chars[i], '\n' | '\r') {
+        if i >= chars.len() || !matches!(chars[i].ch(), '\n' | '\r') {
             return None;
         }
     }
@@ -622,34 +660,34 @@ fn tab_in_plain_continuation(chars: &[char], start: usize, value: &str) -> Optio
 
 /// Whether the node starting at `index` follows a block entry `-` across
 /// blanks that include a tab (`- \tx`), which libyaml refuses.
-fn tab_after_block_entry(chars: &[char], index: usize) -> bool {
+fn tab_after_block_entry<C: Ch>(chars: &[C], index: usize) -> bool {
     let mut j = index.min(chars.len());
     let mut saw_tab = false;
-    while j > 0 && matches!(chars[j - 1], ' ' | '\t') {
-        saw_tab |= chars[j - 1] == '\t';
+    while j > 0 && matches!(chars[j - 1].ch(), ' ' | '\t') {
+        saw_tab |= chars[j - 1].ch() == '\t';
         j -= 1;
     }
-    if !saw_tab || j == 0 || chars[j - 1] != '-' {
+    if !saw_tab || j == 0 || chars[j - 1].ch() != '-' {
         return false;
     }
     // The '-' is a block entry: only indentation and other entries before it.
     let line_start = chars[..j - 1]
         .iter()
-        .rposition(|&c| c == '\n')
+        .rposition(|c| c.ch() == '\n')
         .map_or(0, |p| p + 1);
     let before = &chars[line_start..j - 1];
-    before.iter().all(|&c| matches!(c, ' ' | '-'))
+    before.iter().all(|c| matches!(c.ch(), ' ' | '-'))
         && before
             .windows(2)
-            .all(|w| w[0] != '-' || matches!(w[1], ' ' | '\t'))
+            .all(|w| w[0].ch() != '-' || matches!(w[1].ch(), ' ' | '\t'))
 }
 
 /// Whether a scalar event is the empty implicit key yaml-rust2 (YAML 1.2)
 /// reads for a ':' with nothing before it, which libyaml refuses; an
 /// explicit `?` before the ':' makes the empty key legal.
-fn is_empty_implicit_key(
+fn is_empty_implicit_key<C: Ch>(
     stack: &[Frame],
-    chars: &[char],
+    chars: &[C],
     value: &str,
     style: TScalarStyle,
     mark: &Marker,
@@ -660,15 +698,16 @@ fn is_empty_implicit_key(
     if items.len() % 2 != 0
         || style != TScalarStyle::Plain
         || !(value.is_empty() || value == "~")
-        || chars.get(mark.index()) != Some(&':')
+        || at(chars, mark.index()) != Some(':')
     {
         return false;
     }
     let before = chars[..mark.index()]
         .iter()
         .rev()
+        .map(|c| c.ch())
         .find(|c| !matches!(c, ' ' | '\t' | '\n' | '\r'));
-    before != Some(&'?')
+    before != Some('?')
 }
 
 fn tag_name(t: &Tag) -> String {
