@@ -76,16 +76,17 @@ pub enum Tok {
 }
 
 /// One token: its kind, byte offset, text and 1-based line. The text
-/// borrows from the template source (only error messages are owned), so the
-/// parser's look-ahead copies are cheap.
-#[derive(Debug, Clone)]
+/// borrows from the template source, so tokens are `Copy` and the parser's
+/// look-ahead copies are free. An `Error` token's text is empty; the
+/// message is returned by [`lex`] beside the tokens.
+#[derive(Debug, Clone, Copy)]
 pub struct Item<'a> {
     /// Kind.
     pub typ: Tok,
     /// Byte offset of the token in the template text.
     pub pos: usize,
-    /// The token text (or the error message).
-    pub val: Cow<'a, str>,
+    /// The token text.
+    pub val: &'a str,
     /// The line the token starts on.
     pub line: usize,
 }
@@ -95,7 +96,7 @@ impl Item<'_> {
     pub fn describe(&self) -> String {
         match self.typ {
             Tok::Eof => "EOF".into(),
-            Tok::Error => self.val.to_string(),
+            Tok::Error => "lexical error".into(),
             Tok::Block
             | Tok::Break
             | Tok::Continue
@@ -113,14 +114,12 @@ impl Item<'_> {
                     let s: String = self.val.chars().take(10).collect();
                     format!("{}...", crate::template::gofmt::quote_go(&s))
                 } else {
-                    crate::template::gofmt::quote_go(&self.val)
+                    crate::template::gofmt::quote_go(self.val)
                 }
             }
         }
     }
 }
-
-use std::borrow::Cow;
 
 const LEFT: &str = "{{";
 const RIGHT: &str = "}}";
@@ -155,10 +154,22 @@ struct Lexer<'a> {
     start_line: usize,
     paren_depth: i32,
     items: Vec<Item<'a>>,
+    error: Option<String>,
 }
 
-/// Tokenizes a whole template. The last item is `Eof` or `Error`.
-pub fn lex(input: &str) -> Vec<Item<'_>> {
+/// The tokens of a whole template and, if lexing stopped at an error, its
+/// message. The last item is `Eof`, or `Error` when there is a message.
+pub struct Lexed<'a> {
+    /// The tokens.
+    pub items: Vec<Item<'a>>,
+    /// The message of the final `Error` item.
+    pub error: Option<String>,
+}
+
+/// Tokenizes a whole template.
+pub fn lex(input: &str) -> Lexed<'_> {
+    // About six tokens per action and one text between actions.
+    let actions = memchr::memmem::find_iter(input.as_bytes(), LEFT).count();
     let mut l = Lexer {
         input,
         pos: 0,
@@ -166,10 +177,14 @@ pub fn lex(input: &str) -> Vec<Item<'_>> {
         line: 1,
         start_line: 1,
         paren_depth: 0,
-        items: Vec::new(),
+        items: Vec::with_capacity(actions * 7 + 2),
+        error: None,
     };
     l.run();
-    l.items
+    Lexed {
+        items: l.items,
+        error: l.error,
+    }
 }
 
 enum State {
@@ -183,9 +198,12 @@ impl<'a> Lexer<'a> {
     fn rest(&self) -> &'a str {
         &self.input[self.pos..]
     }
+    fn byte(&self) -> Option<u8> {
+        self.input.as_bytes().get(self.pos).copied()
+    }
     fn peek(&self) -> Option<char> {
-        match self.input.as_bytes().get(self.pos) {
-            Some(&b) if b.is_ascii() => Some(b as char),
+        match self.byte() {
+            Some(b) if b.is_ascii() => Some(b as char),
             Some(_) => self.rest().chars().next(),
             None => None,
         }
@@ -204,12 +222,18 @@ impl<'a> Lexer<'a> {
             self.line -= 1;
         }
     }
+    /// Skips ASCII bytes that satisfy `f` (never a newline).
+    fn skip_ascii(&mut self, f: impl Fn(u8) -> bool) {
+        let b = self.input.as_bytes();
+        while self.pos < b.len() && f(b[self.pos]) {
+            self.pos += 1;
+        }
+    }
     fn emit(&mut self, typ: Tok) {
-        let val = Cow::Borrowed(&self.input[self.start..self.pos]);
         self.items.push(Item {
             typ,
             pos: self.start,
-            val,
+            val: &self.input[self.start..self.pos],
             line: self.start_line,
         });
         self.start = self.pos;
@@ -224,9 +248,10 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: Tok::Error,
             pos: self.start,
-            val: Cow::Owned(msg),
+            val: "",
             line: self.start_line,
         });
+        self.error = Some(msg);
         State::Done
     }
     fn accept(&mut self, valid: &str) -> bool {
@@ -267,7 +292,7 @@ impl<'a> Lexer<'a> {
                             .len();
                 }
                 let end = self.pos - trim;
-                let val = Cow::Borrowed(&self.input[self.start..end]);
+                let val = &self.input[self.start..end];
                 self.line += count_newlines(&self.input[self.start..self.pos]);
                 if !val.is_empty() {
                     self.items.push(Item {
@@ -285,11 +310,10 @@ impl<'a> Lexer<'a> {
         self.pos = self.input.len();
         if self.pos > self.start {
             self.line += count_newlines(&self.input[self.start..self.pos]);
-            let val = Cow::Borrowed(&self.input[self.start..self.pos]);
             self.items.push(Item {
                 typ: Tok::Text,
                 pos: self.start,
-                val,
+                val: &self.input[self.start..self.pos],
                 line: self.start_line,
             });
             self.start = self.pos;
@@ -298,7 +322,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: Tok::Eof,
             pos: self.pos,
-            val: Cow::Borrowed(""),
+            val: "",
             line: self.line,
         });
         State::Done
@@ -306,14 +330,12 @@ impl<'a> Lexer<'a> {
 
     /// Whether the input at pos is a right delimiter, and whether it has a trim marker.
     fn at_right_delim(&self) -> (bool, bool) {
-        let r = self.rest();
-        if has_right_trim(r) && r[2..].starts_with(RIGHT) {
-            return (true, true);
+        let r = self.rest().as_bytes();
+        match r {
+            [b'}', b'}', ..] => (true, false),
+            [s, b'-', b'}', b'}', ..] if is_space(*s) => (true, true),
+            _ => (false, false),
         }
-        if r.starts_with(RIGHT) {
-            return (true, false);
-        }
-        (false, false)
     }
 
     fn lex_left_delim(&mut self) -> State {
@@ -376,14 +398,41 @@ impl<'a> Lexer<'a> {
             }
             return self.error("unclosed left paren".into());
         }
+        let Some(b) = self.byte() else {
+            return self.error("unclosed action".into());
+        };
+        if b.is_ascii() {
+            // One byte, never a newline here (spaces are handled first).
+            match b {
+                b' ' | b'\t' | b'\r' | b'\n' => return self.lex_space(),
+                b'"' => {
+                    self.pos += 1;
+                    return self.lex_quote();
+                }
+                b'`' => {
+                    self.pos += 1;
+                    return self.lex_raw_quote();
+                }
+                b'$' => {
+                    self.pos += 1;
+                    return self.lex_field_or_var(Tok::Variable);
+                }
+                b'.' => match self.input.as_bytes().get(self.pos + 1) {
+                    Some(d) if !d.is_ascii_digit() => {
+                        self.pos += 1;
+                        return self.lex_field_or_var(Tok::Field);
+                    }
+                    _ => return self.lex_number(),
+                },
+                b'+' | b'-' | b'0'..=b'9' => return self.lex_number(),
+                b'_' | b'a'..=b'z' | b'A'..=b'Z' => return self.lex_identifier(),
+                _ => {}
+            }
+        }
         let Some(r) = self.next() else {
             return self.error("unclosed action".into());
         };
         match r {
-            c if c.is_ascii() && is_space(c as u8) => {
-                self.backup(c);
-                return self.lex_space();
-            }
             '=' => self.emit(Tok::Assign),
             ':' => {
                 if self.next() != Some('=') {
@@ -392,24 +441,7 @@ impl<'a> Lexer<'a> {
                 self.emit(Tok::Declare);
             }
             '|' => self.emit(Tok::Pipe),
-            '"' => return self.lex_quote(),
-            '`' => return self.lex_raw_quote(),
-            '$' => return self.lex_field_or_var(Tok::Variable),
             '\'' => return self.lex_char(),
-            '.' => {
-                let nx = self.rest().as_bytes().first().copied();
-                match nx {
-                    Some(b) if !b.is_ascii_digit() => return self.lex_field_or_var(Tok::Field),
-                    _ => {
-                        self.backup('.');
-                        return self.lex_number();
-                    }
-                }
-            }
-            '+' | '-' | '0'..='9' => {
-                self.backup(r);
-                return self.lex_number();
-            }
             c if is_alnum(c) => {
                 self.backup(c);
                 return self.lex_identifier();
@@ -437,19 +469,17 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_space(&mut self) -> State {
-        let mut n = 0;
-        while let Some(c) = self.peek() {
-            if c.is_ascii() && is_space(c as u8) {
-                self.next();
-                n += 1;
-            } else {
-                break;
-            }
+        let b = self.input.as_bytes();
+        let from = self.pos;
+        while self.pos < b.len() && is_space(b[self.pos]) {
+            self.pos += 1;
         }
+        let n = self.pos - from;
+        self.line += count_newlines(&self.input[from..self.pos]);
         let before = &self.input[self.pos - 1..];
         if has_right_trim(before) && before[2..].starts_with(RIGHT) {
             self.pos -= 1;
-            if self.input.as_bytes()[self.pos] == b'\n' {
+            if b[self.pos] == b'\n' {
                 self.line -= 1;
             }
             if n == 1 {
@@ -461,11 +491,22 @@ impl<'a> Lexer<'a> {
     }
 
     fn at_terminator(&self) -> bool {
-        match self.peek() {
+        match self.byte() {
             None => true,
-            Some(c) if c.is_ascii() && is_space(c as u8) => true,
-            Some('.' | ',' | '|' | ':' | ')' | '(') => true,
+            Some(b' ' | b'\t' | b'\r' | b'\n' | b'.' | b',' | b'|' | b':' | b')' | b'(') => true,
             Some(_) => self.rest().starts_with(RIGHT),
+        }
+    }
+
+    /// Skips an alphanumeric run; returns the character that ended it
+    /// (left unread), if any.
+    fn skip_alnum(&mut self) -> Option<char> {
+        loop {
+            self.skip_ascii(|b| b == b'_' || b.is_ascii_alphanumeric());
+            match self.peek() {
+                Some(c) if !c.is_ascii() && is_alnum(c) => self.pos += c.len_utf8(),
+                other => return other,
+            }
         }
     }
 
@@ -478,18 +519,7 @@ impl<'a> Lexer<'a> {
             });
             return State::Inside;
         }
-        let mut last = None;
-        loop {
-            match self.next() {
-                Some(c) if is_alnum(c) => {}
-                Some(c) => {
-                    self.backup(c);
-                    last = Some(c);
-                    break;
-                }
-                None => break,
-            }
-        }
+        let last = self.skip_alnum();
         if !self.at_terminator() {
             let c = last.unwrap_or('\u{FFFD}');
             return self.error(format!(
@@ -502,41 +532,32 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_identifier(&mut self) -> State {
-        loop {
-            match self.next() {
-                Some(c) if is_alnum(c) => {}
-                other => {
-                    if let Some(c) = other {
-                        self.backup(c);
-                    }
-                    if !self.at_terminator() {
-                        let c = other.unwrap_or('\u{FFFD}');
-                        return self.error(format!(
-                            "bad character {}",
-                            crate::template::gofmt::unicode_sharp(c)
-                        ));
-                    }
-                    let word = &self.input[self.start..self.pos];
-                    let typ = match word {
-                        "block" => Tok::Block,
-                        "break" => Tok::Break,
-                        "continue" => Tok::Continue,
-                        "define" => Tok::Define,
-                        "else" => Tok::Else,
-                        "end" => Tok::End,
-                        "if" => Tok::If,
-                        "range" => Tok::Range,
-                        "nil" => Tok::Nil,
-                        "template" => Tok::Template,
-                        "with" => Tok::With,
-                        "true" | "false" => Tok::Bool,
-                        _ => Tok::Identifier,
-                    };
-                    self.emit(typ);
-                    return State::Inside;
-                }
-            }
+        let other = self.skip_alnum();
+        if !self.at_terminator() {
+            let c = other.unwrap_or('\u{FFFD}');
+            return self.error(format!(
+                "bad character {}",
+                crate::template::gofmt::unicode_sharp(c)
+            ));
         }
+        let word = &self.input[self.start..self.pos];
+        let typ = match word {
+            "block" => Tok::Block,
+            "break" => Tok::Break,
+            "continue" => Tok::Continue,
+            "define" => Tok::Define,
+            "else" => Tok::Else,
+            "end" => Tok::End,
+            "if" => Tok::If,
+            "range" => Tok::Range,
+            "nil" => Tok::Nil,
+            "template" => Tok::Template,
+            "with" => Tok::With,
+            "true" | "false" => Tok::Bool,
+            _ => Tok::Identifier,
+        };
+        self.emit(typ);
+        State::Inside
     }
 
     fn lex_char(&mut self) -> State {
@@ -618,15 +639,36 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_quote(&mut self) -> State {
+        let b = self.input.as_bytes();
         loop {
-            match self.next() {
-                Some('\\') => match self.next() {
-                    Some('\n') | None => return self.error("unterminated quoted string".into()),
-                    Some(_) => {}
-                },
-                None | Some('\n') => return self.error("unterminated quoted string".into()),
-                Some('"') => break,
-                Some(_) => {}
+            // Only '\\', '"' and '\n' matter; everything else (UTF-8
+            // included) is part of the string.
+            match memchr::memchr3(b'\\', b'"', b'\n', &b[self.pos..]) {
+                None => {
+                    self.pos = b.len();
+                    return self.error("unterminated quoted string".into());
+                }
+                Some(i) => {
+                    self.pos += i;
+                    match b[self.pos] {
+                        b'\\' => match b.get(self.pos + 1) {
+                            None | Some(b'\n') => {
+                                return self.error("unterminated quoted string".into())
+                            }
+                            Some(_) => {
+                                // Skip the backslash and the whole escaped
+                                // character.
+                                self.pos += 1;
+                                self.next();
+                            }
+                        },
+                        b'"' => {
+                            self.pos += 1;
+                            break;
+                        }
+                        _ => return self.error("unterminated quoted string".into()),
+                    }
+                }
             }
         }
         self.emit(Tok::String);
@@ -634,13 +676,14 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_raw_quote(&mut self) -> State {
-        loop {
-            match self.next() {
-                None => return self.error("unterminated raw quoted string".into()),
-                Some('`') => break,
-                Some(_) => {}
-            }
-        }
+        let b = self.input.as_bytes();
+        let Some(i) = memchr::memchr(b'`', &b[self.pos..]) else {
+            self.line += count_newlines(&self.input[self.pos..]);
+            self.pos = b.len();
+            return self.error("unterminated raw quoted string".into());
+        };
+        self.line += count_newlines(&self.input[self.pos..self.pos + i]);
+        self.pos += i + 1;
         self.emit(Tok::RawString);
         State::Inside
     }
@@ -667,12 +710,12 @@ mod tests {
     use super::*;
 
     fn kinds(s: &str) -> Vec<Tok> {
-        lex(s).into_iter().map(|i| i.typ).collect()
+        lex(s).items.into_iter().map(|i| i.typ).collect()
     }
 
     #[test]
     fn trims_and_fields() {
-        let items = lex("a  {{- .x.y -}}  b");
+        let items = lex("a  {{- .x.y -}}  b").items;
         assert_eq!(items[0].val, "a");
         assert_eq!(items[2].val, ".x");
         assert_eq!(items[3].val, ".y");
@@ -690,10 +733,8 @@ mod tests {
 
     #[test]
     fn bad_number() {
-        let items = lex("{{3-}}");
-        assert_eq!(
-            items.last().map(|i| i.val.as_ref()),
-            Some("bad number syntax: \"3-\"")
-        );
+        let lexed = lex("{{3-}}");
+        assert_eq!(lexed.items.last().map(|i| i.typ), Some(Tok::Error));
+        assert_eq!(lexed.error.as_deref(), Some("bad number syntax: \"3-\""));
     }
 }

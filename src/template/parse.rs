@@ -32,6 +32,7 @@ type PResult<T> = Result<T, ParseError>;
 
 struct Parser<'a> {
     items: Vec<Item<'a>>,
+    lex_error: String,
     idx: usize,
     furthest: usize,
     vars: Vec<String>,
@@ -54,8 +55,10 @@ struct Parser<'a> {
 /// Parses `text` as template `name`: returns the file's own tree first, then
 /// its `define`/`block` trees, in source order.
 pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult<Vec<Tree>> {
+    let lexed = lex(text);
     let mut p = Parser {
-        items: lex(text),
+        items: lexed.items,
+        lex_error: lexed.error.unwrap_or_default(),
         idx: 0,
         furthest: 0,
         vars: vec!["$".into()],
@@ -83,7 +86,7 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
 }
 
 fn unquote(tok: &Item) -> Result<String, String> {
-    let s = tok.val.as_ref();
+    let s = tok.val;
     if tok.typ == Tok::RawString {
         let inner = s.get(1..s.len().saturating_sub(1)).unwrap_or("");
         return Ok(inner.replace('\r', ""));
@@ -263,7 +266,7 @@ fn parse_hex_float(s: &str) -> Option<f64> {
 
 /// Go's `parse.newNumber`.
 fn new_number(tok: &Item) -> Result<Number, String> {
-    let text = tok.val.clone();
+    let text = tok.val;
     let mut n = Number {
         text: text.to_string(),
         is_int: false,
@@ -317,7 +320,7 @@ fn new_number(tok: &Item) -> Result<Number, String> {
             let Some(at) = split else {
                 return Err(format!(
                     "illegal number syntax: {}",
-                    super::gofmt::quote_go(&text)
+                    super::gofmt::quote_go(text)
                 ));
             };
             match (parse_go_float(&body[..at]), parse_go_float(&body[at..])) {
@@ -325,7 +328,7 @@ fn new_number(tok: &Item) -> Result<Number, String> {
                 _ => {
                     return Err(format!(
                         "illegal number syntax: {}",
-                        super::gofmt::quote_go(&text)
+                        super::gofmt::quote_go(text)
                     ))
                 }
             }
@@ -340,7 +343,7 @@ fn new_number(tok: &Item) -> Result<Number, String> {
         return Ok(n);
     }
     let mut uval = None;
-    if let Some((neg, u)) = parse_go_int(&text) {
+    if let Some((neg, u)) = parse_go_int(text) {
         // ParseUint rejects a sign
         if !neg && !text.starts_with('+') {
             n.is_uint = true;
@@ -365,11 +368,11 @@ fn new_number(tok: &Item) -> Result<Number, String> {
     } else if n.is_uint {
         n.is_float = true;
         n.float = uval.unwrap_or(0) as f64;
-    } else if let Some(f) = parse_go_float(&text) {
+    } else if let Some(f) = parse_go_float(text) {
         if !text.contains(['.', 'e', 'E', 'p', 'P']) {
             return Err(format!(
                 "integer overflow: {}",
-                super::gofmt::quote_go(&text)
+                super::gofmt::quote_go(text)
             ));
         }
         n.is_float = true;
@@ -385,7 +388,7 @@ fn new_number(tok: &Item) -> Result<Number, String> {
     if !n.is_int && !n.is_uint && !n.is_float {
         return Err(format!(
             "illegal number syntax: {}",
-            super::gofmt::quote_go(&text)
+            super::gofmt::quote_go(text)
         ));
     }
     Ok(n)
@@ -419,7 +422,7 @@ impl<'a> Parser<'a> {
         if i > self.furthest {
             self.furthest = i;
         }
-        self.items[i].clone()
+        self.items[i]
     }
     fn backup(&mut self) {
         self.idx = self.idx.saturating_sub(1);
@@ -450,11 +453,11 @@ impl<'a> Parser<'a> {
                     " in action started at {}:{}",
                     self.parse_name, self.action_line
                 );
-                if it.val.ends_with(" action") {
+                if self.lex_error.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
             }
-            return self.errorf(format!("{}{extra}", it.val));
+            return self.errorf(format!("{}{extra}", self.lex_error));
         }
         self.errorf(format!("unexpected {} in {}", it.describe(), context))
     }
@@ -562,7 +565,7 @@ impl<'a> Parser<'a> {
     fn text_or_action(&mut self) -> PResult<TA> {
         let tok = self.next_non_space();
         match tok.typ {
-            Tok::Text => Ok(TA::Node(Node::Text(Box::from(tok.val.as_ref())))),
+            Tok::Text => Ok(TA::Node(Node::Text(Box::from(tok.val)))),
             Tok::LeftDelim => {
                 self.action_line = tok.line;
                 let r = self.action();
@@ -867,13 +870,13 @@ impl<'a> Parser<'a> {
         let tok = self.next_non_space();
         Ok(Some(match tok.typ {
             Tok::Identifier => {
-                if !(self.has_func)(&tok.val) {
+                if !(self.has_func)(tok.val) {
                     return Err(self.errorf(format!(
                         "function {} not defined",
-                        super::gofmt::quote_go(&tok.val)
+                        super::gofmt::quote_go(tok.val)
                     )));
                 }
-                Arg::Identifier(tok.pos, tok.val.into_owned())
+                Arg::Identifier(tok.pos, tok.val.to_string())
             }
             Tok::Dot => Arg::Dot(tok.pos),
             Tok::Nil => Arg::Nil(tok.pos),
@@ -885,7 +888,7 @@ impl<'a> Parser<'a> {
                         super::gofmt::quote_go(&name)
                     )));
                 }
-                Arg::Variable(tok.pos, vec![tok.val.into_owned()])
+                Arg::Variable(tok.pos, vec![tok.val.to_string()])
             }
             Tok::Field => Arg::Field(tok.pos, vec![tok.val[1..].to_string()]),
             Tok::Bool => Arg::Bool(tok.pos, tok.val == "true"),
