@@ -219,82 +219,70 @@ fn split_list(v: &str) -> Vec<String> {
     v.split(',').map(|x| x.trim().to_lowercase()).collect()
 }
 
-/// Rendered text below which documents are decoded on the calling thread
-/// alone (a thread costs more than decoding a small chart's output).
-const PARALLEL_DECODE_MIN_BYTES: usize = 128 * 1024;
-
 /// Helm's `SortManifests` over rendered files (name -> content). `parse`
 /// decodes one document to a node, with the YAML decoder's error message.
-/// Large outputs are decoded on several threads; the first error reported
-/// is still the first in file and document order.
 pub fn sort_manifests(
     files: &BTreeMap<String, String>,
-    parse: &(dyn Fn(&str) -> Result<Node, String> + Sync),
+    parse: &dyn Fn(&str) -> Result<Node, String>,
 ) -> Result<Sorted, ManifestError> {
     let mut out = Sorted::default();
-    let docs: Vec<(&String, &str)> = files
-        .iter()
-        .filter(|(path, content)| {
-            let base = path.rsplit('/').next().unwrap_or(path);
-            !base.starts_with('_') && !content.trim().is_empty()
-        })
-        .flat_map(|(path, content)| split_manifests(content).into_iter().map(move |d| (path, d)))
-        .collect();
-    let heads = crate::par::map_ordered(
-        &docs,
-        |(_, doc)| doc.len(),
-        PARALLEL_DECODE_MIN_BYTES,
-        |(_, doc)| parse(doc).and_then(|node| decode_head(&node)),
-    );
-    for ((path, doc), head) in docs.into_iter().zip(heads) {
-        let head = head.map_err(|message| ManifestError {
-            file: path.clone(),
-            message,
-        })?;
-        let Some(hook_types) = head.annotations.get(HOOK_ANNOTATION).cloned() else {
-            out.manifests.push(Manifest {
-                source: path.clone(),
-                content: doc.to_string(),
-                head,
-            });
+    for (path, content) in files {
+        let base = path.rsplit('/').next().unwrap_or(path);
+        if base.starts_with('_') || content.trim().is_empty() {
             continue;
-        };
-        let mut events = Vec::new();
-        let mut unknown = false;
-        for ev in split_list(&hook_types) {
-            match HookEvent::parse(&ev) {
-                Some(e) => events.push(e),
-                None => {
-                    unknown = true;
-                    break;
+        }
+        for doc in split_manifests(content) {
+            let err = |message: String| ManifestError {
+                file: path.clone(),
+                message,
+            };
+            let node = parse(doc).map_err(err)?;
+            let head = decode_head(&node).map_err(err)?;
+            let Some(hook_types) = head.annotations.get(HOOK_ANNOTATION).cloned() else {
+                out.manifests.push(Manifest {
+                    source: path.clone(),
+                    content: doc.to_string(),
+                    head,
+                });
+                continue;
+            };
+            let mut events = Vec::new();
+            let mut unknown = false;
+            for ev in split_list(&hook_types) {
+                match HookEvent::parse(&ev) {
+                    Some(e) => events.push(e),
+                    None => {
+                        unknown = true;
+                        break;
+                    }
                 }
             }
+            if unknown {
+                out.infos
+                    .push(format!("info: skipping unknown hook: {hook_types:?}"));
+                continue;
+            }
+            let weight = head
+                .annotations
+                .get(HOOK_WEIGHT_ANNOTATION)
+                .and_then(|w| w.parse::<i64>().ok())
+                .unwrap_or(0);
+            let delete_policies = head
+                .annotations
+                .get(HOOK_DELETE_ANNOTATION)
+                .map(|v| split_list(v))
+                .unwrap_or_default();
+            out.hooks.push(Hook {
+                name: head.name.clone(),
+                kind: head.kind.clone(),
+                source: path.clone(),
+                content: doc.to_string(),
+                events,
+                weight,
+                delete_policies,
+                head,
+            });
         }
-        if unknown {
-            out.infos
-                .push(format!("info: skipping unknown hook: {hook_types:?}"));
-            continue;
-        }
-        let weight = head
-            .annotations
-            .get(HOOK_WEIGHT_ANNOTATION)
-            .and_then(|w| w.parse::<i64>().ok())
-            .unwrap_or(0);
-        let delete_policies = head
-            .annotations
-            .get(HOOK_DELETE_ANNOTATION)
-            .map(|v| split_list(v))
-            .unwrap_or_default();
-        out.hooks.push(Hook {
-            name: head.name.clone(),
-            kind: head.kind.clone(),
-            source: path.clone(),
-            content: doc.to_string(),
-            events,
-            weight,
-            delete_policies,
-            head,
-        });
     }
     sort_by_install_order(&mut out.manifests, |m| &m.head.kind);
     sort_by_install_order(&mut out.hooks, |h| &h.kind);
