@@ -550,9 +550,40 @@ fn check_one(c: &Constraint, v: &Version) -> bool {
 /// `NewVersion`, `Check`), as Sprig's `semverCompare` and Helm's
 /// `kubeVersion` check use it.
 pub fn constraint_matches(constraint: &str, version: &str) -> Result<bool, SemverError> {
-    let c = Constraints::parse(constraint)?;
-    let v = parse_version(version)?;
+    let c = memo(&PARSED_CONSTRAINTS, constraint, Constraints::parse)?;
+    let v = memo(&PARSED_VERSIONS, version, parse_version)?;
     Ok(c.check(&v))
+}
+
+type Memo<T> = std::cell::RefCell<std::collections::HashMap<String, Result<T, SemverError>>>;
+
+thread_local! {
+    // A chart checks the same few constraints (`>=1.19-0`, ...) against the
+    // same KubeVersion in template after template, and each parse runs
+    // several regular expressions: remember the parses.
+    static PARSED_CONSTRAINTS: Memo<Constraints> = Default::default();
+    static PARSED_VERSIONS: Memo<Version> = Default::default();
+}
+
+/// `parse(key)`, remembered per thread (at most 256 entries; then the memo
+/// starts over).
+fn memo<T: Clone>(
+    table: &'static std::thread::LocalKey<Memo<T>>,
+    key: &str,
+    parse: fn(&str) -> Result<T, SemverError>,
+) -> Result<T, SemverError> {
+    table.with(|t| {
+        if let Some(r) = t.borrow().get(key) {
+            return r.clone();
+        }
+        let r = parse(key);
+        let mut t = t.borrow_mut();
+        if t.len() >= 256 {
+            t.clear();
+        }
+        t.insert(key.to_string(), r.clone());
+        r
+    })
 }
 
 /// A `*semver.Version` (from `semver`) or a `semver.Version` value (from
