@@ -101,7 +101,10 @@ pub fn unquote_go(s: &str) -> Result<String, String> {
         .strip_prefix('"')
         .and_then(|x| x.strip_suffix('"'))
         .ok_or_else(bad)?;
-    let mut out = String::new();
+    if !inner.contains(['\\', '"', '\n']) {
+        return Ok(inner.to_string());
+    }
+    let mut out = String::with_capacity(inner.len());
     let mut chars = inner.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '"' || c == '\n' {
