@@ -75,25 +75,31 @@ pub enum Tok {
     With,
 }
 
-/// One token: its kind, byte offset, text and 1-based line. The text
-/// borrows from the template source, so tokens are `Copy` and the parser's
-/// look-ahead copies are free. An `Error` token's text is empty; the
-/// message is returned by [`lex`] beside the tokens.
+/// One token: its kind, byte range in the template text and 1-based line.
+/// Tokens hold no text of their own (use [`Item::text`]), so a token list
+/// can be reused from one template to the next. An `Error` token's range
+/// is empty; the message is returned by [`lex`] beside the tokens.
 #[derive(Debug, Clone, Copy)]
-pub struct Item<'a> {
+pub struct Item {
     /// Kind.
     pub typ: Tok,
     /// Byte offset of the token in the template text.
     pub pos: usize,
-    /// The token text.
-    pub val: &'a str,
+    /// Byte offset just past the token.
+    pub end: usize,
     /// The line the token starts on.
     pub line: usize,
 }
 
-impl Item<'_> {
+impl Item {
+    /// The token's text in `src`, the template it was lexed from.
+    pub fn text<'s>(&self, src: &'s str) -> &'s str {
+        src.get(self.pos..self.end).unwrap_or("")
+    }
+
     /// Go's `item.String()`, used in parse error messages.
-    pub fn describe(&self) -> String {
+    pub fn describe(&self, src: &str) -> String {
+        let val = self.text(src);
         match self.typ {
             Tok::Eof => "EOF".into(),
             Tok::Error => "lexical error".into(),
@@ -108,13 +114,13 @@ impl Item<'_> {
             | Tok::Template
             | Tok::With
             | Tok::Nil
-            | Tok::Dot => format!("<{}>", self.val),
+            | Tok::Dot => format!("<{val}>"),
             _ => {
-                if self.val.chars().count() > 10 {
-                    let s: String = self.val.chars().take(10).collect();
+                if val.chars().count() > 10 {
+                    let s: String = val.chars().take(10).collect();
                     format!("{}...", crate::template::gofmt::quote_go(&s))
                 } else {
-                    crate::template::gofmt::quote_go(self.val)
+                    crate::template::gofmt::quote_go(val)
                 }
             }
         }
@@ -153,21 +159,15 @@ struct Lexer<'a> {
     line: usize,
     start_line: usize,
     paren_depth: i32,
-    items: Vec<Item<'a>>,
+    items: &'a mut Vec<Item>,
     error: Option<String>,
 }
 
-/// The tokens of a whole template and, if lexing stopped at an error, its
-/// message. The last item is `Eof`, or `Error` when there is a message.
-pub struct Lexed<'a> {
-    /// The tokens.
-    pub items: Vec<Item<'a>>,
-    /// The message of the final `Error` item.
-    pub error: Option<String>,
-}
-
-/// Tokenizes a whole template.
-pub fn lex(input: &str) -> Lexed<'_> {
+/// Tokenizes a whole template into `items` (cleared first). The last item
+/// is `Eof`, or `Error` when lexing stopped at an error, whose message is
+/// returned.
+pub fn lex(input: &str, items: &mut Vec<Item>) -> Option<String> {
+    items.clear();
     // Up to about 16 tokens per action (`{{ include "x" . | nindent 4 }}`
     // is 15, spaces included) and a text between actions: room that is
     // never written is never touched, while growing copies every token.
@@ -179,14 +179,12 @@ pub fn lex(input: &str) -> Lexed<'_> {
         line: 1,
         start_line: 1,
         paren_depth: 0,
-        items: Vec::with_capacity(actions * 16 + 2),
+        items,
         error: None,
     };
+    l.items.reserve(actions * 16 + 2);
     l.run();
-    Lexed {
-        items: l.items,
-        error: l.error,
-    }
+    l.error
 }
 
 enum State {
@@ -235,7 +233,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ,
             pos: self.start,
-            val: &self.input[self.start..self.pos],
+            end: self.pos,
             line: self.start_line,
         });
         self.start = self.pos;
@@ -250,7 +248,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: Tok::Error,
             pos: self.start,
-            val: "",
+            end: self.start,
             line: self.start_line,
         });
         self.error = Some(msg);
@@ -294,13 +292,12 @@ impl<'a> Lexer<'a> {
                             .len();
                 }
                 let end = self.pos - trim;
-                let val = &self.input[self.start..end];
                 self.line += count_newlines(&self.input[self.start..self.pos]);
-                if !val.is_empty() {
+                if end > self.start {
                     self.items.push(Item {
                         typ: Tok::Text,
                         pos: self.start,
-                        val,
+                        end,
                         line: self.start_line,
                     });
                 }
@@ -315,7 +312,7 @@ impl<'a> Lexer<'a> {
             self.items.push(Item {
                 typ: Tok::Text,
                 pos: self.start,
-                val: &self.input[self.start..self.pos],
+                end: self.pos,
                 line: self.start_line,
             });
             self.start = self.pos;
@@ -324,7 +321,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: Tok::Eof,
             pos: self.pos,
-            val: "",
+            end: self.pos,
             line: self.line,
         });
         State::Done
@@ -712,17 +709,21 @@ mod tests {
     use super::*;
 
     fn kinds(s: &str) -> Vec<Tok> {
-        lex(s).items.into_iter().map(|i| i.typ).collect()
+        let mut items = Vec::new();
+        lex(s, &mut items);
+        items.into_iter().map(|i| i.typ).collect()
     }
 
     #[test]
     fn trims_and_fields() {
-        let items = lex("a  {{- .x.y -}}  b").items;
-        assert_eq!(items[0].val, "a");
-        assert_eq!(items[2].val, ".x");
-        assert_eq!(items[3].val, ".y");
+        let src = "a  {{- .x.y -}}  b";
+        let mut items = Vec::new();
+        assert_eq!(lex(src, &mut items), None);
+        assert_eq!(items[0].text(src), "a");
+        assert_eq!(items[2].text(src), ".x");
+        assert_eq!(items[3].text(src), ".y");
         assert_eq!(items.last().map(|i| i.typ), Some(Tok::Eof));
-        assert_eq!(items[items.len() - 2].val, "b");
+        assert_eq!(items[items.len() - 2].text(src), "b");
     }
 
     #[test]
@@ -735,8 +736,9 @@ mod tests {
 
     #[test]
     fn bad_number() {
-        let lexed = lex("{{3-}}");
-        assert_eq!(lexed.items.last().map(|i| i.typ), Some(Tok::Error));
-        assert_eq!(lexed.error.as_deref(), Some("bad number syntax: \"3-\""));
+        let mut items = Vec::new();
+        let error = lex("{{3-}}", &mut items);
+        assert_eq!(items.last().map(|i| i.typ), Some(Tok::Error));
+        assert_eq!(error.as_deref(), Some("bad number syntax: \"3-\""));
     }
 }

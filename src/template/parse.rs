@@ -31,7 +31,8 @@ impl ParseError {
 type PResult<T> = Result<T, ParseError>;
 
 struct Parser<'a> {
-    items: Vec<Item<'a>>,
+    src: &'a str,
+    items: Vec<Item>,
     lex_error: String,
     idx: usize,
     furthest: usize,
@@ -55,10 +56,12 @@ struct Parser<'a> {
 /// Parses `text` as template `name`: returns the file's own tree first, then
 /// its `define`/`block` trees, in source order.
 pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult<Vec<Tree>> {
-    let lexed = lex(text);
+    let mut items = TOKENS.with(|t| std::mem::take(&mut *t.borrow_mut()));
+    let lex_error = lex(text, &mut items).unwrap_or_default();
     let mut p = Parser {
-        items: lexed.items,
-        lex_error: lexed.error.unwrap_or_default(),
+        src: text,
+        items,
+        lex_error,
         idx: 0,
         furthest: 0,
         vars: vec!["$".into()],
@@ -73,20 +76,36 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
         cmd_stack: Vec::new(),
         arg_stack: Vec::new(),
     };
-    let root = p.parse_top()?;
+    let root = p.parse_top();
+    // Hand the token buffer back for the next template (unless a huge one
+    // made it worth freeing).
+    let mut items = std::mem::take(&mut p.items);
+    if items.capacity() <= MAX_KEPT_TOKENS {
+        items.clear();
+        TOKENS.with(|t| *t.borrow_mut() = items);
+    }
     let main = Tree {
         name: name.to_string(),
         parse_name: p.parse_name.clone(),
         text: p.text.clone(),
-        root,
+        root: root?,
     };
     let mut out = vec![main];
     out.append(&mut p.trees);
     Ok(out)
 }
 
-fn unquote(tok: &Item) -> Result<String, String> {
-    let s = tok.val;
+/// The largest token buffer kept between templates (8 MiB of tokens).
+const MAX_KEPT_TOKENS: usize = 256 * 1024;
+
+thread_local! {
+    // One token buffer per thread, reused from template to template: its
+    // pages are touched once rather than once per template.
+    static TOKENS: std::cell::RefCell<Vec<Item>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn unquote(tok: &Item, src: &str) -> Result<String, String> {
+    let s = tok.text(src);
     if tok.typ == Tok::RawString {
         let inner = s.get(1..s.len().saturating_sub(1)).unwrap_or("");
         return Ok(inner.replace('\r', ""));
@@ -268,8 +287,8 @@ fn parse_hex_float(s: &str) -> Option<f64> {
 }
 
 /// Go's `parse.newNumber`.
-fn new_number(tok: &Item) -> Result<Number, String> {
-    let text = tok.val;
+fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
+    let text = tok.text(src);
     let mut n = Number {
         text: text.to_string(),
         is_int: false,
@@ -403,6 +422,10 @@ enum Ended {
 }
 
 impl<'a> Parser<'a> {
+    /// A token's text.
+    fn val(&self, it: &Item) -> &'a str {
+        it.text(self.src)
+    }
     fn errorf(&self, msg: impl Into<String>) -> ParseError {
         let line = self
             .items
@@ -416,7 +439,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn next(&mut self) -> Item<'a> {
+    fn next(&mut self) -> Item {
         let last = self.items.len().saturating_sub(1);
         let i = self.idx.min(last);
         if self.idx <= last {
@@ -430,12 +453,12 @@ impl<'a> Parser<'a> {
     fn backup(&mut self) {
         self.idx = self.idx.saturating_sub(1);
     }
-    fn peek(&mut self) -> Item<'a> {
+    fn peek(&mut self) -> Item {
         let it = self.next();
         self.backup();
         it
     }
-    fn next_non_space(&mut self) -> Item<'a> {
+    fn next_non_space(&mut self) -> Item {
         loop {
             let it = self.next();
             if it.typ != Tok::Space {
@@ -443,7 +466,7 @@ impl<'a> Parser<'a> {
             }
         }
     }
-    fn peek_non_space(&mut self) -> Item<'a> {
+    fn peek_non_space(&mut self) -> Item {
         let it = self.next_non_space();
         self.backup();
         it
@@ -462,9 +485,13 @@ impl<'a> Parser<'a> {
             }
             return self.errorf(format!("{}{extra}", self.lex_error));
         }
-        self.errorf(format!("unexpected {} in {}", it.describe(), context))
+        self.errorf(format!(
+            "unexpected {} in {}",
+            it.describe(self.src),
+            context
+        ))
     }
-    fn expect(&mut self, typ: Tok, context: &str) -> PResult<Item<'a>> {
+    fn expect(&mut self, typ: Tok, context: &str) -> PResult<Item> {
         let it = self.next_non_space();
         if it.typ != typ {
             return Err(self.unexpected(&it, context));
@@ -534,7 +561,7 @@ impl<'a> Parser<'a> {
         if tok.typ != Tok::String && tok.typ != Tok::RawString {
             return Err(self.unexpected(&tok, context));
         }
-        let name = unquote(&tok).map_err(|e| self.errorf(e))?;
+        let name = unquote(&tok, self.src).map_err(|e| self.errorf(e))?;
         self.expect(Tok::RightDelim, context)?;
         let saved_vars = std::mem::replace(&mut self.vars, vec!["$".into()]);
         let saved_range = std::mem::replace(&mut self.range_depth, 0);
@@ -568,7 +595,7 @@ impl<'a> Parser<'a> {
     fn text_or_action(&mut self) -> PResult<TA> {
         let tok = self.next_non_space();
         match tok.typ {
-            Tok::Text => Ok(TA::Node(Node::Text(Box::from(tok.val)))),
+            Tok::Text => Ok(TA::Node(Node::Text(Box::from(self.val(&tok))))),
             Tok::LeftDelim => {
                 self.action_line = tok.line;
                 let r = self.action();
@@ -681,7 +708,7 @@ impl<'a> Parser<'a> {
 
     fn template_name(&mut self, tok: &Item, context: &str) -> PResult<String> {
         match tok.typ {
-            Tok::String | Tok::RawString => unquote(tok).map_err(|e| self.errorf(e)),
+            Tok::String | Tok::RawString => unquote(tok, self.src).map_err(|e| self.errorf(e)),
             _ => Err(self.unexpected(tok, context)),
         }
     }
@@ -746,13 +773,13 @@ impl<'a> Parser<'a> {
             if nx.typ == Tok::Assign || nx.typ == Tok::Declare {
                 pipe.is_assign = nx.typ == Tok::Assign;
                 self.next_non_space();
-                pipe.decl.push(v.val.to_string());
-                self.vars.push(v.val.to_string());
+                pipe.decl.push(self.val(&v).to_string());
+                self.vars.push(self.val(&v).to_string());
                 break;
-            } else if nx.typ == Tok::Char && nx.val == "," {
+            } else if nx.typ == Tok::Char && self.val(&nx) == "," {
                 self.next_non_space();
-                pipe.decl.push(v.val.to_string());
-                self.vars.push(v.val.to_string());
+                pipe.decl.push(self.val(&v).to_string());
+                self.vars.push(self.val(&v).to_string());
                 if context == "range" && pipe.decl.len() < 2 {
                     let pk = self.peek_non_space();
                     match pk.typ {
@@ -847,7 +874,7 @@ impl<'a> Parser<'a> {
             let mut fields = Vec::new();
             while self.peek().typ == Tok::Field {
                 let t = self.next();
-                fields.push(t.val[1..].to_string());
+                fields.push(self.val(&t)[1..].to_string());
             }
             let node = match node {
                 Arg::Field(_, mut idents) => {
@@ -873,30 +900,30 @@ impl<'a> Parser<'a> {
         let tok = self.next_non_space();
         Ok(Some(match tok.typ {
             Tok::Identifier => {
-                if !(self.has_func)(tok.val) {
+                if !(self.has_func)(self.val(&tok)) {
                     return Err(self.errorf(format!(
                         "function {} not defined",
-                        super::gofmt::quote_go(tok.val)
+                        super::gofmt::quote_go(self.val(&tok))
                     )));
                 }
-                Arg::Identifier(tok.pos, tok.val.to_string())
+                Arg::Identifier(tok.pos, self.val(&tok).to_string())
             }
             Tok::Dot => Arg::Dot(tok.pos),
             Tok::Nil => Arg::Nil(tok.pos),
             Tok::Variable => {
-                let name = tok.val.split('.').next().unwrap_or("").to_string();
+                let name = self.val(&tok).split('.').next().unwrap_or("").to_string();
                 if !self.vars.contains(&name) {
                     return Err(self.errorf(format!(
                         "undefined variable {}",
                         super::gofmt::quote_go(&name)
                     )));
                 }
-                Arg::Variable(tok.pos, vec![tok.val.to_string()])
+                Arg::Variable(tok.pos, vec![self.val(&tok).to_string()])
             }
-            Tok::Field => Arg::Field(tok.pos, vec![tok.val[1..].to_string()]),
-            Tok::Bool => Arg::Bool(tok.pos, tok.val == "true"),
+            Tok::Field => Arg::Field(tok.pos, vec![self.val(&tok)[1..].to_string()]),
+            Tok::Bool => Arg::Bool(tok.pos, self.val(&tok) == "true"),
             Tok::CharConstant | Tok::Complex | Tok::Number => {
-                let n = new_number(&tok).map_err(|e| self.errorf(e))?;
+                let n = new_number(&tok, self.src).map_err(|e| self.errorf(e))?;
                 Arg::Number(tok.pos, Box::new(n))
             }
             Tok::LeftParen => {
@@ -908,8 +935,8 @@ impl<'a> Parser<'a> {
                 Arg::Pipe(Box::new(p?))
             }
             Tok::String | Tok::RawString => {
-                let s = unquote(&tok).map_err(|e| self.errorf(e))?;
-                Arg::String(tok.pos, tok.val.to_string(), s.into_boxed_str())
+                let s = unquote(&tok, self.src).map_err(|e| self.errorf(e))?;
+                Arg::String(tok.pos, self.val(&tok).to_string(), s.into_boxed_str())
             }
             _ => {
                 self.backup();
