@@ -30,6 +30,37 @@ impl Tree {
     }
 }
 
+/// Plain text of a template: a byte range of the file's text, shared with
+/// the tree instead of copied. Dereferences to the text.
+#[derive(Debug, Clone)]
+pub struct TextSpan {
+    src: Arc<str>,
+    start: u32,
+    end: u32,
+}
+
+impl TextSpan {
+    /// The text `src[start..end]`; `None` if the range is not inside `src`
+    /// (on character boundaries) or does not fit in 32 bits.
+    pub fn new(src: &Arc<str>, start: usize, end: usize) -> Option<TextSpan> {
+        src.get(start..end)?;
+        Some(TextSpan {
+            src: Arc::clone(src),
+            start: u32::try_from(start).ok()?,
+            end: u32::try_from(end).ok()?,
+        })
+    }
+}
+
+impl std::ops::Deref for TextSpan {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.src
+            .get(self.start as usize..self.end as usize)
+            .unwrap_or("")
+    }
+}
+
 /// A list of nodes.
 #[derive(Debug, Default)]
 pub struct List {
@@ -41,7 +72,7 @@ pub struct List {
 #[derive(Debug)]
 pub enum Node {
     /// Plain text.
-    Text(Box<str>),
+    Text(TextSpan),
     /// `{{pipeline}}`
     Action(Box<Action>),
     /// `{{if}}`

@@ -1,7 +1,8 @@
 //! The parser of Go's `text/template` (Go 1.23): the same grammar, the same
 //! variable scoping and the same error messages.
 use super::ast::{
-    is_empty_list, Action, Arg, Command, Control, List, Node, Number, Pipe, TemplateCall, Tree,
+    is_empty_list, Action, Arg, Command, Control, List, Node, Number, Pipe, TemplateCall, TextSpan,
+    Tree,
 };
 use super::lexer::{lex, Item, Tok};
 use std::sync::Arc;
@@ -595,7 +596,10 @@ impl<'a> Parser<'a> {
     fn text_or_action(&mut self) -> PResult<TA> {
         let tok = self.next_non_space();
         match tok.typ {
-            Tok::Text => Ok(TA::Node(Node::Text(Box::from(self.val(&tok))))),
+            Tok::Text => match TextSpan::new(&self.text, tok.pos, tok.end) {
+                Some(t) => Ok(TA::Node(Node::Text(t))),
+                None => Err(self.errorf("template text too large")),
+            },
             Tok::LeftDelim => {
                 self.action_line = tok.line;
                 let r = self.action();
