@@ -106,7 +106,13 @@ impl<'e> Shared<'e> {
             )));
         }
         self.nesting.set(n + 1);
-        let mut out = String::new();
+        // A file's output is usually about as long as its text; nested
+        // templates (includes) are short and start empty.
+        let mut out = if n == 0 {
+            String::with_capacity(tree.text.len())
+        } else {
+            String::new()
+        };
         let mut st = State {
             sh: self,
             set: set.clone(),

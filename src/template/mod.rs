@@ -251,7 +251,9 @@ impl Engine {
             return Err(TemplateError::NotFound(name.to_string()));
         }
         match shared.execute_named(&set, name, data.clone()) {
-            Ok(s) => Ok(s.replace("<no value>", "")),
+            // Only copy the output when there is something to remove.
+            Ok(s) if s.contains("<no value>") => Ok(s.replace("<no value>", "")),
+            Ok(s) => Ok(s),
             Err(exec::ExecErr::Go(go)) => Err(TemplateError::Exec {
                 helm: helm_exec_message(name, &go),
                 go,
