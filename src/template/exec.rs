@@ -1156,4 +1156,12 @@ impl CallContext for Ctx<'_, '_> {
     fn network_enabled(&self) -> bool {
         self.sh.engine.options.enable_dns
     }
+
+    fn lint_mode(&self) -> bool {
+        self.sh.engine.options.lint_mode
+    }
+
+    fn log(&mut self, line: String) {
+        self.sh.engine.log_line(line);
+    }
 }

@@ -46,6 +46,10 @@ pub struct EngineOptions {
     pub max_include_depth: usize,
     /// Whether `getHostByName` may query DNS (`--enable-dns`).
     pub enable_dns: bool,
+    /// Helm's `LintMode` (`helm lint`): `required` and `fail` do not stop
+    /// the render; they log an `[INFO]` line (see [`Engine::take_log`]) and
+    /// yield an empty string.
+    pub lint_mode: bool,
 }
 
 impl Default for EngineOptions {
@@ -55,6 +59,7 @@ impl Default for EngineOptions {
             max_output_bytes: 100 * 1024 * 1024,
             max_include_depth: 1000,
             enable_dns: false,
+            lint_mode: false,
         }
     }
 }
@@ -144,6 +149,7 @@ pub struct Engine {
     templates: HashMap<String, Rc<Tree>>,
     tpl_cache: RefCell<HashMap<String, TplParse>>,
     lookup: Option<LookupFn>,
+    log: RefCell<Vec<String>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -175,6 +181,7 @@ impl Engine {
             templates: HashMap::new(),
             tpl_cache: RefCell::new(HashMap::new()),
             lookup: None,
+            log: RefCell::new(Vec::new()),
         }
     }
 
@@ -220,6 +227,17 @@ impl Engine {
             }
             self.templates.insert(t.name.clone(), Rc::new(t));
         }
+    }
+
+    /// Takes the lines the engine logged since the last call, oldest first
+    /// (in lint mode: `[INFO] Missing required value: ...` and
+    /// `[INFO] Fail: ...`, which Helm writes to its log).
+    pub fn take_log(&self) -> Vec<String> {
+        std::mem::take(&mut *self.log.borrow_mut())
+    }
+
+    pub(crate) fn log_line(&self, line: String) {
+        self.log.borrow_mut().push(line);
     }
 
     /// Whether a template (file or define) of this name exists.

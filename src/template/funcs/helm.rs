@@ -30,16 +30,30 @@ fn tpl(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 
 /// `required` rejects only nil and the empty string; the message is kept
 /// verbatim (verified with Helm: `%s` stays `%s`).
-fn required(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+/// In lint mode a missing value is logged and rendered as "".
+fn required(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let v = a.get(1).cloned().unwrap_or_default();
-    match &v {
-        Value::Nil => Err(FuncError::Fail(s(a, 0).to_string())),
-        Value::Str(x) if x.is_empty() => Err(FuncError::Fail(s(a, 0).to_string())),
-        _ => Ok(v),
+    let missing = match &v {
+        Value::Nil => true,
+        Value::Str(x) => x.is_empty(),
+        _ => false,
+    };
+    if !missing {
+        return Ok(v);
     }
+    if ctx.lint_mode() {
+        ctx.log(format!("[INFO] Missing required value: {}", s(a, 0)));
+        return Ok(Value::str(""));
+    }
+    Err(FuncError::Fail(s(a, 0).to_string()))
 }
 
-fn fail(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+/// In lint mode the failure is logged and the call renders as "".
+fn fail(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    if ctx.lint_mode() {
+        ctx.log(format!("[INFO] Fail: {}", s(a, 0)));
+        return Ok(Value::str(""));
+    }
     Err(FuncError::Fail(s(a, 0).to_string()))
 }
 

@@ -126,6 +126,12 @@ pub trait CallContext {
     fn network_enabled(&self) -> bool {
         false
     }
+    /// Whether the engine runs in Helm's lint mode.
+    fn lint_mode(&self) -> bool {
+        false
+    }
+    /// Records a line for the engine's log (lint mode's `[INFO]` lines).
+    fn log(&mut self, _line: String) {}
 }
 
 /// The native implementation of a template function.
