@@ -225,3 +225,66 @@ fn lint_output_matches_helm_for_chart_level_findings() {
     }
     eprintln!("{compared} lint cases identical to helm lint");
 }
+
+/// `rudder lint` against `helm lint` on every chart of the corpus (stdout,
+/// stderr and exit code, run from the chart's corpus directory). This
+/// exercises the rules that need rendering: YAML validity per document,
+/// object names, deprecated APIs, and lint mode's `required`/`fail`.
+#[test]
+fn lint_matches_helm_on_corpus_charts() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let Some(helm) = common::helm(3) else { return };
+    let home = tempfile::tempdir().expect("tempdir");
+    // Known differences, each with its reason; any other difference fails.
+    let known: &[(&str, &str)] = &[
+        (
+            "external-dns",
+            "values.schema.json errors: rudder's JSON-schema crate words them differently from gojsonschema",
+        ),
+    ];
+    let charts = shared.join("conformance/charts");
+    let mut dirs: Vec<_> = std::fs::read_dir(&charts)
+        .expect("corpus")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("chart/Chart.yaml").is_file())
+        .collect();
+    dirs.sort();
+    let (mut same, mut differ) = (0, Vec::new());
+    for dir in &dirs {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let h = common::helm_command(&helm, home.path())
+            .args(["lint", "chart"])
+            .current_dir(dir)
+            .output()
+            .expect("helm");
+        let r = Command::new(env!("CARGO_BIN_EXE_rudder"))
+            .args(["lint", "chart"])
+            .current_dir(dir)
+            .output()
+            .expect("rudder");
+        if h.stdout == r.stdout && h.stderr == r.stderr && h.status.code() == r.status.code() {
+            same += 1;
+        } else {
+            differ.push(name.to_string());
+        }
+    }
+    eprintln!(
+        "lint: {same}/{} corpus charts identical to helm lint; differ: {differ:?}",
+        dirs.len()
+    );
+    let unexpected: Vec<_> = differ
+        .iter()
+        .filter(|d| !known.iter().any(|(k, _)| k == d))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "lint differs from helm on {unexpected:?}"
+    );
+    assert!(
+        dirs.len() >= 30,
+        "expected the corpus charts, found {}",
+        dirs.len()
+    );
+}

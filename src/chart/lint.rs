@@ -70,6 +70,18 @@ pub trait LintRenderer {
     fn validate_values_schema(&self, _values: &Node, _schema: &[u8]) -> Result<(), String> {
         Ok(())
     }
+
+    /// Helm's deprecated-API warning for a rendered object of this API
+    /// version and kind, if any. The default knows no deprecations.
+    fn deprecation(&self, _api_version: &str, _kind: &str) -> Option<String> {
+        None
+    }
+
+    /// Takes what rendering logged since the last call (see
+    /// [`LintResult::log`]). The default logs nothing.
+    fn take_log(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Options for [`lint`].
@@ -91,6 +103,10 @@ pub struct LintResult {
     /// Set when the path could not be linted at all (Helm prints
     /// `Error <text>` instead of messages).
     pub error: Option<String>,
+    /// What rendering logged meanwhile, in order (lint mode's `[INFO]`
+    /// lines from `required` and `fail`; Helm writes them to stderr).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log: Vec<String>,
 }
 
 impl LintResult {
@@ -185,6 +201,9 @@ pub fn lint(path: &Path, opts: &LintOptions<'_>) -> LintResult {
         return result;
     }
     result.messages = lint_dir(&chart_dir, opts);
+    if let Some(r) = opts.renderer {
+        result.log = r.take_log();
+    }
     result
 }
 
@@ -487,7 +506,8 @@ fn lint_templates(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
             return;
         }
     };
-    let rendered = match opts.renderer {
+    let renderer = opts.renderer;
+    let rendered = match renderer {
         Some(r) => match r.render_for_lint(&chart, &opts.namespace) {
             Ok(m) => Some(m),
             Err(e) => {
@@ -528,15 +548,48 @@ fn lint_templates(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
             .get(&format!("{}/{}", chart.metadata.name, fp))
             .cloned()
             .unwrap_or_default();
-        if !lint_rendered(fp, &content, l) {
+        if !lint_rendered(fp, &content, renderer, l) {
             return;
         }
     }
 }
 
+/// The documents of a rendered file as Kubernetes' `YAMLReader` cuts them:
+/// at every line that starts with `---` followed only by blanks or a `#`
+/// comment; any other text after `---` is an error. Blank documents are
+/// skipped (the decoder never sees them).
+fn k8s_yaml_documents(content: &str) -> Vec<Result<&str, String>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut pos = 0;
+    for line in content.split_inclusive('\n') {
+        if let Some(rest) = line.strip_prefix("---") {
+            let rest = rest.trim();
+            if !rest.is_empty() && !rest.starts_with('#') {
+                out.push(Err(format!("invalid Yaml document separator: {rest}")));
+                return out;
+            }
+            if !content[start..pos].trim().is_empty() {
+                out.push(Ok(&content[start..pos]));
+            }
+            start = pos + line.len();
+        }
+        pos += line.len();
+    }
+    if !content[start..].trim().is_empty() {
+        out.push(Ok(&content[start..]));
+    }
+    out
+}
+
 /// The rendered-content rules for one `.yaml` template; false stops linting
 /// the chart's remaining templates (as Helm does after a YAML error).
-fn lint_rendered(fp: &str, content: &str, l: &mut Linter) -> bool {
+fn lint_rendered(
+    fp: &str,
+    content: &str,
+    renderer: Option<&dyn LintRenderer>,
+    l: &mut Linter,
+) -> bool {
     if let Some(line) = content.lines().find(|x| !x.trim().is_empty()) {
         if line.starts_with(' ') || line.starts_with('\t') {
             l.add(
@@ -546,14 +599,19 @@ fn lint_rendered(fp: &str, content: &str, l: &mut Linter) -> bool {
             );
         }
     }
-    let docs = match crate::yaml::parse_documents(content) {
-        Ok(d) => d,
-        Err(e) => {
-            l.add(Severity::Error, fp, format!("unable to parse YAML: {e}"));
-            return false;
-        }
-    };
-    for doc in docs {
+    // Helm reads the rendered file with Kubernetes' YAML reader: documents
+    // are cut at lines starting with `---` (a comment may follow, even
+    // with no blank: `---# note`), and each is decoded on its own.
+    for chunk in k8s_yaml_documents(content) {
+        let doc = match chunk
+            .and_then(|c| crate::yaml::parse_yaml_to_json(c).map_err(|e| e.to_string()))
+        {
+            Ok(d) => d,
+            Err(e) => {
+                l.add(Severity::Error, fp, format!("unable to parse YAML: {e}"));
+                return false;
+            }
+        };
         let Node::Map(m) = &doc else { continue };
         let s = |n: Option<&Node>| match n {
             Some(Node::Str(x)) => x.clone(),
@@ -584,6 +642,12 @@ fn lint_rendered(fp: &str, content: &str, l: &mut Linter) -> bool {
                 fp,
                 format!("object name does not conform to Kubernetes naming requirements: {name:?}: {agg}"),
             );
+        }
+        let api_version = s(m.get("apiVersion"));
+        if !api_version.is_empty() && !kind.is_empty() {
+            if let Some(text) = renderer.and_then(|r| r.deprecation(&api_version, &kind)) {
+                l.add(Severity::Warning, fp, text);
+            }
         }
         if matches!(
             kind.as_str(),
@@ -795,12 +859,24 @@ mod tests {
         assert!(lint_rendered(
             "templates/d.yaml",
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: Bad_Name\n",
+            None,
             &mut l
         ));
         let texts: Vec<_> = l.messages.iter().map(|m| m.to_string()).collect();
         assert_eq!(texts.len(), 2, "{texts:?}");
         assert!(texts[0].starts_with("[WARNING] templates/d.yaml: object name does not conform to Kubernetes naming requirements: \"Bad_Name\": metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"));
         assert_eq!(texts[1], "[ERROR] templates/d.yaml: a Deployment must contain matchLabels or matchExpressions, and \"Bad_Name\" does not");
+    }
+
+    #[test]
+    fn documents_cut_like_kubernetes_yaml_reader() {
+        let docs = k8s_yaml_documents("a: 1\n---# note\nb: 2\n---\n\n--- \nc: 3");
+        assert_eq!(docs, vec![Ok("a: 1\n"), Ok("b: 2\n"), Ok("c: 3")]);
+        // The reader fails before handing out the document it buffered.
+        assert_eq!(
+            k8s_yaml_documents("a: 1\n--- b: 2\n"),
+            vec![Err("invalid Yaml document separator: b: 2".to_string())]
+        );
     }
 
     #[test]
@@ -813,6 +889,7 @@ mod tests {
                 text: "icon is recommended".into(),
             }],
             error: None,
+            log: Vec::new(),
         };
         let rep = report(&[r], true, false);
         assert_eq!(

@@ -273,11 +273,22 @@ pub fn package(a: PackageArgs) -> ExitCode {
 
 /// Runs `rudder lint`.
 pub fn lint(a: LintArgs) -> ExitCode {
+    let renderer = rudder::render::lint::Renderer::default();
     let opts = lint::LintOptions {
         namespace: a.namespace.clone(),
-        renderer: None,
+        renderer: Some(&renderer),
     };
     let results: Vec<_> = a.charts.iter().map(|p| lint::lint(p, &opts)).collect();
+    // Helm's engine logs these while it renders, before the report, with
+    // Go's log prefix (the source line in Helm's engine.go).
+    for line in results.iter().flat_map(|r| &r.log) {
+        let origin = if line.starts_with("[INFO] Fail:") {
+            "engine.go:227"
+        } else {
+            "engine.go:206"
+        };
+        eprintln!("{origin}: {line}");
+    }
     let rep = lint::report(&results, a.strict, a.quiet);
     print!("{}", rep.stdout);
     if rep.failed {

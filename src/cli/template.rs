@@ -193,6 +193,7 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
         subchart_notes: a.render_subchart_notes,
         strict: false,
         enable_dns: a.enable_dns,
+        lint: false,
     };
     let out_opts = OutputOptions {
         include_crds: a.include_crds,

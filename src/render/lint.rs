@@ -9,19 +9,20 @@
 //! v0.32 still registers.
 use super::pipeline::{render_files, RenderOptions};
 use super::values::Map;
-use crate::chart::lint::{LintMessage, LintRenderer, Severity};
+use crate::chart::lint::LintRenderer;
 use crate::chart::Chart;
 use crate::template::{Engine, EngineOptions};
-use crate::yaml::Node;
 use std::collections::BTreeMap;
 
-/// Renders for `helm lint`.
+/// Renders for `helm lint`, in Helm's lint mode (`required` and `fail`
+/// log instead of failing; see [`LintRenderer::take_log`]).
 #[derive(Debug, Clone, Default)]
 pub struct Renderer {
     /// User values (`--set`, `-f`) used while rendering.
     pub values: Map,
     /// `--kube-version`, if given.
     pub kube_version: Option<String>,
+    log: std::cell::RefCell<Vec<String>>,
 }
 
 impl LintRenderer for Renderer {
@@ -34,10 +35,44 @@ impl LintRenderer for Renderer {
             release_name: "test-release".into(),
             namespace: namespace.to_string(),
             kube_version: self.kube_version.clone(),
+            lint: true,
             ..RenderOptions::default()
         };
-        let mut engine = Engine::new(EngineOptions::default());
-        render_files(&mut engine, chart, &self.values, &opts).map_err(|e| e.to_string())
+        let mut engine = Engine::new(EngineOptions {
+            lint_mode: true,
+            ..EngineOptions::default()
+        });
+        let r = render_files(&mut engine, chart, &self.values, &opts).map_err(|e| e.to_string());
+        self.log.borrow_mut().extend(engine.take_log());
+        r
+    }
+
+    fn take_log(&self) -> Vec<String> {
+        std::mem::take(&mut *self.log.borrow_mut())
+    }
+
+    fn deprecation(&self, api_version: &str, kind: &str) -> Option<String> {
+        let (major, minor) = self.lint_kube_version();
+        deprecation_warning(api_version, kind, major, minor)
+    }
+}
+
+/// The Kubernetes version Helm v3.17's lint checks deprecations against
+/// when `--kube-version` is not given: that of its client-go (v0.32).
+const LINT_KUBE_VERSION: (u32, u32) = (1, 32);
+
+impl Renderer {
+    /// `(major, minor)` of `--kube-version`, or Helm's lint default.
+    fn lint_kube_version(&self) -> (u32, u32) {
+        let Some(v) = &self.kube_version else {
+            return LINT_KUBE_VERSION;
+        };
+        let v = v.trim_start_matches('v');
+        let mut parts = v.split('.').map(|p| p.parse::<u32>().ok());
+        match (parts.next().flatten(), parts.next().flatten()) {
+            (Some(major), Some(minor)) => (major, minor),
+            _ => LINT_KUBE_VERSION,
+        }
     }
 }
 
@@ -366,44 +401,6 @@ pub fn deprecation_warning(
         msg.push_str(r);
     }
     Some(msg)
-}
-
-/// Deprecated-API warnings for the root chart's rendered `.yaml` templates
-/// (`<chart>/templates/...` in `files`), as `helm lint` reports them.
-pub fn deprecation_messages(
-    chart_name: &str,
-    files: &BTreeMap<String, String>,
-    major: u32,
-    minor: u32,
-) -> Vec<LintMessage> {
-    let prefix = format!("{chart_name}/templates/");
-    let mut out = Vec::new();
-    for (name, content) in files {
-        let Some(rel) = name.strip_prefix(&prefix) else {
-            continue;
-        };
-        if !rel.ends_with(".yaml") {
-            continue;
-        }
-        let Ok(docs) = crate::yaml::parse_documents(content) else {
-            continue;
-        };
-        for doc in docs {
-            let Node::Map(m) = &doc else { continue };
-            let (Some(Node::Str(av)), Some(Node::Str(kind))) = (m.get("apiVersion"), m.get("kind"))
-            else {
-                continue;
-            };
-            if let Some(text) = deprecation_warning(av, kind, major, minor) {
-                out.push(LintMessage {
-                    severity: Severity::Warning,
-                    path: format!("templates/{rel}"),
-                    text,
-                });
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

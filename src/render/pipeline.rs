@@ -64,6 +64,10 @@ pub struct RenderOptions {
     pub strict: bool,
     /// Let `getHostByName` reach DNS.
     pub enable_dns: bool,
+    /// Render as `helm lint`'s template rule does: the chart's
+    /// dependencies and its `kubeVersion` constraint are not checked.
+    #[serde(default)]
+    pub lint: bool,
 }
 
 impl Default for RenderOptions {
@@ -79,6 +83,7 @@ impl Default for RenderOptions {
             subchart_notes: false,
             strict: false,
             enable_dns: false,
+            lint: false,
         }
     }
 }
@@ -341,7 +346,9 @@ fn execute_all(
     if is_library(chart) {
         return Err(RenderError::NotInstallable);
     }
-    check_dependencies(chart)?;
+    if !opts.lint {
+        check_dependencies(chart)?;
+    }
     let kube_version = match &opts.kube_version {
         Some(k) => Some(KubeVersion::parse(k)?),
         None => None,
@@ -355,7 +362,8 @@ fn execute_all(
         super::schema::validate(&chart, &vals).map_err(RenderError::Schema)?;
     }
     let caps = Capabilities::new(kube_version, &opts.api_versions);
-    if !chart.metadata.kube_version.is_empty()
+    if !opts.lint
+        && !chart.metadata.kube_version.is_empty()
         && !super::compat::is_compatible_range(
             &chart.metadata.kube_version,
             &caps.kube_version.version,
