@@ -7,6 +7,7 @@
 //! become hooks. Both lists are then stable-sorted by install order.
 use crate::manifest::order::sort_by_install_order;
 use crate::manifest::split::split_manifests;
+use crate::manifest::ObjectId;
 use crate::yaml::Node;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -44,6 +45,32 @@ impl Head {
         self.api_version
             .rsplit_once('/')
             .map_or(self.api_version.as_str(), |(_, v)| v)
+    }
+
+    /// The object's identity as the manifest stage names it (what the
+    /// upgrade planner compares). The namespace is the one written in the
+    /// document (`""` when unset; Helm applies namespaced objects without
+    /// one to the release namespace).
+    ///
+    /// ```
+    /// use rudder::render::manifests::Head;
+    /// let head = Head {
+    ///     api_version: "apps/v1".into(),
+    ///     kind: "Deployment".into(),
+    ///     name: "web".into(),
+    ///     namespace: "prod".into(),
+    ///     ..Head::default()
+    /// };
+    /// assert_eq!(head.id().to_string(), "apps/Deployment prod/web");
+    /// ```
+    pub fn id(&self) -> ObjectId {
+        ObjectId {
+            group: self.group().to_string(),
+            version: self.version().to_string(),
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
     }
 }
 
