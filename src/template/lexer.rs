@@ -518,26 +518,30 @@ impl<'a> Lexer<'a> {
             });
             return State::Inside;
         }
-        let last = self.skip_alnum();
-        if !self.at_terminator() {
-            let c = last.unwrap_or('\u{FFFD}');
-            return self.error(format!(
-                "bad character {}",
-                crate::template::gofmt::unicode_sharp(c)
-            ));
+        if let Some(err) = self.word() {
+            return err;
         }
         self.emit(typ);
         State::Inside
     }
 
+    /// Skips a word (an alphanumeric run), which must end at a terminator;
+    /// otherwise the error state (Go's "bad character").
+    fn word(&mut self) -> Option<State> {
+        let last = self.skip_alnum();
+        if self.at_terminator() {
+            return None;
+        }
+        let c = last.unwrap_or('\u{FFFD}');
+        Some(self.error(format!(
+            "bad character {}",
+            crate::template::gofmt::unicode_sharp(c)
+        )))
+    }
+
     fn lex_identifier(&mut self) -> State {
-        let other = self.skip_alnum();
-        if !self.at_terminator() {
-            let c = other.unwrap_or('\u{FFFD}');
-            return self.error(format!(
-                "bad character {}",
-                crate::template::gofmt::unicode_sharp(c)
-            ));
+        if let Some(err) = self.word() {
+            return err;
         }
         let word = &self.input[self.start..self.pos];
         let typ = match word {
