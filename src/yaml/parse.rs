@@ -288,6 +288,33 @@ fn check_double_quoted<C: Ch>(chars: &[C], start: usize, document: usize) -> Res
     Ok(())
 }
 
+/// libyaml (YAML 1.1) reads U+2028 and U+2029 as line breaks. Inside a
+/// single-quoted scalar it keeps such a break but, as for any folded line,
+/// drops the blanks before it and the indentation after it (so
+/// `'a \u{2028}    b'` is `a\u{2028}b`, which is how its emitter writes that
+/// string); yaml-rust2 (YAML 1.2) keeps the blanks.
+fn fold_unicode_breaks(value: String) -> String {
+    if !value.contains(['\u{2028}', '\u{2029}']) {
+        return value;
+    }
+    let mut out = String::with_capacity(value.len());
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
+        if matches!(c, '\u{2028}' | '\u{2029}') {
+            while out.ends_with([' ', '\t']) {
+                out.pop();
+            }
+            out.push(c);
+            while matches!(chars.peek(), Some(' ' | '\t')) {
+                chars.next();
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// libyaml gives an empty string for a block scalar without content unless
 /// it keeps trailing breaks (`|+`); yaml-rust2 gives the line break.
 fn block_scalar_value<C: Ch>(chars: &[C], start: usize, value: String) -> String {
@@ -536,6 +563,7 @@ fn load_chars<C: Ch>(
                         TScalarStyle::Literal | TScalarStyle::Folded => {
                             block_scalar_value(chars, mark.index(), value)
                         }
+                        TScalarStyle::SingleQuoted => fold_unicode_breaks(value),
                         _ => value,
                     };
                     Raw {

@@ -514,3 +514,15 @@ fn tab_on_blank_line_after_plain_scalar() {
     assert_eq!(json("a:\n  b: 1\n   \t\n"), r#"{"a":{"b":1}}"#);
     assert_eq!(json("a: x\n \t \ny: 2\n"), r#"{"a":"x","true":2}"#);
 }
+
+/// U+2028/U+2029 in single-quoted scalars fold as libyaml's line breaks
+/// (expected values printed by Helm v3.17.2 for
+/// `fromYaml "a: 'x \u2028    y'\nb: 'p\u2029 q'" | toJson`).
+#[test]
+fn unicode_line_separators_fold_like_libyaml() {
+    let n = parse_values("a: 'x \u{2028}    y'\nb: 'p\u{2029} q'\n").expect("parses");
+    assert_eq!(
+        to_json(&n, true),
+        "{\"a\":\"x\\u2028y\",\"b\":\"p\\u2029q\"}"
+    );
+}
