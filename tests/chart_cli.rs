@@ -229,7 +229,8 @@ fn lint_output_matches_helm_for_chart_level_findings() {
 /// `rudder lint` against `helm lint` on every chart of the corpus (stdout,
 /// stderr and exit code, run from the chart's corpus directory). This
 /// exercises the rules that need rendering: YAML validity per document,
-/// object names, deprecated APIs, and lint mode's `required`/`fail`.
+/// object names, deprecated APIs, lint mode's `required`/`fail`, and the
+/// values-schema rule.
 #[test]
 fn lint_matches_helm_on_corpus_charts() {
     let Some(shared) = common::shared_dir() else {
@@ -237,13 +238,6 @@ fn lint_matches_helm_on_corpus_charts() {
     };
     let Some(helm) = common::helm(3) else { return };
     let home = tempfile::tempdir().expect("tempdir");
-    // Known differences, each with its reason; any other difference fails.
-    let known: &[(&str, &str)] = &[
-        (
-            "external-dns",
-            "values.schema.json errors: rudder's JSON-schema crate words them differently from gojsonschema",
-        ),
-    ];
     let charts = shared.join("conformance/charts");
     let mut dirs: Vec<_> = std::fs::read_dir(&charts)
         .expect("corpus")
@@ -274,14 +268,7 @@ fn lint_matches_helm_on_corpus_charts() {
         "lint: {same}/{} corpus charts identical to helm lint; differ: {differ:?}",
         dirs.len()
     );
-    let unexpected: Vec<_> = differ
-        .iter()
-        .filter(|d| !known.iter().any(|(k, _)| k == d))
-        .collect();
-    assert!(
-        unexpected.is_empty(),
-        "lint differs from helm on {unexpected:?}"
-    );
+    assert!(differ.is_empty(), "lint differs from helm on {differ:?}");
     assert!(
         dirs.len() >= 30,
         "expected the corpus charts, found {}",

@@ -12,6 +12,7 @@ use super::values::Map;
 use crate::chart::lint::LintRenderer;
 use crate::chart::Chart;
 use crate::template::{Engine, EngineOptions};
+use crate::yaml::Node;
 use std::collections::BTreeMap;
 
 /// Renders for `helm lint`, in Helm's lint mode (`required` and `fail`
@@ -49,6 +50,15 @@ impl LintRenderer for Renderer {
 
     fn take_log(&self) -> Vec<String> {
         std::mem::take(&mut *self.log.borrow_mut())
+    }
+
+    fn validate_values_schema(&self, values: &Node, schema: &[u8]) -> Result<(), String> {
+        let empty = Map::new();
+        let map = match values {
+            Node::Map(m) => m,
+            _ => &empty,
+        };
+        super::schema::validate_single(map, schema)
     }
 
     fn deprecation(&self, api_version: &str, kind: &str) -> Option<String> {

@@ -357,7 +357,13 @@ fn execute_all(
     if chart.metadata.deprecated {
         warnings.0.push("This chart is deprecated".into());
     }
-    let (chart, vals) = prepare_values(chart, user, &mut warnings)?;
+    let (chart, mut vals) = prepare_values(chart, user, &mut warnings)?;
+    if opts.lint {
+        // helm lint coalesces the chart's values once itself and once more
+        // inside ToRenderValues; the second pass takes the nulls the first
+        // copied from values.yaml as deletions, so they are gone.
+        vals = coalesce_values(&mut Warnings::default(), &chart, &vals, false)?;
+    }
     if !opts.skip_schema_validation {
         super::schema::validate(&chart, &vals).map_err(RenderError::Schema)?;
     }

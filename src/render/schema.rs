@@ -169,7 +169,10 @@ fn describe(kind: &ValidationErrorKind, instance: &Json, fallback: String) -> (b
     }
 }
 
-fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
+/// Validates `vals` against one chart's schema (Helm's
+/// `ValidateAgainstSingleSchema`); the error lists one `- path: problem`
+/// line per violation.
+pub fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
     let mut schema: Json = match serde_json::from_slice(schema_bytes) {
         Ok(s) => s,
         Err(e) => return Err(format!("- (root): invalid schema: {e}\n")),
