@@ -7,6 +7,7 @@
 //! selectors), and [`deprecation_warning`] is the deprecated-API rule:
 //! Kubernetes' `deprecation.WarningMessage` for API versions that client-go
 //! v0.32 still registers.
+use super::objects::KubeVersion;
 use super::pipeline::{render_files, RenderOptions};
 use super::values::Map;
 use crate::chart::lint::LintRenderer;
@@ -74,15 +75,11 @@ const LINT_KUBE_VERSION: (u32, u32) = (1, 32);
 impl Renderer {
     /// `(major, minor)` of `--kube-version`, or Helm's lint default.
     fn lint_kube_version(&self) -> (u32, u32) {
-        let Some(v) = &self.kube_version else {
-            return LINT_KUBE_VERSION;
-        };
-        let v = v.trim_start_matches('v');
-        let mut parts = v.split('.').map(|p| p.parse::<u32>().ok());
-        match (parts.next().flatten(), parts.next().flatten()) {
-            (Some(major), Some(minor)) => (major, minor),
-            _ => LINT_KUBE_VERSION,
-        }
+        self.kube_version
+            .as_deref()
+            .and_then(|v| KubeVersion::parse(v).ok())
+            .and_then(|k| Some((k.major.parse().ok()?, k.minor.parse().ok()?)))
+            .unwrap_or(LINT_KUBE_VERSION)
     }
 }
 

@@ -32,7 +32,6 @@ impl ParseError {
 type PResult<T> = Result<T, ParseError>;
 
 struct Parser<'a> {
-    src: &'a str,
     items: Vec<Item>,
     lex_error: String,
     idx: usize,
@@ -60,7 +59,6 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
     let mut items = TOKENS.with(|t| std::mem::take(&mut *t.borrow_mut()));
     let lex_error = lex(text, &mut items).unwrap_or_default();
     let mut p = Parser {
-        src: text,
         items,
         lex_error,
         idx: 0,
@@ -424,8 +422,8 @@ enum Ended {
 
 impl<'a> Parser<'a> {
     /// A token's text.
-    fn val(&self, it: &Item) -> &'a str {
-        it.text(self.src)
+    fn val(&self, it: &Item) -> &str {
+        it.text(&self.text)
     }
     fn errorf(&self, msg: impl Into<String>) -> ParseError {
         let line = self
@@ -488,7 +486,7 @@ impl<'a> Parser<'a> {
         }
         self.errorf(format!(
             "unexpected {} in {}",
-            it.describe(self.src),
+            it.describe(&self.text),
             context
         ))
     }
@@ -562,7 +560,7 @@ impl<'a> Parser<'a> {
         if tok.typ != Tok::String && tok.typ != Tok::RawString {
             return Err(self.unexpected(&tok, context));
         }
-        let name = unquote(&tok, self.src).map_err(|e| self.errorf(e))?;
+        let name = unquote(&tok, &self.text).map_err(|e| self.errorf(e))?;
         self.expect(Tok::RightDelim, context)?;
         let saved_vars = std::mem::replace(&mut self.vars, vec!["$".into()]);
         let saved_range = std::mem::replace(&mut self.range_depth, 0);
@@ -712,7 +710,7 @@ impl<'a> Parser<'a> {
 
     fn template_name(&mut self, tok: &Item, context: &str) -> PResult<String> {
         match tok.typ {
-            Tok::String | Tok::RawString => unquote(tok, self.src).map_err(|e| self.errorf(e)),
+            Tok::String | Tok::RawString => unquote(tok, &self.text).map_err(|e| self.errorf(e)),
             _ => Err(self.unexpected(tok, context)),
         }
     }
@@ -927,7 +925,7 @@ impl<'a> Parser<'a> {
             Tok::Field => Arg::Field(tok.pos, vec![self.val(&tok)[1..].to_string()]),
             Tok::Bool => Arg::Bool(tok.pos, self.val(&tok) == "true"),
             Tok::CharConstant | Tok::Complex | Tok::Number => {
-                let n = new_number(&tok, self.src).map_err(|e| self.errorf(e))?;
+                let n = new_number(&tok, &self.text).map_err(|e| self.errorf(e))?;
                 Arg::Number(tok.pos, Box::new(n))
             }
             Tok::LeftParen => {
@@ -939,7 +937,7 @@ impl<'a> Parser<'a> {
                 Arg::Pipe(Box::new(p?))
             }
             Tok::String | Tok::RawString => {
-                let s = unquote(&tok, self.src).map_err(|e| self.errorf(e))?;
+                let s = unquote(&tok, &self.text).map_err(|e| self.errorf(e))?;
                 Arg::String(tok.pos, self.val(&tok).to_string(), s.into_boxed_str())
             }
             _ => {
