@@ -9,9 +9,12 @@ pub fn to_yaml(node: &Node) -> String {
 }
 
 /// Parses one manifest document as sigs.k8s.io/yaml does, with Go's error
-/// text (`error converting YAML to JSON: yaml: line N: ...`).
-pub fn parse_yaml_document(text: &str) -> Result<Node, String> {
-    crate::yaml::parse_yaml_to_json(text).map_err(|e| e.to_string())
+/// text (`error converting YAML to JSON: yaml: line N: ...`), keeping only
+/// the top-level fields a head is read from (`apiVersion`, `kind`,
+/// `metadata`): the rest of the document is checked but not built.
+pub fn parse_manifest_head(text: &str) -> Result<Node, String> {
+    crate::yaml::parse_yaml_to_json_keys(text, &["apiVersion", "kind", "metadata"])
+        .map_err(|e| e.to_string())
 }
 
 /// Parses a values file (a map; empty -> empty map).

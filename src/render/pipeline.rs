@@ -470,7 +470,7 @@ pub fn render_with(
         }
     }
 
-    let sorted = match sort_manifests(&files, &super::compat::parse_yaml_document) {
+    let sorted = match sort_manifests(&files, &super::compat::parse_manifest_head) {
         Ok(s) => s,
         Err(error) => return Err(RenderError::Manifest { error, files }),
     };

@@ -42,6 +42,7 @@ pub use json::{
 };
 pub use parse::{
     parse_document, parse_documents, parse_values, parse_values_array, parse_yaml_to_json,
+    parse_yaml_to_json_keys,
 };
 pub use toml::{parse_toml, to_toml, try_to_toml, TomlEncodeError, TomlError};
 

@@ -62,6 +62,9 @@ enum LoadFail {
     FlowIndent(usize, usize),
     /// The same text with a YAML 1.1 spelling yaml-rust2 lacks rewritten.
     Rewrite(String),
+    /// A keyed load met something only the full decoder handles (an
+    /// anchor, alias or tag, a merge or non-string key, a non-finite float).
+    NotPlain,
 }
 
 /// Indents the continuation lines of the quoted scalar starting at `start`
@@ -153,14 +156,27 @@ fn rewrite_quote_escapes<C: Ch>(chars: &[C], start: usize) -> Option<String> {
 /// Reads the documents of a stream as node trees. `None` for an empty document.
 /// With `first_only`, stops after the first document, like `yaml.Unmarshal`.
 fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
+    Ok(load_keyed(text, first_only, None)?.unwrap_or_default())
+}
+
+/// [`load`], optionally building only the values of the root mapping's
+/// entries named in `keep` (the others become empty strings once their
+/// content is checked). `Ok(None)`: the document is not plain enough for
+/// that (see [`LoadFail::NotPlain`]); load it whole.
+fn load_keyed(
+    text: &str,
+    first_only: bool,
+    keep: Option<&[&str]>,
+) -> Result<Option<Vec<Option<Raw>>>, YamlError> {
     // libyaml skips a byte order mark at the start of the stream.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     precheck(text)?;
     let mut owned: Option<String> = None;
     for _ in 0..200 {
         let current = owned.as_deref().unwrap_or(text);
-        match load_once(current, first_only) {
-            Ok(docs) => return Ok(docs),
+        match load_once(current, first_only, keep) {
+            Ok(docs) => return Ok(Some(docs)),
+            Err(LoadFail::NotPlain) => return Ok(None),
             Err(LoadFail::Yaml(e)) => return Err(e),
             Err(LoadFail::Rewrite(t)) => owned = Some(t),
             Err(LoadFail::FlowIndent(line, start)) => {
@@ -181,12 +197,14 @@ fn load(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, YamlError> {
                         let want = start_indent + 2;
                         if have >= want {
                             // No progress possible: report yaml-rust2's error.
-                            return load_once(current, first_only).map_err(|f| match f {
-                                LoadFail::Yaml(e) => e,
-                                LoadFail::FlowIndent(..) | LoadFail::Rewrite(_) => {
-                                    flow_indent_error(line)
+                            return match load_once(current, first_only, keep) {
+                                Ok(docs) => Ok(Some(docs)),
+                                Err(LoadFail::NotPlain) => Ok(None),
+                                Err(LoadFail::Yaml(e)) => Err(e),
+                                Err(LoadFail::FlowIndent(..) | LoadFail::Rewrite(_)) => {
+                                    Err(flow_indent_error(line))
                                 }
-                            });
+                            };
                         }
                         out.push_str(&" ".repeat(want - have));
                     }
@@ -375,14 +393,18 @@ fn at<C: Ch>(chars: &[C], i: usize) -> Option<char> {
     chars.get(i).map(|c| c.ch())
 }
 
-fn load_once(text: &str, first_only: bool) -> Result<Vec<Option<Raw>>, LoadFail> {
+fn load_once(
+    text: &str,
+    first_only: bool,
+    keep: Option<&[&str]>,
+) -> Result<Vec<Option<Raw>>, LoadFail> {
     // Nearly every chart file is ASCII: its bytes serve as the character
     // array, which spares a 4-bytes-per-character copy of every document.
     if text.is_ascii() {
-        load_chars(text, text.as_bytes(), first_only)
+        load_chars(text, text.as_bytes(), first_only, keep)
     } else {
         let chars: Vec<char> = text.chars().collect();
-        load_chars(text, &chars, first_only)
+        load_chars(text, &chars, first_only, keep)
     }
 }
 
@@ -390,10 +412,17 @@ fn load_chars<C: Ch>(
     text: &str,
     chars: &[C],
     first_only: bool,
+    keep: Option<&[&str]>,
 ) -> Result<Vec<Option<Raw>>, LoadFail> {
     let mut parser = Parser::new_from_str(text);
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
+    // Children completed so far in each open collection (a skipped one
+    // keeps none in its items).
+    let mut counts: Vec<usize> = Vec::new();
+    // With `keep`: frames from this stack index on belong to a root entry
+    // that is checked, not built.
+    let mut skip_from: Option<usize> = None;
     let mut anchors: HashMap<usize, Rc<Raw>> = HashMap::new();
     let mut root: Option<Raw> = None;
     let mut doc_index = 0usize;
@@ -491,7 +520,7 @@ fn load_chars<C: Ch>(
             }
         }
         if let Event::Scalar(value, style, _, _) = &ev {
-            if is_empty_implicit_key(&stack, chars, value, *style, &mark) {
+            if is_empty_implicit_key(&stack, &counts, chars, value, *style, &mark) {
                 // libyaml needs a key before ':' (only an explicit `?` may
                 // leave it empty): a block mapping wants a key, a flow
                 // collection a node.
@@ -531,6 +560,8 @@ fn load_chars<C: Ch>(
                 }
                 None
             }
+            Event::Alias(_) if keep.is_some() => return Err(LoadFail::NotPlain),
+            Event::Scalar(_, _, _, Some(_)) if keep.is_some() => return Err(LoadFail::NotPlain),
             Event::Alias(id) => {
                 let name = anchor_name_at(text, &mark);
                 match anchors.get(&id) {
@@ -580,15 +611,29 @@ fn load_chars<C: Ch>(
             )),
             Event::SequenceStart(anchor, _) => {
                 check_depth(stack.len(), &mark, doc_index)?;
+                if keep.is_some()
+                    && skip_from.is_none()
+                    && skipped_root_value(&stack, &counts, keep)
+                {
+                    skip_from = Some(stack.len());
+                }
                 stack.push(Frame::Seq(Vec::new(), anchor, mark));
+                counts.push(0);
                 None
             }
             Event::MappingStart(anchor, _) => {
                 check_depth(stack.len(), &mark, doc_index)?;
+                if keep.is_some()
+                    && skip_from.is_none()
+                    && skipped_root_value(&stack, &counts, keep)
+                {
+                    skip_from = Some(stack.len());
+                }
                 stack.push(Frame::Map(Vec::new(), anchor, mark));
+                counts.push(0);
                 None
             }
-            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+            Event::SequenceEnd | Event::MappingEnd => match (counts.pop(), stack.pop()).1 {
                 Some(Frame::Seq(items, anchor, m)) => Some((
                     Raw {
                         kind: RawKind::Seq(items),
@@ -616,7 +661,42 @@ fn load_chars<C: Ch>(
             },
         };
         if let Some((node, anchor)) = done {
-            let node = if anchor > 0 {
+            let mut skipped = false;
+            if keep.is_some() {
+                let in_skipped = skip_from.is_some_and(|d| stack.len() > d);
+                let root_value = !in_skipped && skipped_root_value(&stack, &counts, keep);
+                if in_skipped || root_value {
+                    let key = matches!(stack.last(), Some(Frame::Map(..)))
+                        && counts.last().is_some_and(|c| c % 2 == 0);
+                    if anchor > 0 || !lean_node_ok(&node, key) {
+                        return Err(LoadFail::NotPlain);
+                    }
+                }
+                if root_value {
+                    skip_from = None;
+                }
+                skipped = in_skipped || root_value;
+                if in_skipped {
+                    if let Some(c) = counts.last_mut() {
+                        *c += 1;
+                    }
+                    continue;
+                }
+            }
+            if let Some(c) = counts.last_mut() {
+                *c += 1;
+            }
+            let node = if skipped {
+                Raw {
+                    kind: RawKind::Scalar {
+                        value: String::new(),
+                        style: TScalarStyle::SingleQuoted,
+                        tag: None,
+                    },
+                    line: node.line,
+                    col: node.col,
+                }
+            } else if anchor > 0 {
                 let rc = Rc::new(node);
                 anchors.insert(anchor, Rc::clone(&rc));
                 // The anchored node itself is used through the shared pointer.
@@ -715,15 +795,16 @@ fn tab_after_block_entry<C: Ch>(chars: &[C], index: usize) -> bool {
 /// explicit `?` before the ':' makes the empty key legal.
 fn is_empty_implicit_key<C: Ch>(
     stack: &[Frame],
+    counts: &[usize],
     chars: &[C],
     value: &str,
     style: TScalarStyle,
     mark: &Marker,
 ) -> bool {
-    let Some(Frame::Map(items, _, _)) = stack.last() else {
+    let (Some(Frame::Map(..)), Some(count)) = (stack.last(), counts.last()) else {
         return false;
     };
-    if items.len() % 2 != 0
+    if count % 2 != 0
         || style != TScalarStyle::Plain
         || !(value.is_empty() || value == "~")
         || at(chars, mark.index()) != Some(':')
@@ -1332,23 +1413,136 @@ fn check_finite(n: &Node, document: usize) -> Result<(), YamlError> {
     }
 }
 
+fn decoder(document: usize) -> Decoder {
+    Decoder {
+        decode_count: 0,
+        alias_count: 0,
+        alias_depth: 0,
+        depth: 0,
+        document,
+    }
+}
+
 fn decode_docs(text: &str, first_only: bool) -> Result<Vec<Option<V>>, YamlError> {
     let docs = load(text, first_only)?;
     let mut out = Vec::with_capacity(docs.len());
     for (i, d) in docs.into_iter().enumerate() {
-        let mut dec = Decoder {
-            decode_count: 0,
-            alias_count: 0,
-            alias_depth: 0,
-            depth: 0,
-            document: i,
-        };
         out.push(match d {
-            Some(raw) => Some(dec.decode(&raw)?),
+            Some(raw) => Some(decoder(i).decode(&raw)?),
             None => None,
         });
     }
     Ok(out)
+}
+
+/// True when decoding `raw` and converting it to JSON surely succeeds: no
+/// anchors or aliases, no tags, no merge keys, every key a string and no
+/// non-finite float. Conservative: `false` only means "take the full path".
+fn surely_plain(raw: &Raw) -> bool {
+    match &raw.kind {
+        RawKind::Scalar { value, style, tag } => {
+            tag.is_none() && (*style != TScalarStyle::Plain || !maybe_non_finite(value))
+        }
+        RawKind::Seq(items) => items.iter().all(surely_plain),
+        RawKind::Map(pairs) => pairs
+            .iter()
+            .all(|(k, v)| is_string_key(k) && surely_plain(v)),
+        RawKind::Alias(..) => false,
+    }
+}
+
+/// With `keep`: whether the next node completed at this point is the value
+/// of a root-mapping entry whose key is not kept.
+fn skipped_root_value(stack: &[Frame], counts: &[usize], keep: Option<&[&str]>) -> bool {
+    let (Some(keep), [Frame::Map(items, ..)], [count]) = (keep, stack, counts) else {
+        return false;
+    };
+    if count % 2 == 0 {
+        return false;
+    }
+    match items.last().map(|k| &k.kind) {
+        Some(RawKind::Scalar { value, .. }) => !keep.contains(&value.as_str()),
+        _ => true,
+    }
+}
+
+/// A node of a skipped entry passes the checks [`surely_plain`] makes
+/// (its children were checked as they completed); `key`: it is a mapping key.
+fn lean_node_ok(node: &Raw, key: bool) -> bool {
+    match &node.kind {
+        RawKind::Scalar { .. } if key => is_string_key(node),
+        RawKind::Scalar { value, style, tag } => {
+            tag.is_none() && (*style != TScalarStyle::Plain || !maybe_non_finite(value))
+        }
+        RawKind::Seq(_) | RawKind::Map(_) => !key,
+        RawKind::Alias(..) => false,
+    }
+}
+
+/// Whether a plain scalar may resolve to an infinite or NaN float. yaml.v2
+/// only reads those from the `.inf`/`.nan` words (a numeral out of range
+/// stays a string), so anything longer than `-.inf` or not starting with
+/// `.`, `+` or `-` is surely not one.
+fn maybe_non_finite(value: &str) -> bool {
+    value.len() <= 5
+        && matches!(value.as_bytes().first(), Some(b'.' | b'+' | b'-'))
+        && matches!(resolve::resolve_plain(value), Scalar::Float(f) if !f.is_finite())
+}
+
+/// An untagged scalar key that decodes to a string (never `<<`).
+fn is_string_key(k: &Raw) -> bool {
+    match &k.kind {
+        RawKind::Scalar {
+            value,
+            style,
+            tag: None,
+        } => {
+            *style != TScalarStyle::Plain
+                || (value != "<<"
+                    && matches!(
+                        resolve::resolve_plain(value),
+                        Scalar::Str | Scalar::Timestamp
+                    ))
+        }
+        _ => false,
+    }
+}
+
+/// [`parse_yaml_to_json`] restricted to some top-level keys: when the first
+/// document is a mapping, the result holds only the entries named in `keys`;
+/// any other document is returned whole. Errors are those of
+/// [`parse_yaml_to_json`] on the whole text, but a plain document (no
+/// anchors, tags, merge keys or odd keys) skips building the entries it
+/// does not keep, which is most of a large manifest.
+pub fn parse_yaml_to_json_keys(text: &str, keys: &[&str]) -> Result<Node, YamlError> {
+    if let Some(docs) = load_keyed(text, true, Some(keys))? {
+        let Some(raw) = docs.into_iter().next().flatten() else {
+            return Ok(Node::Null);
+        };
+        if let RawKind::Map(pairs) = &raw.kind {
+            if surely_plain(&raw) {
+                let mut out = BTreeMap::new();
+                for (k, v) in pairs {
+                    if let RawKind::Scalar { value, .. } = &k.kind {
+                        if keys.contains(&value.as_str()) {
+                            // A later duplicate replaces the entry, as a Go map does.
+                            let val = decoder(0).decode(v)?;
+                            out.insert(value.clone(), to_jsonable(val, Numbers::Float64, 0)?);
+                        }
+                    }
+                }
+                return Ok(Node::Map(out));
+            }
+        }
+    }
+    // Not plain: the skipped entries matter after all; decode everything.
+    match parse_yaml_to_json(text)? {
+        Node::Map(mut m) => {
+            m.retain(|k, _| keys.contains(&k.as_str()));
+            Ok(Node::Map(m))
+        }
+        other => Ok(other),
+    }
 }
 
 /// sigs.k8s.io/yaml's `YAMLToJSON` of the first document, decoded into

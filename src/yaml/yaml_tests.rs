@@ -273,6 +273,46 @@ mod props {
         }
     }
 
+    proptest! {
+        // Cheap cases over a vocabulary of the constructs that decide
+        // between the keyed loader's shortcut and the full decode.
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        #[test]
+        fn keyed_parse_agrees_with_full_parse(
+            lines in prop::collection::vec((
+                prop::sample::select(vec![
+                    "apiVersion", "kind", "metadata", "spec", "<<", "1", "~", "\"kind\"",
+                    "!!str kind", "? [a]", "1.5", "2019-01-01", "&k kind",
+                ]),
+                prop::sample::select(vec![
+                    "x", ".nan", "&a {b: 1}", "*a", "!!int x", "{<<: {c: 1}}", "[1, .inf]",
+                    "{~: 1}", "{1: 2}", "{a: 1, a: .nan}", "{name: n, namespace: s}",
+                    "!!float 1", "'q'", "-.Inf", "{annotations: {x: y}}", "[{a: [b]}]",
+                    "18446744073709551615", "{? {a: 1} : b}",
+                ]),
+            ), 0..6),
+            junk in prop_oneof![Just(String::new()), "[-:{}\\[\\]&*!|>'\"#?, \n.a-z0-9]{0,12}"],
+        ) {
+            let mut text: String = lines.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+            text.push_str(&junk);
+            let keys = ["apiVersion", "kind", "metadata"];
+            let full = parse_yaml_to_json(&text).map(|n| match n {
+                Node::Map(mut m) => {
+                    m.retain(|k, _| keys.contains(&k.as_str()));
+                    Node::Map(m)
+                }
+                other => other,
+            });
+            let keyed = super::super::parse_yaml_to_json_keys(&text, &keys);
+            match (full, keyed) {
+                (Ok(a), Ok(b)) => prop_assert_eq!(a, b, "{}", text),
+                (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string(), "{}", text),
+                (a, b) => prop_assert!(false, "{text:?}: full {a:?}, keyed {b:?}"),
+            }
+        }
+    }
+
     #[test]
     fn empty_map_round_trip() {
         let n = Node::Map(BTreeMap::new());
