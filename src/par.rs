@@ -14,11 +14,16 @@ const MAX_THREADS: usize = 4;
 
 /// How many threads a step may use: the cores this process may run on
 /// (cgroup and affinity limits included), at most [`MAX_THREADS`].
+/// Asked once per process: the answer reads cgroup files (a dozen system
+/// calls), and is only asked for once a step is big enough to share.
 fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(MAX_THREADS)
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(MAX_THREADS)
+    })
 }
 
 /// `items.iter().map(f).collect()`, computed on several threads when the
@@ -31,9 +36,12 @@ where
     W: Fn(&T) -> usize,
     F: Fn(&T) -> R + Sync,
 {
-    let threads = threads().min(items.len());
     let total: usize = items.iter().map(&weight).sum();
-    if threads < 2 || total < min_weight {
+    if items.len() < 2 || total < min_weight {
+        return items.iter().map(f).collect();
+    }
+    let threads = threads().min(items.len());
+    if threads < 2 {
         return items.iter().map(f).collect();
     }
     // Cut after the item that carries a run past its share of the weight.

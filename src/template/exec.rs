@@ -125,7 +125,7 @@ impl<'e> Shared<'e> {
             v: data,
             iface: false,
         };
-        let r = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+        let r = super::stack::grow(RED_ZONE, STACK_SEGMENT, || {
             st.walk_list(&dot, &tree.root, &mut out)
         });
         self.nesting.set(n);
@@ -258,7 +258,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             }
             Node::If(c) | Node::With(c) => {
                 let mark = self.vars.len();
-                let r = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+                let r = super::stack::grow(RED_ZONE, STACK_SEGMENT, || {
                     let v = self.eval_pipeline(dot, &c.pipe)?;
                     if v.is_truthy() {
                         if matches!(node, Node::With(_)) {
@@ -277,7 +277,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             }
             Node::Range(c) => {
                 let mark = self.vars.len();
-                let r = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+                let r = super::stack::grow(RED_ZONE, STACK_SEGMENT, || {
                     self.walk_range(dot, node, c, out)
                 });
                 self.vars.truncate(mark);
@@ -421,7 +421,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
         self.cur = Cur::Pipe(pipe);
         let mut value: Option<Value> = None;
         for cmd in &pipe.cmds {
-            let v = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+            let v = super::stack::grow(RED_ZONE, STACK_SEGMENT, || {
                 self.eval_command(dot, cmd, value.take())
             })?;
             value = Some(v.v);

@@ -12,6 +12,7 @@ pub mod funcs;
 pub mod gofmt;
 pub mod lexer;
 pub mod parse;
+mod stack;
 pub mod value;
 
 pub use value::{GoObject, ListKind, MapKind, Value};

@@ -661,7 +661,7 @@ impl<'a> Parser<'a> {
     fn control(&mut self, context: &str) -> PResult<Box<Control>> {
         self.enter()?;
         let nvars = self.vars.len();
-        let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.control_inner(context));
+        let r = super::stack::grow(64 * 1024, 1024 * 1024, || self.control_inner(context));
         self.vars.truncate(nvars);
         self.depth -= 1;
         r
@@ -930,7 +930,7 @@ impl<'a> Parser<'a> {
             }
             Tok::LeftParen => {
                 self.enter()?;
-                let p = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+                let p = super::stack::grow(64 * 1024, 1024 * 1024, || {
                     self.pipeline("parenthesized pipeline", Tok::RightParen)
                 });
                 self.depth -= 1;

@@ -99,6 +99,12 @@ fn compile(pat: &str) -> Result<Regex, regex_lite::Error> {
     Regex::new(&pat.replace(r"\s", r"[\t\n\x0C\r ]"))
 }
 
+/// The same expression with every group non-capturing (the patterns above
+/// have no `(` inside a character class and no escaped `(`).
+fn uncaptured(pat: &str) -> String {
+    pat.replace("(?:", "(").replace('(', "(?:")
+}
+
 fn patterns() -> Option<&'static Patterns> {
     static P: OnceLock<Option<Patterns>> = OnceLock::new();
     P.get_or_init(|| {
@@ -106,10 +112,13 @@ fn patterns() -> Option<&'static Patterns> {
             version: compile(&format!("^{SV}$")).ok()?,
             constraint: compile(&format!(r"^\s*({OPS})\s*({CV})\s*$")).ok()?,
             range: compile(&format!(r"\s*({CV})\s+-\s+({CV})\s*")).ok()?,
-            find: compile(&format!(r"({OPS})\s*({CV})")).ok()?,
-            valid: compile(&format!(
+            // Only whole matches of these two are used: without capture
+            // groups, regex-lite's per-search state is a few slots per NFA
+            // state instead of some ninety (hundreds of KiB to zero).
+            find: compile(&uncaptured(&format!(r"({OPS})\s*({CV})"))).ok()?,
+            valid: compile(&uncaptured(&format!(
                 r"^(\s*({OPS})\s*({CV})\s*)((?:\s+|,\s*)({OPS})\s*({CV})\s*)*$"
-            ))
+            )))
             .ok()?,
         })
     })
@@ -412,6 +421,10 @@ fn parse_one(c: &str) -> Result<Constraint, SemverError> {
 /// Rewrites hyphen ranges `a - b` to `>= a, <= b `.
 fn rewrite_range(p: &Patterns, input: &str) -> String {
     let mut out = input.to_string();
+    if !input.contains('-') {
+        // The range expression needs a literal ` - `.
+        return out;
+    }
     let found: Vec<(String, String, String)> = p
         .range
         .captures_iter(input)
