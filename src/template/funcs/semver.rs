@@ -79,11 +79,17 @@ impl fmt::Display for Version {
 }
 
 const CV: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
+/// The version expression, kept to test [`scan_version`] against.
+#[cfg(test)]
 const SV: &str = r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
 const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
 
+/// Masterminds' expressions, compiled on first use. Plain constraints and
+/// every version are read by the hand-written scanners below, which accept
+/// exactly what these expressions accept (property-tested against them);
+/// the expressions serve the rest (wildcards mixed with digits, `|` inside
+/// a version, malformed text and its errors).
 struct Patterns {
-    version: Regex,
     constraint: Regex,
     range: Regex,
     find: Regex,
@@ -109,7 +115,6 @@ fn patterns() -> Option<&'static Patterns> {
     static P: OnceLock<Option<Patterns>> = OnceLock::new();
     P.get_or_init(|| {
         Some(Patterns {
-            version: compile(&format!("^{SV}$")).ok()?,
             constraint: compile(&format!(r"^\s*({OPS})\s*({CV})\s*$")).ok()?,
             range: compile(&format!(r"\s*({CV})\s+-\s+({CV})\s*")).ok()?,
             // Only whole matches of these two are used: without capture
@@ -159,25 +164,214 @@ fn parse_segment(s: &str) -> Result<u64, SemverError> {
         .map_err(|_| SemverError::SegmentRange(super::util::go_quote(s)))
 }
 
+/// The groups of Masterminds' version expression
+/// (`^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-(ID(\.ID)*))?(\+(ID(\.ID)*))?$`,
+/// ID = `[0-9A-Za-z-]+`): numbers without their dots, pre-release and
+/// metadata without their marks (empty when absent).
+#[derive(Debug, PartialEq)]
+struct VersionGroups<'a> {
+    major: &'a str,
+    minor: Option<&'a str>,
+    patch: Option<&'a str>,
+    pre: &'a str,
+    meta: &'a str,
+}
+
+/// A small cursor over ASCII bytes for the scanners.
+struct Scan<'a> {
+    s: &'a str,
+    i: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.s.as_bytes().get(self.i).copied()
+    }
+    fn eat(&mut self, b: u8) -> bool {
+        let hit = self.peek() == Some(b);
+        self.i += usize::from(hit);
+        hit
+    }
+    /// The longest run of bytes satisfying `f` (possibly empty).
+    fn run(&mut self, f: impl Fn(u8) -> bool) -> &'a str {
+        let start = self.i;
+        while self.peek().is_some_and(&f) {
+            self.i += 1;
+        }
+        &self.s[start..self.i]
+    }
+    /// `ID(\.ID)*` with ID = `[0-9A-Za-z-]+`: a dot must be followed by an
+    /// identifier, else the dot is left unread.
+    fn dotted_idents(&mut self) -> Option<&'a str> {
+        let start = self.i;
+        if self.run(is_ident_byte).is_empty() {
+            return None;
+        }
+        loop {
+            let before = self.i;
+            if !self.eat(b'.') || self.run(is_ident_byte).is_empty() {
+                self.i = before;
+                return Some(&self.s[start..self.i]);
+            }
+        }
+    }
+    /// `(-(IDs))?(\+(IDs))?`: the pre-release and metadata texts. A mark
+    /// without an identifier after it is left unread.
+    fn pre_and_meta(&mut self) -> (&'a str, &'a str) {
+        let mut part = |mark: u8| {
+            let before = self.i;
+            if self.eat(mark) {
+                if let Some(ids) = self.dotted_idents() {
+                    return ids;
+                }
+                self.i = before;
+            }
+            ""
+        };
+        let pre = part(b'-');
+        let meta = part(b'+');
+        (pre, meta)
+    }
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-'
+}
+
+/// Go's `\s`: ASCII `[\t\n\f\r ]`.
+fn is_go_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0C | b'\r' | b' ')
+}
+
+/// Masterminds' version expression, matched by hand: its groups, or `None`
+/// where the expression does not match.
+fn scan_version(v: &str) -> Option<VersionGroups<'_>> {
+    let mut sc = Scan { s: v, i: 0 };
+    if v.as_bytes().get(1).is_some_and(u8::is_ascii_digit) {
+        sc.eat(b'v');
+    }
+    let major = sc.run(|b| b.is_ascii_digit());
+    if major.is_empty() {
+        return None;
+    }
+    let number = |sc: &mut Scan<'_>| {
+        let before = sc.i;
+        if sc.eat(b'.') {
+            let n = sc.run(|b| b.is_ascii_digit());
+            if !n.is_empty() {
+                return Some(&v[before + 1..sc.i]);
+            }
+            sc.i = before;
+        }
+        None
+    };
+    let minor = number(&mut sc);
+    let patch = number(&mut sc);
+    let (pre, meta) = sc.pre_and_meta();
+    (sc.i == v.len()).then_some(VersionGroups {
+        major,
+        minor,
+        patch,
+        pre,
+        meta,
+    })
+}
+
+/// One alternative of a constraint (text between `||`) in the plain form
+/// nearly every chart writes: operators, versions whose parts are digits or
+/// one of `x X *`, separated by blanks or a comma. Gives each constraint's
+/// operator, whole version text and its major/`.minor`/`.patch`/`-pre`
+/// groups as the expressions would, or `None` to leave the text to them.
+fn scan_plain_alternative(alt: &str) -> Option<Vec<(&str, [&str; 5])>> {
+    const OPS: [&str; 12] = [
+        "", "=", "!=", ">", "<", ">=", "=>", "<=", "=<", "~", "~>", "^",
+    ];
+    let mut sc = Scan { s: alt, i: 0 };
+    let mut out = Vec::new();
+    sc.run(is_go_space);
+    loop {
+        let op = sc.run(|b| matches!(b, b'=' | b'!' | b'<' | b'>' | b'~' | b'^'));
+        if !OPS.contains(&op) {
+            return None;
+        }
+        sc.run(is_go_space);
+        let start = sc.i;
+        if sc
+            .s
+            .as_bytes()
+            .get(sc.i + 1)
+            .is_some_and(|&b| b.is_ascii_digit() || matches!(b, b'x' | b'X' | b'*'))
+        {
+            sc.eat(b'v');
+        }
+        let part = |sc: &mut Scan<'_>| -> Option<()> {
+            if sc.run(|b| b.is_ascii_digit()).is_empty()
+                && !(sc.eat(b'x') || sc.eat(b'X') || sc.eat(b'*'))
+            {
+                return None;
+            }
+            Some(())
+        };
+        let major_start = sc.i;
+        part(&mut sc)?;
+        let major = &alt[major_start..sc.i];
+        let dotted = |sc: &mut Scan<'_>| -> Option<&str> {
+            let before = sc.i;
+            if sc.eat(b'.') {
+                part(sc)?;
+                return Some(&alt[before..sc.i]);
+            }
+            Some("")
+        };
+        let minor = dotted(&mut sc)?;
+        let patch = if minor.is_empty() {
+            ""
+        } else {
+            dotted(&mut sc)?
+        };
+        let pre_start = sc.i;
+        let (pre, _) = sc.pre_and_meta();
+        let pre = if pre.is_empty() {
+            ""
+        } else {
+            &alt[pre_start..pre_start + 1 + pre.len()]
+        };
+        let version = &alt[start..sc.i];
+        out.push((op, [version, major, minor, patch, pre]));
+        // A version ends at a blank, a comma or the end; anything else
+        // (a digit after a wildcard, a fourth part, `|`) is not plain.
+        let had_space = !sc.run(is_go_space).is_empty();
+        if sc.eat(b',') {
+            sc.run(is_go_space);
+        } else if sc.i == alt.len() {
+            return Some(out);
+        } else if !had_space {
+            return None;
+        }
+        if sc.i == alt.len() {
+            // A trailing comma: an error, worded by the expressions.
+            return None;
+        }
+    }
+}
+
 /// Masterminds `NewVersion`: lenient (`v` prefix, missing minor or patch,
 /// leading zeros in numbers).
 pub fn parse_version(v: &str) -> Result<Version, SemverError> {
-    let p = patterns().ok_or(SemverError::InvalidSemVer)?;
-    let caps = p.version.captures(v).ok_or(SemverError::InvalidSemVer)?;
-    let g = |i: usize| caps.get(i).map(|m| m.as_str()).unwrap_or("");
+    let g = scan_version(v).ok_or(SemverError::InvalidSemVer)?;
     let mut sv = Version {
-        major: parse_segment(g(1))?,
+        major: parse_segment(g.major)?,
         minor: 0,
         patch: 0,
-        pre: g(5).to_string(),
-        metadata: g(8).to_string(),
+        pre: g.pre.to_string(),
+        metadata: g.meta.to_string(),
         original: v.to_string(),
     };
-    if !g(2).is_empty() {
-        sv.minor = parse_segment(&g(2)[1..])?;
+    if let Some(minor) = g.minor {
+        sv.minor = parse_segment(minor)?;
     }
-    if !g(3).is_empty() {
-        sv.patch = parse_segment(&g(3)[1..])?;
+    if let Some(patch) = g.patch {
+        sv.patch = parse_segment(patch)?;
     }
     if !sv.pre.is_empty() {
         validate_prerelease(&sv.pre)?;
@@ -382,7 +576,14 @@ fn parse_one(c: &str) -> Result<Constraint, SemverError> {
         .captures(c)
         .ok_or_else(|| SemverError::ImproperConstraint(c.to_string()))?;
     let g = |i: usize| m.get(i).map(|x| x.as_str()).unwrap_or("");
-    let op = match g(1) {
+    constraint_from_groups(g(1), [g(2), g(3), g(4), g(5), g(6)])
+}
+
+/// A constraint from its operator and the version groups of the constraint
+/// expression: the whole version, major, `.minor`, `.patch`, `-pre`.
+fn constraint_from_groups(op: &str, groups: [&str; 5]) -> Result<Constraint, SemverError> {
+    let [whole, m3, m4, m5, m6] = groups;
+    let op = match op {
         "" | "=" => Op::TildeOrEqual,
         "!=" => Op::NotEqual,
         ">" => Op::Gt,
@@ -392,7 +593,6 @@ fn parse_one(c: &str) -> Result<Constraint, SemverError> {
         "~" | "~>" => Op::Tilde,
         _ => Op::Caret,
     };
-    let (m3, m4, m5, m6) = (g(3), g(4), g(5), g(6));
     let (mut minor_dirty, mut patch_dirty, mut dirty) = (false, false, false);
     let ver = if is_x(m3) || m3.is_empty() {
         dirty = true;
@@ -406,7 +606,7 @@ fn parse_one(c: &str) -> Result<Constraint, SemverError> {
         patch_dirty = true;
         format!("{m3}{m4}.0{m6}")
     } else {
-        g(2).to_string()
+        whole.to_string()
     };
     let con = parse_version(&ver).map_err(|_| SemverError::ConstraintParser)?;
     Ok(Constraint {
@@ -421,10 +621,6 @@ fn parse_one(c: &str) -> Result<Constraint, SemverError> {
 /// Rewrites hyphen ranges `a - b` to `>= a, <= b `.
 fn rewrite_range(p: &Patterns, input: &str) -> String {
     let mut out = input.to_string();
-    if !input.contains('-') {
-        // The range expression needs a literal ` - `.
-        return out;
-    }
     let found: Vec<(String, String, String)> = p
         .range
         .captures_iter(input)
@@ -439,21 +635,47 @@ fn rewrite_range(p: &Patterns, input: &str) -> String {
     out
 }
 
+/// One alternative read with Masterminds' expressions.
+fn parse_alternative(alt: &str) -> Result<Vec<Constraint>, SemverError> {
+    let p = patterns().ok_or(SemverError::ConstraintParser)?;
+    if !p.valid.is_match(alt) {
+        return Err(SemverError::ImproperConstraint(alt.to_string()));
+    }
+    let mut parts: Vec<&str> = p.find.find_iter(alt).map(|m| m.as_str()).collect();
+    if parts.is_empty() {
+        parts.push(alt);
+    }
+    parts.into_iter().map(parse_one).collect()
+}
+
 impl Constraints {
     /// Masterminds `NewConstraint`.
     pub fn parse(c: &str) -> Result<Constraints, SemverError> {
-        let p = patterns().ok_or(SemverError::ConstraintParser)?;
-        let c = rewrite_range(p, c);
+        // The range expression needs blanks around its `-`; a pre-release
+        // dash never has one before it.
+        let has_range = c
+            .as_bytes()
+            .windows(3)
+            .any(|w| is_go_space(w[0]) && w[1] == b'-' && is_go_space(w[2]));
+        let ranged;
+        let c = if has_range {
+            ranged = rewrite_range(patterns().ok_or(SemverError::ConstraintParser)?, c);
+            ranged.as_str()
+        } else {
+            c
+        };
         let mut alternatives = Vec::new();
         for alt in c.split("||") {
-            if !p.valid.is_match(alt) {
-                return Err(SemverError::ImproperConstraint(alt.to_string()));
+            if let Some(plain) = scan_plain_alternative(alt) {
+                alternatives.push(
+                    plain
+                        .into_iter()
+                        .map(|(op, groups)| constraint_from_groups(op, groups))
+                        .collect::<Result<_, _>>()?,
+                );
+                continue;
             }
-            let mut parts: Vec<&str> = p.find.find_iter(alt).map(|m| m.as_str()).collect();
-            if parts.is_empty() {
-                parts.push(alt);
-            }
-            alternatives.push(parts.into_iter().map(parse_one).collect::<Result<_, _>>()?);
+            alternatives.push(parse_alternative(alt)?);
         }
         Ok(Constraints { alternatives })
     }
@@ -763,6 +985,61 @@ pub fn register(r: &mut Registry) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// The hand-written version scanner gives the expression's groups.
+        #[test]
+        fn version_scanner_matches_the_expression(v in "[v0-9.+aZx|* -]{0,14}") {
+            let re = compile(&format!("^{SV}$")).unwrap();
+            let want = re.captures(&v).map(|c| {
+                let g = |i: usize| c.get(i).map(|m| m.as_str());
+                VersionGroups {
+                    major: g(1).unwrap_or(""),
+                    minor: g(2).map(|m| &m[1..]),
+                    patch: g(3).map(|m| &m[1..]),
+                    pre: g(5).unwrap_or(""),
+                    meta: g(8).unwrap_or(""),
+                }
+            });
+            prop_assert_eq!(scan_version(&v), want, "{:?}", v);
+        }
+
+        /// Whatever the plain-constraint scanner accepts, the expressions
+        /// read the same way.
+        #[test]
+        fn plain_constraints_match_the_expressions(
+            alt in "[ ,v0-9.x*<>=!~^+a-]{0,16}",
+        ) {
+            if let Some(plain) = scan_plain_alternative(&alt) {
+                let fast: Result<Vec<Constraint>, SemverError> = plain
+                    .into_iter()
+                    .map(|(op, groups)| constraint_from_groups(op, groups))
+                    .collect();
+                let slow = parse_alternative(&alt);
+                prop_assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{:?}", alt);
+            }
+        }
+
+        /// Plain, well-formed constraints are taken by the scanner.
+        #[test]
+        fn plain_constraints_take_the_fast_path(
+            parts in prop::collection::vec((
+                prop::sample::select(vec!["", "=", "!=", ">", "<", ">=", "=>", "<=", "=<", "~", "~>", "^"]),
+                "v?[0-9]{1,3}(\\.([0-9]{1,2}|x|\\*)){0,2}(-[a-z0-9]{1,3})?",
+                prop::sample::select(vec![" ", ", ", ",", "  "]),
+            ), 1..4),
+        ) {
+            let alt: String = parts
+                .iter()
+                .enumerate()
+                .map(|(i, (op, v, sep))| if i == 0 { format!("{op}{v}") } else { format!("{sep}{op}{v}") })
+                .collect();
+            prop_assert!(scan_plain_alternative(&alt).is_some(), "{:?}", alt);
+        }
+    }
 
     fn m(c: &str, v: &str) -> bool {
         match constraint_matches(c, v) {
