@@ -52,7 +52,10 @@ fn static_unwinder_dir() -> Option<PathBuf> {
     std::fs::create_dir_all(&dir).ok()?;
     std::fs::write(
         dir.join("libgcc_s.so"),
-        format!("SEARCH_DIR(\"{}\")\nINPUT(-lgcc_eh)\n", archive_dir.display()),
+        format!(
+            "SEARCH_DIR(\"{}\")\nINPUT(-lgcc_eh)\n",
+            archive_dir.display()
+        ),
     )
     .ok()?;
     Some(dir)

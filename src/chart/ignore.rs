@@ -31,6 +31,11 @@ enum MatchKind {
 struct Pattern {
     raw: String,
     pattern: Vec<char>,
+    /// The literal text before the first and after the last wildcard
+    /// (`*`, `?`, `[`, `\\`): a subject that does not start and end with
+    /// them cannot match, which settles most rules without the matcher.
+    prefix: Vec<char>,
+    suffix: Vec<char>,
     negate: bool,
     must_dir: bool,
     kind: MatchKind,
@@ -98,9 +103,26 @@ impl Rules {
         } else {
             (MatchKind::Base, p)
         };
+        let pattern: Vec<char> = pattern.chars().collect();
+        let wild = |c: &char| matches!(c, '*' | '?' | '[' | '\\');
+        let (prefix, suffix) = match (
+            pattern.iter().position(wild),
+            pattern.iter().rposition(wild),
+        ) {
+            // Classes and escapes make the tail's meaning depend on what
+            // came before: keep only the prefix then.
+            (Some(first), _) if pattern.iter().any(|c| matches!(c, '[' | '\\')) => {
+                (pattern[..first].to_vec(), Vec::new())
+            }
+            (Some(first), Some(last)) => (pattern[..first].to_vec(), pattern[last + 1..].to_vec()),
+            // No wildcard: the whole pattern is both.
+            _ => (pattern.clone(), pattern.clone()),
+        };
         self.patterns.push(Pattern {
             raw: rule.to_string(),
-            pattern: pattern.chars().collect(),
+            pattern,
+            prefix,
+            suffix,
             negate,
             must_dir,
             kind,
@@ -142,6 +164,9 @@ impl Pattern {
             MatchKind::Root | MatchKind::Structural => whole,
             MatchKind::Base => base,
         };
+        if !subject.starts_with(&self.prefix) || !subject.ends_with(&self.suffix) {
+            return false;
+        }
         match_chars(&self.pattern, subject).unwrap_or(false)
     }
 }
@@ -409,6 +434,33 @@ mod tests {
         ];
         for (p, n, want) in cases {
             assert_eq!(&glob_match(p, n), want, "Match({p:?}, {n:?})");
+        }
+    }
+
+    use proptest::strategy::Strategy;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+        /// The prefix/suffix shortcut never changes a decision.
+        #[test]
+        fn shortcut_agrees_with_the_matcher(
+            pat in proptest::collection::vec(proptest::sample::select(vec![
+                "a", "b", ".", "*", "?", "/", "[a*]", "[^a]", "[*]", "\\\\*", "\\\\a", "[a-c]", "!",
+            ]), 1..5).prop_map(|t| t.concat()),
+            name in proptest::collection::vec(proptest::sample::select(vec![
+                "a", "b", ".", "*", "/", "?", "c",
+            ]), 0..6).prop_map(|t| t.concat()),
+        ) {
+            let mut rules = Rules::empty();
+            if rules.add(&pat).is_ok() {
+                let p = &rules.patterns[0];
+                let base: Vec<char> = base_name(&name).chars().collect();
+                let whole: Vec<char> = name.chars().collect();
+                let subject = if p.kind == MatchKind::Base { &base } else { &whole };
+                let want = match_chars(&p.pattern, subject).unwrap_or(false);
+                proptest::prop_assert_eq!(p.matches(&whole, &base), want, "{} {}", pat, name);
+            }
         }
     }
 
