@@ -10,8 +10,8 @@ use super::funcs::{CallContext, FuncError, FuncResult, FuncSpec, Param};
 use super::gofmt::quote_go;
 use super::value::{GoObject, ListKind, MapKind, Value};
 use super::Engine;
+use foldhash::HashMap;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// The most templates (`template`, `include`, `tpl`) that may be nested.
@@ -73,7 +73,7 @@ impl<'e> Shared<'e> {
     pub(crate) fn new(engine: &'e Engine) -> Self {
         Shared {
             engine,
-            included: RefCell::new(HashMap::new()),
+            included: RefCell::new(HashMap::default()),
             written: Cell::new(0),
             nesting: Cell::new(0),
             steps: Cell::new(0),
@@ -1120,7 +1120,7 @@ impl CallContext for Ctx<'_, '_> {
                 )))
             }
         };
-        let mut local = HashMap::new();
+        let mut local = HashMap::default();
         for t in trees.iter() {
             if super::ast::is_empty_list(&t.root) && t.name != "gotpl" {
                 if let Some(old) = self.set.lookup(self.sh.engine, &t.name) {

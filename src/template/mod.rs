@@ -32,8 +32,8 @@ pub fn output_bytes(s: &str) -> std::borrow::Cow<'_, [u8]> {
 }
 
 use ast::Tree;
+use foldhash::HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// How the engine runs.
@@ -179,8 +179,8 @@ impl Engine {
         Engine {
             options,
             registry,
-            templates: HashMap::new(),
-            tpl_cache: RefCell::new(HashMap::new()),
+            templates: HashMap::default(),
+            tpl_cache: RefCell::new(HashMap::default()),
             lookup: None,
             log: RefCell::new(Vec::new()),
         }
@@ -263,7 +263,7 @@ impl Engine {
     pub fn execute(&self, name: &str, data: &Value) -> Result<String, TemplateError> {
         let shared = exec::Shared::new(self);
         let set = Rc::new(exec::Set {
-            local: HashMap::new(),
+            local: HashMap::default(),
             parent: None,
         });
         if !self.templates.contains_key(name) {

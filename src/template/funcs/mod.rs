@@ -28,7 +28,7 @@ pub mod urls;
 pub mod util;
 
 use super::value::Value;
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 
 /// The Go type of a function parameter. The engine converts arguments to it
 /// before the call, with `text/template`'s rules and error messages.
@@ -162,6 +162,14 @@ impl Registry {
     pub fn new() -> Self {
         Self::default()
     }
+    /// An empty registry with room for `n` functions (Helm's map holds
+    /// about 250).
+    pub fn with_capacity(n: usize) -> Self {
+        Registry {
+            funcs: HashMap::with_capacity_and_hasher(n, Default::default()),
+            builtins: HashSet::default(),
+        }
+    }
     /// Adds or replaces a function (later registrations win, as in Helm's map).
     pub fn add(
         &mut self,
@@ -216,7 +224,7 @@ impl Registry {
 /// that later names win: Go's builtins are shadowed by Sprig (`slice`), and
 /// Helm's serialization and engine functions replace Sprig's (`fail`, `toJson`).
 pub fn helm_registry() -> Registry {
-    let mut r = Registry::new();
+    let mut r = Registry::with_capacity(320);
     builtins::register(&mut r);
     strings::register(&mut r);
     lists::register(&mut r);
