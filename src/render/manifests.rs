@@ -252,18 +252,27 @@ pub fn sort_manifests(
     files: &BTreeMap<String, String>,
     parse: &dyn Fn(&str) -> Result<Node, String>,
 ) -> Result<Sorted, ManifestError> {
+    sort_manifests_by(files, &|_, _, doc| parse(doc))
+}
+
+/// [`sort_manifests`] with a decoder that also gets the file name and the
+/// document's index in it (to use heads decoded ahead of time).
+pub fn sort_manifests_by(
+    files: &BTreeMap<String, String>,
+    parse: &dyn Fn(&str, usize, &str) -> Result<Node, String>,
+) -> Result<Sorted, ManifestError> {
     let mut out = Sorted::default();
     for (path, content) in files {
         let base = path.rsplit('/').next().unwrap_or(path);
         if base.starts_with('_') || content.trim().is_empty() {
             continue;
         }
-        for doc in split_manifests(content) {
+        for (index, doc) in split_manifests(content).into_iter().enumerate() {
             let err = |message: String| ManifestError {
                 file: path.clone(),
                 message,
             };
-            let node = parse(doc).map_err(err)?;
+            let node = parse(path, index, doc).map_err(err)?;
             let head = decode_head(&node).map_err(err)?;
             let Some(hook_types) = head.annotations.get(HOOK_ANNOTATION).cloned() else {
                 out.manifests.push(Manifest {

@@ -10,7 +10,7 @@
 //! the shallowest, smallest file's `define` wins), execution of non-partials
 //! in the same order, NOTES extraction, splitting, hook classification and
 //! the install-order sort.
-use super::manifests::{sort_manifests, Hook, Manifest, ManifestError};
+use super::manifests::{sort_manifests_by, Hook, Manifest, ManifestError};
 use super::objects::{
     node_to_value, release_value, template_value, Capabilities, ChartObject, Files, KubeVersion,
 };
@@ -343,6 +343,22 @@ fn execute_all(
     user: &Map,
     opts: &RenderOptions,
 ) -> Result<(Chart, BTreeMap<String, String>, Warnings), RenderError> {
+    let mut files = BTreeMap::new();
+    let (chart, warnings) = execute_all_into(engine, chart, user, opts, &mut |name, out| {
+        files.insert(name, out);
+    })?;
+    Ok((chart, files, warnings))
+}
+
+/// [`execute_all`], handing each executed file (name, output) to `sink` as
+/// soon as it is done, in execution order.
+fn execute_all_into(
+    engine: &mut dyn TemplateSet,
+    chart: &Chart,
+    user: &Map,
+    opts: &RenderOptions,
+    sink: &mut dyn FnMut(String, String),
+) -> Result<(Chart, Warnings), RenderError> {
     if is_library(chart) {
         return Err(RenderError::NotInstallable);
     }
@@ -413,7 +429,6 @@ fn execute_all(
     engine
         .add_templates(&named)
         .map_err(RenderError::Template)?;
-    let mut files = BTreeMap::new();
     for t in &tpls {
         let base = t.name.rsplit('/').next().unwrap_or(&t.name);
         if base.starts_with('_') {
@@ -426,9 +441,77 @@ fn execute_all(
         let out = engine
             .execute(&t.name, &data)
             .map_err(RenderError::Template)?;
-        files.insert(t.name.clone(), out);
+        sink(t.name.clone(), out);
     }
-    Ok((chart, files, warnings))
+    Ok((chart, warnings))
+}
+
+/// Template text (bytes, subcharts included) from which rendering decodes
+/// the rendered documents on a second thread while templates still
+/// execute. Below it, starting and waking a thread costs more than the
+/// decoding it would take over.
+const OVERLAP_MIN_TEMPLATE_BYTES: usize = 256 * 1024;
+
+fn template_bytes(chart: &Chart) -> usize {
+    chart.templates.iter().map(|f| f.data.len()).sum::<usize>()
+        + chart.dependencies.iter().map(template_bytes).sum::<usize>()
+}
+
+/// Each rendered document's head, by file name and document index, as
+/// [`sort_manifests`] would decode them (NOTES files are skipped).
+type DecodedHeads = std::collections::HashMap<String, Vec<Result<Node, String>>>;
+
+fn decode_heads(name: &str, out: &str) -> Option<Vec<Result<Node, String>>> {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    if name.ends_with("NOTES.txt") || base.starts_with('_') || out.trim().is_empty() {
+        return None;
+    }
+    Some(
+        crate::manifest::split::split_manifests(out)
+            .into_iter()
+            .map(super::compat::parse_manifest_head)
+            .collect(),
+    )
+}
+
+/// Executes every template as [`execute_all`] does. With enough template
+/// text, a scoped helper thread splits and decodes each file's documents
+/// while the next files execute; the decoded heads come back with the files.
+fn execute_and_decode(
+    engine: &mut dyn TemplateSet,
+    chart: &Chart,
+    user: &Map,
+    opts: &RenderOptions,
+) -> Result<(Chart, BTreeMap<String, String>, Warnings, DecodedHeads), RenderError> {
+    if template_bytes(chart) < OVERLAP_MIN_TEMPLATE_BYTES {
+        let (chart, files, warnings) = execute_all(engine, chart, user, opts)?;
+        return Ok((chart, files, warnings, DecodedHeads::new()));
+    }
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<(String, String)>();
+        let helper = scope.spawn(move || {
+            let mut files = BTreeMap::new();
+            let mut decoded = DecodedHeads::new();
+            for (name, out) in rx {
+                if let Some(heads) = decode_heads(&name, &out) {
+                    decoded.insert(name.clone(), heads);
+                }
+                files.insert(name, out);
+            }
+            (files, decoded)
+        });
+        let executed = execute_all_into(engine, chart, user, opts, &mut |name, out| {
+            // The helper only stops by panicking; that surfaces at join.
+            let _ = tx.send((name, out));
+        });
+        drop(tx);
+        let (files, decoded) = match helper.join() {
+            Ok(r) => r,
+            Err(payload) => std::panic::resume_unwind(payload),
+        };
+        let (chart, warnings) = executed?;
+        Ok((chart, files, warnings, decoded))
+    })
 }
 
 /// Renders every template of `chart` and returns the executed files by
@@ -450,7 +533,7 @@ pub fn render_with(
     user: &Map,
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderError> {
-    let (chart, mut files, mut warnings) = execute_all(engine, chart, user, opts)?;
+    let (chart, mut files, mut warnings, decoded) = execute_and_decode(engine, chart, user, opts)?;
     let root_name = chart.metadata.name.clone();
     let root_notes = format!("{root_name}/templates/NOTES.txt");
     let mut notes = String::new();
@@ -470,7 +553,13 @@ pub fn render_with(
         }
     }
 
-    let sorted = match sort_manifests(&files, &super::compat::parse_manifest_head) {
+    let sorted = match sort_manifests_by(&files, &|path, index, doc| match decoded
+        .get(path)
+        .and_then(|heads| heads.get(index))
+    {
+        Some(head) => head.clone(),
+        None => super::compat::parse_manifest_head(doc),
+    }) {
         Ok(s) => s,
         Err(error) => return Err(RenderError::Manifest { error, files }),
     };
@@ -581,6 +670,44 @@ mod tests {
         assert_eq!(order, ["b", "s", "a"]);
         assert_eq!(r.crds[0].path, "top/charts/sub/crds/c.yaml");
         assert!(!r.files.contains_key("top/templates/NOTES.txt"));
+    }
+
+    /// Big charts decode documents on a helper thread while templates
+    /// execute; the outcome, first error included, is the sequential one.
+    #[test]
+    fn overlapped_decoding_matches_sequential() {
+        let padding = format!("# {}\n", "x".repeat(OVERLAP_MIN_TEMPLATE_BYTES));
+        let mut big = chart();
+        big.templates.push(file(
+            "templates/padded.yaml",
+            &format!(
+                "{padding}kind: Secret\nmetadata:\n  name: p\n---\nkind: Pod\nmetadata:\n  name: q"
+            ),
+        ));
+        assert!(template_bytes(&big) >= OVERLAP_MIN_TEMPLATE_BYTES);
+        let opts = RenderOptions::default();
+        let r = render_with(&mut Verbatim::default(), &big, &Map::new(), &opts).unwrap();
+        let (_, mut files, _) =
+            execute_all(&mut Verbatim::default(), &big, &Map::new(), &opts).unwrap();
+        files.remove("top/templates/NOTES.txt");
+        assert!(r.files == files, "{:?}", r.files.keys().collect::<Vec<_>>());
+        let sequential = super::super::manifests::sort_manifests(
+            &files,
+            &super::super::compat::parse_manifest_head,
+        )
+        .unwrap();
+        assert_eq!(r.manifests, sequential.manifests);
+        let order: Vec<_> = r.manifests.iter().map(|m| m.head.name.as_str()).collect();
+        assert_eq!(order, ["b", "p", "s", "q", "a"]);
+        // Two undecodable files: the first in name order is reported.
+        big.templates.push(file("templates/z.yaml", "kind: [x"));
+        big.templates.push(file("templates/b.yaml", "just text"));
+        let err = render_with(&mut Verbatim::default(), &big, &Map::new(), &opts).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("YAML parse error on top/templates/b.yaml"),
+            "{err}"
+        );
     }
 
     #[test]
