@@ -542,6 +542,10 @@ fn load_chars<C: Ch>(
                 }));
             }
         }
+        if matches!(ev, Event::SequenceEnd | Event::MappingEnd) {
+            counts.pop();
+        }
+        let is_map_start = matches!(ev, Event::MappingStart(..));
         let done: Option<(Raw, usize)> = match ev {
             Event::StreamStart | Event::Nothing => None,
             Event::StreamEnd => break,
@@ -609,31 +613,20 @@ fn load_chars<C: Ch>(
                 },
                 anchor,
             )),
-            Event::SequenceStart(anchor, _) => {
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
                 check_depth(stack.len(), &mark, doc_index)?;
-                if keep.is_some()
-                    && skip_from.is_none()
-                    && skipped_root_value(&stack, &counts, keep)
-                {
+                if skip_from.is_none() && skipped_root_value(&stack, &counts, keep) {
                     skip_from = Some(stack.len());
                 }
-                stack.push(Frame::Seq(Vec::new(), anchor, mark));
+                stack.push(if is_map_start {
+                    Frame::Map(Vec::new(), anchor, mark)
+                } else {
+                    Frame::Seq(Vec::new(), anchor, mark)
+                });
                 counts.push(0);
                 None
             }
-            Event::MappingStart(anchor, _) => {
-                check_depth(stack.len(), &mark, doc_index)?;
-                if keep.is_some()
-                    && skip_from.is_none()
-                    && skipped_root_value(&stack, &counts, keep)
-                {
-                    skip_from = Some(stack.len());
-                }
-                stack.push(Frame::Map(Vec::new(), anchor, mark));
-                counts.push(0);
-                None
-            }
-            Event::SequenceEnd | Event::MappingEnd => match (counts.pop(), stack.pop()).1 {
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
                 Some(Frame::Seq(items, anchor, m)) => Some((
                     Raw {
                         kind: RawKind::Seq(items),
@@ -661,32 +654,25 @@ fn load_chars<C: Ch>(
             },
         };
         if let Some((node, anchor)) = done {
-            let mut skipped = false;
-            if keep.is_some() {
-                let in_skipped = skip_from.is_some_and(|d| stack.len() > d);
-                let root_value = !in_skipped && skipped_root_value(&stack, &counts, keep);
-                if in_skipped || root_value {
-                    let key = matches!(stack.last(), Some(Frame::Map(..)))
-                        && counts.last().is_some_and(|c| c % 2 == 0);
-                    if anchor > 0 || !lean_node_ok(&node, key) {
-                        return Err(LoadFail::NotPlain);
-                    }
-                }
-                if root_value {
-                    skip_from = None;
-                }
-                skipped = in_skipped || root_value;
-                if in_skipped {
-                    if let Some(c) = counts.last_mut() {
-                        *c += 1;
-                    }
-                    continue;
+            // With `keep`: a node inside a skipped entry is checked and
+            // dropped; the skipped entry's value itself becomes a stand-in.
+            let in_skipped = skip_from.is_some_and(|d| stack.len() > d);
+            let root_value = !in_skipped && skipped_root_value(&stack, &counts, keep);
+            if in_skipped || root_value {
+                let key = matches!(stack.last(), Some(Frame::Map(..)))
+                    && counts.last().is_some_and(|c| c % 2 == 0);
+                if anchor > 0 || !lean_node_ok(&node, key) {
+                    return Err(LoadFail::NotPlain);
                 }
             }
             if let Some(c) = counts.last_mut() {
                 *c += 1;
             }
-            let node = if skipped {
+            if in_skipped {
+                continue;
+            }
+            let node = if root_value {
+                skip_from = None;
                 Raw {
                     kind: RawKind::Scalar {
                         value: String::new(),
