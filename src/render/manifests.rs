@@ -246,6 +246,13 @@ fn split_list(v: &str) -> Vec<String> {
     v.split(',').map(|x| x.trim().to_lowercase()).collect()
 }
 
+/// Whether a rendered file is split into documents at all: partials
+/// (`_*`) and blank output are not.
+pub(crate) fn holds_manifests(path: &str, content: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    !base.starts_with('_') && !content.trim().is_empty()
+}
+
 /// Helm's `SortManifests` over rendered files (name -> content). `parse`
 /// decodes one document to a node, with the YAML decoder's error message.
 pub fn sort_manifests(
@@ -263,8 +270,7 @@ pub fn sort_manifests_by(
 ) -> Result<Sorted, ManifestError> {
     let mut out = Sorted::default();
     for (path, content) in files {
-        let base = path.rsplit('/').next().unwrap_or(path);
-        if base.starts_with('_') || content.trim().is_empty() {
+        if !holds_manifests(path, content) {
             continue;
         }
         for (index, doc) in split_manifests(content).into_iter().enumerate() {

@@ -462,8 +462,7 @@ fn template_bytes(chart: &Chart) -> usize {
 type DecodedHeads = std::collections::HashMap<String, Vec<Result<Node, String>>>;
 
 fn decode_heads(name: &str, out: &str) -> Option<Vec<Result<Node, String>>> {
-    let base = name.rsplit('/').next().unwrap_or(name);
-    if name.ends_with("NOTES.txt") || base.starts_with('_') || out.trim().is_empty() {
+    if name.ends_with("NOTES.txt") || !super::manifests::holds_manifests(name, out) {
         return None;
     }
     Some(
