@@ -187,11 +187,38 @@ fn rng() -> rand::rngs::OsRng {
     rand::rngs::OsRng
 }
 
-/// Generates an RSA key of `bits` bits.
+/// Generates an RSA key of `bits` bits (public exponent 65537).
+///
+/// As the `rsa` crate (and Go) do for two primes: each prime has half the
+/// bits with its top two set, the primes differ, the modulus has exactly
+/// `bits` bits and 65537 is invertible modulo the totient, else new primes
+/// are drawn. The two primes are searched on two threads: prime search is
+/// nearly all of the time, and a chart that makes a CA and a certificate
+/// draws two 2048-bit keys.
 pub fn generate_rsa(bits: usize) -> Result<PrivateKey, KeyError> {
-    rsa::RsaPrivateKey::new(&mut rng(), bits)
-        .map(|k| PrivateKey::Rsa(Box::new(k)))
-        .map_err(|e| kerr(e.to_string()))
+    use num_bigint_dig::RandPrime;
+    if bits < 64 || bits % 2 != 0 {
+        return rsa::RsaPrivateKey::new(&mut rng(), bits)
+            .map(|k| PrivateKey::Rsa(Box::new(k)))
+            .map_err(|e| kerr(e.to_string()));
+    }
+    let e = rsa::BigUint::from(65_537u32);
+    loop {
+        let (p, q) = std::thread::scope(|s| {
+            let other = s.spawn(|| rng().gen_prime(bits / 2));
+            let p = rng().gen_prime(bits / 2);
+            match other.join() {
+                Ok(q) => (p, q),
+                Err(payload) => std::panic::resume_unwind(payload),
+            }
+        });
+        if p == q || (&p * &q).bits() != bits {
+            continue;
+        }
+        if let Ok(key) = rsa::RsaPrivateKey::from_primes(vec![p, q], e.clone()) {
+            return Ok(PrivateKey::Rsa(Box::new(key)));
+        }
+    }
 }
 
 impl PrivateKey {
@@ -658,5 +685,30 @@ pub fn rsa_bits(key: &PrivateKey) -> Option<usize> {
     match key {
         PrivateKey::Rsa(k) => Some(k.n().bits()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rsa::traits::PrivateKeyParts;
+
+    #[test]
+    fn rsa_keys_have_the_asked_size_and_are_valid() {
+        for bits in [512, 1024, 2048] {
+            let Ok(PrivateKey::Rsa(k)) = generate_rsa(bits) else {
+                panic!("no RSA key of {bits} bits");
+            };
+            assert_eq!(k.n().bits(), bits);
+            assert_eq!(k.primes().len(), 2);
+            assert!(k.primes().iter().all(|p| p.bits() == bits / 2));
+            assert_eq!(k.e(), &rsa::BigUint::from(65_537u32));
+            assert!(k.validate().is_ok());
+        }
+        // Odd sizes take the crate's own generator.
+        let Ok(PrivateKey::Rsa(k)) = generate_rsa(1023) else {
+            panic!("no 1023-bit key");
+        };
+        assert_eq!(k.n().bits(), 1023);
     }
 }
