@@ -987,6 +987,26 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Non-ASCII text never splits a character (no panic), whatever path
+    /// it takes.
+    #[test]
+    fn scanners_take_any_text() {
+        for t in [
+            "≥1.2",
+            "1.2.3-ä",
+            "v١",
+            "~>1.ü",
+            "1.0 ,",
+            "ä",
+            "1.2.3+ß.1",
+            "=1 || ö",
+        ] {
+            let _ = scan_version(t);
+            let _ = scan_plain_alternative(t);
+            let _ = Constraints::parse(t);
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
