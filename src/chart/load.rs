@@ -16,7 +16,7 @@ use super::model::{Chart, ChartFile, Lock, Metadata};
 use crate::yaml::Node;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Largest total of decompressed file sizes in one chart (Helm v3.17.3+).
 pub const MAX_DECOMPRESSED_CHART_SIZE: u64 = 100 * 1024 * 1024;
@@ -561,12 +561,35 @@ pub fn load_dir_files(dir: impl AsRef<Path>) -> Result<Vec<ChartFile>, LoadError
     };
     rules.add_defaults();
     let mut files = Vec::new();
-    let mut stack: Vec<PathBuf> = Vec::new();
-    if let Ok(c) = std::fs::canonicalize(&top) {
-        stack.push(c);
+    let mut stack: Vec<DirId> = Vec::new();
+    if let Some(id) = std::fs::metadata(&top)
+        .ok()
+        .and_then(|m| dir_id(&top, &m).ok())
+    {
+        stack.push(id);
     }
     walk_dir(&top, "", &rules, &mut files, &mut stack)?;
     Ok(files)
+}
+
+/// What identifies a directory on the walk's current path, to find symlink
+/// cycles: device and inode on Unix (from the metadata the walk already
+/// has), the canonical path elsewhere (resolving it costs a system call per
+/// path component).
+#[cfg(unix)]
+type DirId = (u64, u64);
+#[cfg(not(unix))]
+type DirId = std::path::PathBuf;
+
+#[cfg(unix)]
+fn dir_id(_path: &Path, meta: &std::fs::Metadata) -> std::io::Result<DirId> {
+    use std::os::unix::fs::MetadataExt;
+    Ok((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn dir_id(path: &Path, _meta: &std::fs::Metadata) -> std::io::Result<DirId> {
+    std::fs::canonicalize(path)
 }
 
 fn walk_dir(
@@ -574,7 +597,7 @@ fn walk_dir(
     rel: &str,
     rules: &Rules,
     files: &mut Vec<ChartFile>,
-    stack: &mut Vec<PathBuf>,
+    stack: &mut Vec<DirId>,
 ) -> Result<(), LoadError> {
     let rd = std::fs::read_dir(dir).map_err(|e| io_err("open", dir, &e))?;
     let mut names: Vec<std::ffi::OsString> = Vec::new();
@@ -607,7 +630,7 @@ fn walk_dir(
             if rules.ignore(&n, true) {
                 continue;
             }
-            let canon = std::fs::canonicalize(&path).map_err(|e| io_err("stat", &path, &e))?;
+            let canon = dir_id(&path, &meta).map_err(|e| io_err("stat", &path, &e))?;
             if stack.contains(&canon) {
                 return Err(LoadError::SymlinkCycle(path.display().to_string()));
             }
