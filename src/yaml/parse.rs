@@ -1452,16 +1452,14 @@ fn skipped_root_value(stack: &[Frame], counts: &[usize], keep: Option<&[&str]>) 
     }
 }
 
-/// A node of a skipped entry passes the checks [`surely_plain`] makes
-/// (its children were checked as they completed); `key`: it is a mapping key.
+/// A node of a skipped entry passes the checks [`surely_plain`] makes;
+/// `key`: it is a mapping key. A skipped collection arrives without items
+/// (each was checked as it completed).
 fn lean_node_ok(node: &Raw, key: bool) -> bool {
-    match &node.kind {
-        RawKind::Scalar { .. } if key => is_string_key(node),
-        RawKind::Scalar { value, style, tag } => {
-            tag.is_none() && (*style != TScalarStyle::Plain || !maybe_non_finite(value))
-        }
-        RawKind::Seq(_) | RawKind::Map(_) => !key,
-        RawKind::Alias(..) => false,
+    if key {
+        is_string_key(node)
+    } else {
+        surely_plain(node)
     }
 }
 

@@ -9,6 +9,7 @@
 //! (`chartutil.IsCompatibleRange`) needs.
 use super::util::{arg_str, err, params};
 use super::{CallContext, FuncResult, Registry};
+use crate::manifest::split::is_regex_space;
 use crate::template::value::{GoObject, Value};
 use regex_lite::Regex;
 use std::cmp::Ordering;
@@ -235,12 +236,7 @@ impl<'a> Scan<'a> {
 }
 
 fn is_ident_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'-'
-}
-
-/// Go's `\s`: ASCII `[\t\n\f\r ]`.
-fn is_go_space(b: u8) -> bool {
-    matches!(b, b'\t' | b'\n' | 0x0C | b'\r' | b' ')
+    is_ident_char(char::from(b))
 }
 
 /// Masterminds' version expression, matched by hand: its groups, or `None`
@@ -288,13 +284,13 @@ fn scan_plain_alternative(alt: &str) -> Option<Vec<(&str, [&str; 5])>> {
     ];
     let mut sc = Scan { s: alt, i: 0 };
     let mut out = Vec::new();
-    sc.run(is_go_space);
+    sc.run(is_regex_space);
     loop {
         let op = sc.run(|b| matches!(b, b'=' | b'!' | b'<' | b'>' | b'~' | b'^'));
         if !OPS.contains(&op) {
             return None;
         }
-        sc.run(is_go_space);
+        sc.run(is_regex_space);
         let start = sc.i;
         if sc
             .s
@@ -340,9 +336,9 @@ fn scan_plain_alternative(alt: &str) -> Option<Vec<(&str, [&str; 5])>> {
         out.push((op, [version, major, minor, patch, pre]));
         // A version ends at a blank, a comma or the end; anything else
         // (a digit after a wildcard, a fourth part, `|`) is not plain.
-        let had_space = !sc.run(is_go_space).is_empty();
+        let had_space = !sc.run(is_regex_space).is_empty();
         if sc.eat(b',') {
-            sc.run(is_go_space);
+            sc.run(is_regex_space);
         } else if sc.i == alt.len() {
             return Some(out);
         } else if !had_space {
@@ -656,7 +652,7 @@ impl Constraints {
         let has_range = c
             .as_bytes()
             .windows(3)
-            .any(|w| is_go_space(w[0]) && w[1] == b'-' && is_go_space(w[2]));
+            .any(|w| is_regex_space(w[0]) && w[1] == b'-' && is_regex_space(w[2]));
         let ranged;
         let c = if has_range {
             ranged = rewrite_range(patterns().ok_or(SemverError::ConstraintParser)?, c);
