@@ -21,6 +21,7 @@
 //!   [`format_go_float`], [`format_json_float`].
 use std::collections::BTreeMap;
 
+mod block;
 mod emit;
 mod error;
 mod json;

@@ -1499,6 +1499,26 @@ fn is_string_key(k: &Raw) -> bool {
 /// anchors, tags, merge keys or odd keys) skips building the entries it
 /// does not keep, which is most of a large manifest.
 pub fn parse_yaml_to_json_keys(text: &str, keys: &[&str]) -> Result<Node, YamlError> {
+    if let Some(entries) = super::block::plain_root_entries(text) {
+        // A document of the plain subset: the kept entries alone decode to
+        // what they would inside the whole one, which is surely valid.
+        let mut kept = String::new();
+        for e in entries.iter().filter(|e| keys.contains(&e.key)) {
+            kept.push_str(&text[e.span.clone()]);
+            if !kept.ends_with('\n') {
+                kept.push('\n');
+            }
+        }
+        if kept.is_empty() {
+            return Ok(Node::Map(BTreeMap::new()));
+        }
+        return parse_kept_entries(&kept, keys);
+    }
+    parse_kept_entries(text, keys)
+}
+
+/// [`parse_yaml_to_json_keys`] with the event parser.
+fn parse_kept_entries(text: &str, keys: &[&str]) -> Result<Node, YamlError> {
     if let Some(docs) = load_keyed(text, true, Some(keys))? {
         let Some(raw) = docs.into_iter().next().flatten() else {
             return Ok(Node::Null);

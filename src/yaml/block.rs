@@ -1,0 +1,976 @@
+//! A line-by-line recognizer for the plain block YAML that rendered
+//! manifests nearly always are, so that reading a manifest's head does not
+//! have to run the full event parser over the whole document.
+//!
+//! [`plain_root_entries`] accepts a deliberately small subset of YAML in
+//! which every document is surely well-formed for libyaml and decodes
+//! without error for sigs.k8s.io/yaml: a root block mapping at column 0;
+//! nested block mappings and sequences (including `- key: value` items and
+//! sequences at their key's indentation); keys of letters, digits and
+//! `_ . - /` that resolve to strings; values that are single-line plain
+//! scalars (no `: `, no trailing `:`, no `.inf`/`.nan`), single-line quoted
+//! scalars (double-quoted with a few escapes only), `|`/`>` block scalars
+//! without an explicit indentation, or the empty `{}` and `[]`; comments and
+//! blank lines anywhere a block structure allows them. Anything else (flow
+//! collections, anchors, aliases, tags, multi-line plain or quoted
+//! scalars, tabs outside block scalar text, non-ASCII text, document
+//! markers, indentation between two levels, ...) gets `None`, and the
+//! caller uses the full parser, which reports errors exactly as Helm does.
+//! Accepting is what must be right; refusing is always safe.
+
+use super::resolve::{resolve_plain, Scalar};
+
+/// A root-mapping entry: its key and the byte range of its text (from the
+/// key's line up to the next root entry, trailing comments included).
+pub(crate) struct RootEntry<'a> {
+    pub key: &'a str,
+    pub span: std::ops::Range<usize>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Map,
+    Seq,
+}
+
+/// Nesting deeper than this is left to the full parser (which enforces
+/// yaml.v2's depth limit with its error).
+const MAX_STACK: usize = 64;
+
+/// libyaml refuses a simple key longer than 1024 characters.
+const MAX_KEY: usize = 1000;
+
+/// What the previous content line left open.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    /// Nothing: the next line must sit at an indentation already open.
+    Closed,
+    /// `key:` with nothing after it: a nested block may follow, indented
+    /// more, or a sequence at the key's own indentation.
+    MapValue,
+    /// `-` with nothing after it: a nested block may follow, indented more.
+    SeqItem,
+}
+
+/// The root mapping's entries when `text` is one document of the subset
+/// described in the module docs, else `None`.
+pub(crate) fn plain_root_entries(text: &str) -> Option<Vec<RootEntry<'_>>> {
+    let b = text.as_bytes();
+    // Printable ASCII, newlines and tabs only (no CR, no control
+    // characters, nothing that needs a Unicode-aware reader).
+    // Folded without an early exit so that it compiles to vector code.
+    let bad = b.iter().fold(false, |bad, &c| {
+        bad | !((0x20..0x7f).contains(&c) || c == b'\n' || c == b'\t')
+    });
+    if bad {
+        return None;
+    }
+    let any_tab = memchr::memchr(b'\t', b).is_some();
+    let mut stack: Vec<(Kind, usize)> = Vec::with_capacity(16);
+    let mut open = Open::Closed;
+    let mut entries: Vec<RootEntry<'_>> = Vec::new();
+    let mut pos = 0;
+    while pos < b.len() {
+        let end = memchr::memchr(b'\n', &b[pos..]).map_or(b.len(), |i| pos + i);
+        let line = &b[pos..end];
+        let next = end + 1;
+        let ind = line.iter().take_while(|&&c| c == b' ').count();
+        let rest = &line[ind..];
+        if any_tab && rest.contains(&b'\t') && !rest.starts_with(b"#") {
+            return None;
+        }
+        if rest.is_empty() || rest[0] == b'#' {
+            pos = next;
+            continue;
+        }
+        if rest[0] == b'\t' {
+            return None;
+        }
+        if ind == 0 && (rest.starts_with(b"---") || rest.starts_with(b"...")) {
+            return None;
+        }
+        let dash = is_dash(rest);
+        // Place the line in the structure.
+        if stack.is_empty() {
+            if ind != 0 || dash {
+                return None;
+            }
+            stack.push((Kind::Map, 0));
+        } else {
+            let (_, top) = *stack.last()?;
+            match open {
+                Open::MapValue | Open::SeqItem if ind > top => {
+                    if dash {
+                        stack.push((Kind::Seq, ind));
+                    } else if key_at(rest).is_some() {
+                        stack.push((Kind::Map, ind));
+                    } else {
+                        // The open value is a scalar (or `{}`) on its own line.
+                        open = Open::Closed;
+                        pos = finish(b, value(rest, false)?, next, top)?;
+                        continue;
+                    }
+                }
+                Open::MapValue if ind == top && dash => stack.push((Kind::Seq, ind)),
+                _ => {}
+            }
+            if stack.len() > MAX_STACK {
+                return None;
+            }
+            while stack.last().is_some_and(|&(_, i)| i > ind) {
+                stack.pop();
+            }
+            let &(kind, top) = stack.last()?;
+            if top != ind {
+                return None;
+            }
+            if kind == Kind::Seq && !dash {
+                // The sequence at a key's indentation ends here.
+                stack.pop();
+                if stack.last() != Some(&(Kind::Map, ind)) {
+                    return None;
+                }
+            } else if kind == Kind::Map && dash {
+                return None;
+            }
+        }
+        open = Open::Closed;
+        let &(kind, indent) = stack.last()?;
+        let after = match kind {
+            Kind::Map => {
+                let (key, value_at) = key_at(rest)?;
+                if stack.len() == 1 {
+                    if let Some(last) = entries.last_mut() {
+                        last.span.end = pos;
+                    }
+                    // `key` is ASCII taken from `text`.
+                    let key = std::str::from_utf8(key).ok()?;
+                    entries.push(RootEntry {
+                        key,
+                        span: pos..b.len(),
+                    });
+                }
+                value(&rest[value_at..], true)?
+            }
+            Kind::Seq => {
+                // `-` then blanks, then the item (or nothing).
+                let body = &rest[1..];
+                let skip = body.iter().take_while(|&&c| c == b' ').count();
+                let body = &body[skip..];
+                if body.is_empty() || body[0] == b'#' {
+                    Value::Open(Open::SeqItem)
+                } else if is_dash(body) {
+                    return None;
+                } else if let Some((_, value_at)) = key_at(body) {
+                    // `- key: value`: a mapping at the key's column.
+                    let col = indent + 1 + skip;
+                    stack.push((Kind::Map, col));
+                    value(&body[value_at..], true)?
+                } else {
+                    value(body, false)?
+                }
+            }
+        };
+        if let Value::Open(o) = after {
+            open = o;
+        }
+        pos = finish(b, after, next, stack.last()?.1)?;
+    }
+    if stack.is_empty() {
+        return None;
+    }
+    Some(entries)
+}
+
+/// Whether a line's content is a block sequence entry (`-` then a blank or
+/// the line's end).
+fn is_dash(rest: &[u8]) -> bool {
+    rest.first() == Some(&b'-') && matches!(rest.get(1), None | Some(b' '))
+}
+
+/// A simple key at the start of `rest` followed by `:` and a blank or the
+/// line's end: the key's bytes and where the value starts.
+fn key_at(rest: &[u8]) -> Option<(&[u8], usize)> {
+    let first = *rest.first()?;
+    if first == b'"' || first == b'\'' {
+        // A quoted key without escapes: always a string.
+        let len = memchr::memchr(first, &rest[1..])?;
+        let key = &rest[1..1 + len];
+        let end = len + 2;
+        if len > MAX_KEY
+            || key.contains(&b'\\')
+            || rest.get(end) != Some(&b':')
+            || !matches!(rest.get(end + 1), None | Some(b' '))
+        {
+            return None;
+        }
+        return Some((key, end + 1));
+    }
+    if !(first.is_ascii_alphanumeric() || first == b'_' || first == b'.' || first == b'/') {
+        return None;
+    }
+    let len = rest
+        .iter()
+        .take_while(|&&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-' | b'/'))
+        .count();
+    if len > MAX_KEY
+        || rest.get(len) != Some(&b':')
+        || !matches!(rest.get(len + 1), None | Some(b' '))
+    {
+        return None;
+    }
+    let key = &rest[..len];
+    // ASCII by construction.
+    let text = std::str::from_utf8(key).ok()?;
+    if !matches!(resolve_plain(text), Scalar::Str | Scalar::Timestamp) {
+        return None;
+    }
+    Some((key, len + 1))
+}
+
+/// What a value leaves for the lines after it.
+enum Value {
+    Done,
+    Open(Open),
+    /// A block scalar's text starts on the next line.
+    Block,
+    /// A plain scalar that may go on over more indented lines.
+    Plain,
+    /// A quoted scalar still open at the line's end: its quote and the
+    /// offset (from the line's value start) where its text goes on.
+    Quoted(u8),
+}
+
+/// Checks the value part of a line (after `key:` or `- `, or a line of its
+/// own); `from_key`: it follows a mapping key.
+fn value(v: &[u8], from_key: bool) -> Option<Value> {
+    let skip = v.iter().take_while(|&&c| c == b' ').count();
+    let v = &v[skip..];
+    let open = if from_key {
+        Open::MapValue
+    } else {
+        Open::SeqItem
+    };
+    let Some(&first) = v.first() else {
+        return Some(Value::Open(open));
+    };
+    match first {
+        b'#' if skip > 0 || !from_key => Some(Value::Open(open)),
+        b'|' | b'>' => {
+            let mut i = 1;
+            if matches!(v.get(i), Some(b'-' | b'+')) {
+                i += 1;
+            }
+            trailer(&v[i..]).then_some(Value::Block)
+        }
+        b'\'' | b'"' => match quoted_end(v, 1, first)? {
+            Some(end) => trailer(&v[end..]).then_some(Value::Done),
+            None => Some(Value::Quoted(first)),
+        },
+        b'[' => {
+            let end = flow_seq_end(v)?;
+            trailer(&v[end..]).then_some(Value::Done)
+        }
+        b'{' => (v.get(1) == Some(&b'}') && trailer(&v[2..])).then_some(Value::Done),
+        b'-' | b'?' | b':' if !matches!(v.get(1), None | Some(b' ')) => plain(v),
+        b'-' | b'?' | b':' | b',' | b']' | b'}' | b'#' | b'&' | b'*' | b'!' | b'%' | b'@'
+        | b'`' => None,
+        _ => plain(v),
+    }
+}
+
+/// Where the quoted scalar whose text starts at `from` in `v` ends on this
+/// line (just past its closing `quote`), `Some(None)` if it goes on past
+/// the line's end, `None` for an escape outside the accepted set.
+fn quoted_end(v: &[u8], from: usize, quote: u8) -> Option<Option<usize>> {
+    let mut i = from;
+    loop {
+        let Some(&c) = v.get(i) else {
+            return Some(None);
+        };
+        if c == quote {
+            if quote == b'\'' && v.get(i + 1) == Some(&b'\'') {
+                i += 2;
+                continue;
+            }
+            return Some(Some(i + 1));
+        }
+        if c == b'\\' && quote == b'"' {
+            match v.get(i + 1) {
+                // An escaped line break.
+                None => return Some(None),
+                Some(
+                    b'\\' | b'"' | b'n' | b't' | b'r' | b'0' | b'a' | b'b' | b'e' | b'f' | b'v'
+                    | b' ',
+                ) => i += 2,
+                Some(_) => return None,
+            }
+            continue;
+        }
+        i += 1;
+    }
+}
+
+/// A one-line flow sequence of quoted scalars and plain words: where it
+/// ends (just past `]`).
+fn flow_seq_end(v: &[u8]) -> Option<usize> {
+    let blanks = |i: usize| {
+        i + v[i.min(v.len())..]
+            .iter()
+            .take_while(|&&c| c == b' ')
+            .count()
+    };
+    let mut i = blanks(1);
+    if v.get(i) == Some(&b']') {
+        return Some(i + 1);
+    }
+    loop {
+        match *v.get(i)? {
+            q @ (b'"' | b'\'') => i = quoted_end(v, i + 1, q)??,
+            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'/' => {
+                let len = v[i..]
+                    .iter()
+                    .take_while(|&&c| {
+                        c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-' | b'/')
+                    })
+                    .count();
+                if non_finite(&v[i..i + len]) {
+                    return None;
+                }
+                i += len;
+            }
+            _ => return None,
+        }
+        i = blanks(i);
+        match *v.get(i)? {
+            b']' => return Some(i + 1),
+            b',' => {
+                i = blanks(i + 1);
+                if v.get(i) == Some(&b']') {
+                    // A trailing comma is left to the full parser.
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Whether a plain scalar's text resolves to an infinite or NaN float
+/// (which sigs.k8s.io/yaml cannot turn into JSON).
+fn non_finite(s: &[u8]) -> bool {
+    s.len() <= 5
+        && matches!(s.first(), Some(b'.' | b'+' | b'-'))
+        && std::str::from_utf8(s)
+            .is_ok_and(|t| matches!(resolve_plain(t), Scalar::Float(f) if !f.is_finite()))
+}
+
+/// A plain scalar's first line, up to a ` #` comment or the line's end.
+fn plain(v: &[u8]) -> Option<Value> {
+    let comment = v.windows(2).position(|w| w == b" #");
+    let mut s = &v[..comment.unwrap_or(v.len())];
+    while let [head @ .., b' '] = s {
+        s = head;
+    }
+    if s.last() == Some(&b':') || s.windows(2).any(|w| w == b": ") || non_finite(s) {
+        return None;
+    }
+    // After a comment the scalar cannot go on.
+    Some(if comment.is_some() {
+        Value::Done
+    } else {
+        Value::Plain
+    })
+}
+
+/// Consumes what a value's line leaves open (block scalar text, plain
+/// continuation lines, the rest of a quoted scalar) inside a container at
+/// column `parent`; returns where the next line to read starts.
+fn finish(b: &[u8], after: Value, next: usize, parent: usize) -> Option<usize> {
+    match after {
+        Value::Done | Value::Open(_) => Some(next),
+        Value::Block => block_scalar_end(b, next, parent),
+        Value::Plain => plain_end(b, next, parent),
+        Value::Quoted(q) => quoted_lines_end(b, next, parent, q),
+    }
+}
+
+/// The continuation lines of a plain scalar: each more indented than
+/// `parent`, not starting with an indicator, without `: `, ` #` or a
+/// trailing `:`. Blank lines may come between.
+fn plain_end(b: &[u8], start: usize, parent: usize) -> Option<usize> {
+    let mut pos = start;
+    let mut last_end = start;
+    while pos < b.len() {
+        let end = memchr::memchr(b'\n', &b[pos..]).map_or(b.len(), |i| pos + i);
+        let line = &b[pos..end];
+        let ind = line.iter().take_while(|&&c| c == b' ').count();
+        if ind < line.len() {
+            let rest = &line[ind..];
+            if ind <= parent || rest[0] == b'#' {
+                break;
+            }
+            if matches!(
+                rest[0],
+                b'-' | b'?'
+                    | b':'
+                    | b','
+                    | b'['
+                    | b']'
+                    | b'{'
+                    | b'}'
+                    | b'&'
+                    | b'*'
+                    | b'!'
+                    | b'|'
+                    | b'>'
+                    | b'\''
+                    | b'"'
+                    | b'%'
+                    | b'@'
+                    | b'`'
+                    | b'\t'
+            ) || rest.contains(&b'\t')
+                || rest.last() == Some(&b':')
+                || rest.windows(2).any(|w| w == b": " || w == b" #")
+            {
+                return None;
+            }
+            last_end = end + 1;
+        }
+        pos = end + 1;
+    }
+    Some(last_end.min(b.len().max(start)))
+}
+
+/// The lines of a quoted scalar after its first: each more indented than
+/// `parent` and without tabs, up to the closing quote and a clean trailer.
+fn quoted_lines_end(b: &[u8], start: usize, parent: usize, quote: u8) -> Option<usize> {
+    let mut pos = start;
+    while pos < b.len() {
+        let end = memchr::memchr(b'\n', &b[pos..]).map_or(b.len(), |i| pos + i);
+        let line = &b[pos..end];
+        let ind = line.iter().take_while(|&&c| c == b' ').count();
+        if line.contains(&b'\t') || (ind < line.len() && ind <= parent) {
+            return None;
+        }
+        if let Some(close) = quoted_end(line, ind, quote)? {
+            return trailer(&line[close..]).then_some(end + 1);
+        }
+        pos = end + 1;
+    }
+    None
+}
+
+/// Whether what follows a value on its line is only blanks and perhaps a
+/// comment (which needs a blank before its `#`).
+fn trailer(t: &[u8]) -> bool {
+    let skip = t.iter().take_while(|&&c| c == b' ').count();
+    match t.get(skip) {
+        None => true,
+        Some(b'#') => skip > 0,
+        Some(_) => false,
+    }
+}
+
+/// Checks the text of a block scalar whose indicator line ended just before
+/// `start`, inside a container at column `parent`; returns where the first
+/// line after the scalar starts.
+fn block_scalar_end(b: &[u8], start: usize, parent: usize) -> Option<usize> {
+    let mut pos = start;
+    // Blank lines before the first text line, and the most spaces on one.
+    let mut lead_max = 0;
+    let mut indent: Option<usize> = None;
+    while pos < b.len() {
+        let end = memchr::memchr(b'\n', &b[pos..]).map_or(b.len(), |i| pos + i);
+        let line = &b[pos..end];
+        let ind = line.iter().take_while(|&&c| c == b' ').count();
+        let blank = ind == line.len();
+        match indent {
+            None if blank => lead_max = lead_max.max(ind),
+            None => {
+                if ind <= parent {
+                    // An empty scalar; this line belongs to the structure.
+                    return (lead_max <= parent).then_some(pos);
+                }
+                if line[ind] == b'\t' || lead_max > ind {
+                    return None;
+                }
+                indent = Some(ind);
+            }
+            Some(block) => {
+                if !blank && ind < block {
+                    if ind <= parent && line[ind] != b'\t' {
+                        return Some(pos);
+                    }
+                    return None;
+                }
+            }
+        }
+        pos = end + 1;
+    }
+    if indent.is_none() && lead_max > parent {
+        return None;
+    }
+    Some(b.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_root_entries;
+
+    fn keys(text: &str) -> Option<Vec<String>> {
+        plain_root_entries(text).map(|es| {
+            es.iter()
+                .map(|e| format!("{}={:?}", e.key, &text[e.span.clone()]))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn accepts_a_typical_manifest() {
+        let doc = "# Source: x\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels:\n    app.kubernetes.io/name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        args:\n          - --flag=1\n          - \"quoted\"\n        env: []\n        command: |\n          echo hi\n\n          exit 0\n      volumes:\n        - name: v\n          configMap: {}\n";
+        let got = keys(doc).expect("accepted");
+        assert_eq!(got.len(), 4);
+        assert!(got[2].starts_with("metadata=\"metadata:\\n  name: web"));
+    }
+
+    #[test]
+    fn refuses_what_needs_the_full_parser() {
+        for doc in [
+            "a: b\n  c: d\n",           // mapping value in a continuation line
+            "a: [1, {b: 2}]\n",         // nested flow collection
+            "a: [1, 2,]\n",             // trailing comma
+            "a: &x 1\nb: *x\n",         // anchor, alias
+            "a: !!str 1\n",             // tag
+            "a: b: c\n",                // mapping value in a plain scalar
+            "a:\n  b: 1\n   c: 2\n",    // indentation between levels
+            "a: 'x\ny'\n",              // quoted text back at the key's column
+            "a: b\n  # c\n  d\n",       // a comment ends a plain scalar
+            "a: \"\\/\"\n",             // escape libyaml refuses
+            "a: .inf\n",                // non-finite float
+            "yes: 1\n",                 // non-string key
+            "- a\n",                    // root sequence
+            "a: 1\n---\nb: 2\n",        // document marker
+            "a:\tb\n",                  // tab
+            "a: |2\n  x\n",             // explicit indentation
+            "a: |\n    x\n  y\nb: 1\n", // text less indented than its block
+            "a: é\n",                   // non-ASCII
+            "a: -\n",                   // block entry as a value
+            "a:\n- b\n - c\n",          // sequence items between levels
+            "a: 1\r\n",                 // CR
+            "\"a\\\"b\": 1\n",          // quoted key with an escape
+        ] {
+            assert!(keys(doc).is_none(), "accepted {doc:?}");
+        }
+    }
+
+    #[test]
+    fn sequences_at_key_indentation_and_compact_maps() {
+        let doc = "a:\n- b\n- c: 1\n  d: 2\n-\n  e: 3\nf: x # c\n";
+        assert_eq!(keys(doc).expect("accepted").len(), 2);
+    }
+
+    #[test]
+    fn values_over_several_lines_and_on_their_own_line() {
+        let doc = "a:\n  {}\nb: one\n  two\n\n  three\nc: 'x\n  y'\nd: \"p\\\n  q\"\n\"e\": [x, \"y\", 'z']\nf:\n  - :x\n";
+        assert_eq!(keys(doc).expect("accepted").len(), 6);
+    }
+
+    #[test]
+    fn block_scalars() {
+        assert!(keys("a: |\n  x\n\n   y\n\tz\nb: 1\n").is_none());
+        assert!(keys("a: |-\n  x\n  \ty\nb: 1\n").is_some());
+        assert!(keys("a: >\nb: 1\n").is_some());
+        assert!(keys("a: |\n   \n  x\n").is_none());
+        assert!(keys("- a: |\n    x\n  b: 1\n").is_none()); // root sequence
+        assert!(keys("a:\n  - b: |\n      x\n    c: 1\n    d: |+\n\ne: 2\n").is_some());
+        assert!(keys("a:\n- b: |\n    x\n  c: 1\n").is_some());
+    }
+
+    /// The claim that matters: whatever the recognizer accepts, the full
+    /// parser reads without error, and the kept entries decode alone to
+    /// what they decode to in the whole document.
+    fn check_accepted(text: &str) -> Result<bool, String> {
+        use crate::yaml::{parse_yaml_to_json, parse_yaml_to_json_keys, Node};
+        let Some(_) = plain_root_entries(text) else {
+            return Ok(false);
+        };
+        let keys = ["apiVersion", "kind", "metadata"];
+        let full = parse_yaml_to_json(text)
+            .map_err(|e| format!("accepted but the full parser fails: {e}\n{text}"))?;
+        let full = match full {
+            Node::Map(mut m) => {
+                m.retain(|k, _| keys.contains(&k.as_str()));
+                Node::Map(m)
+            }
+            other => return Err(format!("accepted a non-mapping: {other:?}\n{text}")),
+        };
+        let keyed = parse_yaml_to_json_keys(text, &keys)
+            .map_err(|e| format!("kept entries fail alone: {e}\n{text}"))?;
+        if keyed != full {
+            return Err(format!("differ: {keyed:?} vs {full:?}\n{text}"));
+        }
+        Ok(true)
+    }
+
+    #[test]
+    fn corpus_manifests_mostly_take_the_fast_path() {
+        let shared =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/charts");
+        if !shared.is_dir() {
+            assert!(
+                std::env::var_os("RUDDER_REQUIRE_ORACLE").is_none(),
+                "../shared/conformance/charts is missing"
+            );
+            eprintln!("SKIP: ../shared/conformance/charts is missing");
+            return;
+        }
+        let mut stack = vec![shared];
+        let (mut docs, mut accepted) = (0usize, 0usize);
+        while let Some(dir) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                // Helm's rendered output: the documents rudder reads heads of.
+                if !p.components().any(|c| c.as_os_str() == "expected") {
+                    continue;
+                }
+                let Ok(text) = std::fs::read_to_string(&p) else {
+                    continue;
+                };
+                for doc in crate::manifest::split::split_manifests(&text) {
+                    docs += 1;
+                    match check_accepted(doc) {
+                        Ok(true) => accepted += 1,
+                        Ok(false) => {}
+                        Err(e) => panic!("{}: {e}", p.display()),
+                    }
+                }
+            }
+        }
+        eprintln!("plain block recognizer: {accepted} of {docs} rendered corpus documents");
+        assert!(docs > 500, "too few documents: {docs}");
+        assert!(
+            accepted * 10 >= docs * 9,
+            "only {accepted} of {docs} accepted"
+        );
+    }
+
+    mod props {
+        use super::check_accepted;
+        use proptest::prelude::*;
+
+        fn line() -> impl Strategy<Value = String> {
+            let indent = prop::sample::select(vec!["", " ", "  ", "   ", "    ", "      "]);
+            let key = prop::sample::select(vec![
+                "apiVersion",
+                "kind",
+                "metadata",
+                "name",
+                "spec",
+                "y",
+                "1",
+                "a.b/c",
+                "_x",
+                ".inf",
+                "2001-01-01",
+                "k-",
+                "\"helm.sh/hook\"",
+                "'q'",
+                "\"a\\\"b\"",
+                "\"kind\"",
+            ]);
+            let value = prop::sample::select(vec![
+                "",
+                " x",
+                " .inf",
+                " -.Inf",
+                " a: b",
+                " a:",
+                " x #c",
+                " x#c",
+                " #c",
+                " 'q''q'",
+                " 'open",
+                " \"e\\n\"",
+                " \"\\/\"",
+                " \"\\x41\"",
+                " []",
+                " {}",
+                " [a]",
+                " -1",
+                " -",
+                " - a",
+                " |",
+                " >-",
+                " |+",
+                " |2",
+                " &a x",
+                " *a",
+                " !!str x",
+                " @x",
+                " ? x",
+                " http://h",
+                " 'a' b",
+                " \"a\" #c",
+                "\t",
+                " %x",
+                " {a: 1}",
+                " y",
+                " [a, \"b\"]",
+                " ['x', y]",
+                " [a,]",
+                " [.inf]",
+                " [a b]",
+                " [ ]",
+                " 'multi",
+                " \"multi",
+                " \"esc\\",
+                " :x",
+                " ?x",
+                " a - b",
+                " x\t",
+            ]);
+            let text = prop::sample::select(vec![
+                "text",
+                "  more",
+                "\tz",
+                "# not a comment",
+                "",
+                "   ",
+                "  more'",
+                "  end\"",
+                "  {}",
+                "  []",
+                "  \"q\"",
+                "  'q'",
+                "   - x",
+                "  :x",
+                "  a: b",
+                "  x #c",
+                "  |",
+                "'q'",
+                "\"",
+                " - y",
+            ]);
+            (
+                indent,
+                prop_oneof![
+                    (key.clone(), value.clone()).prop_map(|(k, v)| format!("{k}:{v}")),
+                    value.clone().prop_map(|v| format!("-{v}")),
+                    (key, value).prop_map(|(k, v)| format!("- {k}:{v}")),
+                    Just("# comment".to_string()),
+                    Just("---".to_string()),
+                    text.prop_map(str::to_string),
+                ],
+            )
+                .prop_map(|(i, l)| format!("{i}{l}"))
+        }
+
+        /// A generated document tree; leaves are value texts as written
+        /// after `key:` or `- `.
+        #[derive(Debug, Clone)]
+        enum Tree {
+            Map(Vec<(&'static str, Tree)>),
+            Seq(Vec<Tree>),
+            Leaf(&'static str),
+            /// A block scalar: indicator, then lines (indented past the
+            /// container by the given extra columns).
+            Block(&'static str, Vec<&'static str>, usize),
+            /// A value over several lines: first line, continuation lines.
+            Lines(&'static str, Vec<&'static str>),
+        }
+
+        fn tree() -> impl Strategy<Value = Tree> {
+            let key = prop::sample::select(vec![
+                "apiVersion",
+                "kind",
+                "metadata",
+                "name",
+                "labels",
+                "spec",
+                "a.b/c",
+                "_x",
+                "\"helm.sh/hook\"",
+                "'q'",
+                "2001-01-01",
+                "y",
+                "on",
+                "1",
+                "k-",
+            ]);
+            let leaf = prop_oneof![
+                8 => prop::sample::select(vec![
+                    " x", " v1", " \"q\"", " 'it''s'", " \"e\\n\"", " []", " {}", " -1", " 1.5",
+                    " .inf", " http://h:80/x", " a #c", " a#b", " :x", " [a, \"b\", 'c']",
+                    " [a,]", " \"\\/\"", " a: b", " &a x", " *a", " !!str x", " ~", "", " # c",
+                    " @x", " [ ]", " {a: 1}", " 'a' b", " true", " null",
+                ]).prop_map(Tree::Leaf),
+                1 => (
+                    prop::sample::select(vec!["|", "|-", ">", "|+", ">-", "|2"]),
+                    prop::collection::vec(
+                        prop::sample::select(vec!["text", "", "  more", "# hash", "\tx", "- a", "k: v"]),
+                        0..4,
+                    ),
+                    0usize..3,
+                ).prop_map(|(i, l, e)| Tree::Block(i, l, e)),
+                1 => (
+                    prop::sample::select(vec![" one", " 'one", " \"one", " \"one\\"]),
+                    prop::collection::vec(
+                        prop::sample::select(vec!["two", "", "three'", "four\"", "- x", "k: v", "# c", "a #b"]),
+                        1..3,
+                    ),
+                ).prop_map(|(f, l)| Tree::Lines(f, l)),
+            ];
+            leaf.prop_recursive(4, 24, 4, move |inner| {
+                prop_oneof![
+                    prop::collection::vec((key.clone(), inner.clone()), 1..4).prop_map(Tree::Map),
+                    prop::collection::vec(inner, 1..4).prop_map(Tree::Seq),
+                ]
+            })
+        }
+
+        /// Writes `t` as the value after a `key:` or `- ` at column `col`
+        /// (the container's column), children `step` columns deeper.
+        fn write_value(t: &Tree, col: usize, step: usize, out: &mut String) {
+            match t {
+                Tree::Leaf(v) => {
+                    out.push_str(v);
+                    out.push('\n');
+                }
+                Tree::Block(ind, lines, extra) => {
+                    out.push(' ');
+                    out.push_str(ind);
+                    out.push('\n');
+                    for l in lines {
+                        if !l.is_empty() {
+                            out.push_str(&" ".repeat(col + 1 + extra));
+                        }
+                        out.push_str(l);
+                        out.push('\n');
+                    }
+                }
+                Tree::Lines(first, rest) => {
+                    out.push_str(first);
+                    out.push('\n');
+                    for l in rest {
+                        if !l.is_empty() {
+                            out.push_str(&" ".repeat(col + 2));
+                        }
+                        out.push_str(l);
+                        out.push('\n');
+                    }
+                }
+                Tree::Map(_) | Tree::Seq(_) => {
+                    out.push('\n');
+                    write_block(t, col + step, step, out);
+                }
+            }
+        }
+
+        fn write_block(t: &Tree, col: usize, step: usize, out: &mut String) {
+            let pad = " ".repeat(col);
+            match t {
+                Tree::Map(entries) => {
+                    for (k, v) in entries {
+                        out.push_str(&pad);
+                        out.push_str(k);
+                        out.push(':');
+                        // A sequence may sit at its key's column.
+                        let step = if matches!(v, Tree::Seq(_)) && step == 3 {
+                            0
+                        } else {
+                            step.max(1)
+                        };
+                        write_value(v, col, step, out);
+                    }
+                }
+                Tree::Seq(items) => {
+                    for item in items {
+                        out.push_str(&pad);
+                        out.push('-');
+                        match item {
+                            Tree::Map(entries) if step % 2 == 0 => {
+                                // Compact: the first entry on the dash's line.
+                                for (i, (k, v)) in entries.iter().enumerate() {
+                                    if i == 0 {
+                                        out.push(' ');
+                                    } else {
+                                        out.push_str(&" ".repeat(col + 2));
+                                    }
+                                    out.push_str(k);
+                                    out.push(':');
+                                    write_value(v, col + 2, 2, out);
+                                }
+                            }
+                            _ => write_value(item, col, step.max(1), out),
+                        }
+                    }
+                }
+                leaf => {
+                    out.push_str(&pad);
+                    out.push_str("k:");
+                    write_value(leaf, col, step, out);
+                }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(8192))]
+            #[test]
+            fn accepted_generated_trees_parse_and_keep_their_heads(
+                t in tree(),
+                step in 1usize..5,
+                edit in prop::option::weighted(0.3, (any::<prop::sample::Index>(), 0usize..4)),
+            ) {
+                let root = match t {
+                    Tree::Map(_) => t,
+                    other => Tree::Map(vec![("apiVersion", Tree::Leaf(" v1")), ("spec", other)]),
+                };
+                let mut text = String::new();
+                write_block(&root, 0, step, &mut text);
+                if let Some((at, how)) = edit {
+                    // A near miss: one line moved, doubled, or cut short.
+                    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+                    let i = at.index(lines.len());
+                    match how {
+                        0 => lines[i].insert(0, ' '),
+                        1 => { if lines[i].starts_with(' ') { lines[i].remove(0); } }
+                        2 => { let l = lines[i].clone(); lines.insert(i, l); }
+                        _ => { let n = lines[i].len() / 2; lines[i].truncate(n); }
+                    }
+                    text = lines.join("\n");
+                    text.push('\n');
+                }
+                if let Err(e) = check_accepted(&text) {
+                    prop_assert!(false, "{}", e);
+                }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(8192))]
+            #[test]
+            fn accepted_documents_parse_and_keep_their_heads(
+                lines in prop::collection::vec(line(), 1..14),
+                crlf in prop::bool::weighted(0.05),
+            ) {
+                let mut text = lines.join("\n");
+                text.push('\n');
+                if crlf {
+                    text = text.replace('\n', "\r\n");
+                }
+                if let Err(e) = check_accepted(&text) {
+                    prop_assert!(false, "{}", e);
+                }
+            }
+        }
+    }
+}
