@@ -17,8 +17,16 @@
 //! markers, indentation between two levels, ...) gets `None`, and the
 //! caller uses the full parser, which reports errors exactly as Helm does.
 //! Accepting is what must be right; refusing is always safe.
+//!
+//! [`decode_plain`] builds the value of such a document directly (values
+//! files, `fromYaml`, a manifest's kept head entries), for the forms whose
+//! meaning is simple to get right; it too leaves the rest to the full
+//! parser.
 
+use super::parse::plain_node;
 use super::resolve::{resolve_plain, Scalar};
+use super::Node;
+use std::collections::BTreeMap;
 
 /// A root-mapping entry: its key and the byte range of its text (from the
 /// key's line up to the next root entry, trailing comments included).
@@ -515,6 +523,292 @@ fn block_scalar_end(b: &[u8], start: usize, parent: usize) -> Option<usize> {
     Some(b.len())
 }
 
+/// Decodes a document of the plain subset (see [`plain_root_entries`]) to
+/// what sigs.k8s.io/yaml gives for it (every number a float64), or `None`
+/// when the document is outside the subset or uses a form this decoder does
+/// not build (folded or keep-chomped block scalars, quoted scalars over
+/// several lines, whitespace-only block lines past the text's indentation);
+/// the caller then uses the full parser.
+pub(crate) fn decode_plain(text: &str) -> Option<Node> {
+    plain_root_entries(text)?;
+    let b = text.as_bytes();
+    let mut lines = Vec::with_capacity(b.len() / 24 + 1);
+    let mut pos = 0;
+    while pos < b.len() {
+        let end = memchr::memchr(b'\n', &b[pos..]).map_or(b.len(), |i| pos + i);
+        lines.push((pos, end));
+        pos = end + 1;
+    }
+    let mut d = Decoder { b, lines, i: 0 };
+    d.map_at(0, None)
+}
+
+/// Builds the value of a document [`plain_root_entries`] accepted, line by
+/// line; `i` is the next line to read.
+struct Decoder<'a> {
+    b: &'a [u8],
+    lines: Vec<(usize, usize)>,
+    i: usize,
+}
+
+impl<'a> Decoder<'a> {
+    fn line(&self, i: usize) -> &'a [u8] {
+        let (s, e) = self.lines[i];
+        &self.b[s..e]
+    }
+
+    fn indent(&self, i: usize) -> usize {
+        self.line(i).iter().take_while(|&&c| c == b' ').count()
+    }
+
+    /// The next line with content (not blank, not a comment), not consumed.
+    fn peek_content(&mut self) -> Option<usize> {
+        while self.i < self.lines.len() {
+            let line = self.line(self.i);
+            let ind = self.indent(self.i);
+            if ind < line.len() && line[ind] != b'#' {
+                return Some(self.i);
+            }
+            self.i += 1;
+        }
+        None
+    }
+
+    /// A block mapping at column `col`; `first`: its first entry starts on
+    /// the current line at this offset (a `- key:` item).
+    fn map_at(&mut self, col: usize, mut first: Option<usize>) -> Option<Node> {
+        let mut out = BTreeMap::new();
+        loop {
+            let (l, at) = match first.take() {
+                Some(at) => (self.i, at),
+                None => match self.peek_content() {
+                    Some(l) if self.indent(l) == col && !is_dash(&self.line(l)[col..]) => (l, col),
+                    _ => break,
+                },
+            };
+            let rest = &self.line(l)[at..];
+            let (key, value_at) = key_at(rest)?;
+            let key = std::str::from_utf8(key).ok()?.to_string();
+            self.i = l + 1;
+            let v = self.value(&rest[value_at..], col, true)?;
+            out.insert(key, v);
+        }
+        Some(Node::Map(out))
+    }
+
+    /// A block sequence at column `col`.
+    fn seq_at(&mut self, col: usize) -> Option<Node> {
+        let mut out = Vec::new();
+        while let Some(l) = self.peek_content() {
+            let line = self.line(l);
+            if self.indent(l) != col || !is_dash(&line[col..]) {
+                break;
+            }
+            let skip = line[col + 1..].iter().take_while(|&&c| c == b' ').count();
+            let at = col + 1 + skip;
+            let body = &line[at..];
+            if !body.is_empty() && body[0] != b'#' && key_at(body).is_some() {
+                out.push(self.map_at(at, Some(at))?);
+                continue;
+            }
+            self.i = l + 1;
+            out.push(self.value(body, col, false)?);
+        }
+        Some(Node::Seq(out))
+    }
+
+    /// The value after `key:` or `- ` (the rest of that line is `v`, the
+    /// line is consumed), in a container at column `col`.
+    fn value(&mut self, v: &[u8], col: usize, from_key: bool) -> Option<Node> {
+        let skip = v.iter().take_while(|&&c| c == b' ').count();
+        let v = &v[skip..];
+        if !v.is_empty() && v[0] != b'#' {
+            return self.scalar(v, col);
+        }
+        let Some(n) = self.peek_content() else {
+            return Some(Node::Null);
+        };
+        let ind = self.indent(n);
+        let rest = &self.line(n)[ind..];
+        if ind > col {
+            if is_dash(rest) {
+                self.seq_at(ind)
+            } else if key_at(rest).is_some() {
+                self.map_at(ind, None)
+            } else {
+                self.i = n + 1;
+                self.scalar(rest, col)
+            }
+        } else if from_key && ind == col && is_dash(rest) {
+            self.seq_at(col)
+        } else {
+            Some(Node::Null)
+        }
+    }
+
+    /// A scalar (or `{}`/`[...]`) starting with `v` on the line just
+    /// consumed, inside a container at column `parent`.
+    fn scalar(&mut self, v: &[u8], parent: usize) -> Option<Node> {
+        match v[0] {
+            b'|' => self.literal(v, parent),
+            b'>' => None,
+            b'\'' | b'"' => {
+                let end = quoted_end(v, 1, v[0])??;
+                unquote(&v[..end]).map(Node::Str)
+            }
+            b'[' => {
+                let mut items = Vec::new();
+                let end = flow_seq_end(v)?;
+                let mut i = 1;
+                while i < end - 1 {
+                    let c = v[i];
+                    if c == b' ' || c == b',' {
+                        i += 1;
+                        continue;
+                    }
+                    if c == b'\'' || c == b'"' {
+                        let e = quoted_end(v, i + 1, c)??;
+                        items.push(Node::Str(unquote(&v[i..e])?));
+                        i = e;
+                    } else {
+                        let len = v[i..end - 1]
+                            .iter()
+                            .take_while(|&&c| c != b' ' && c != b',')
+                            .count();
+                        items.push(plain_node(std::str::from_utf8(&v[i..i + len]).ok()?));
+                        i += len;
+                    }
+                }
+                Some(Node::Seq(items))
+            }
+            b'{' => Some(Node::Map(BTreeMap::new())),
+            _ => {
+                let comment = v.windows(2).position(|w| w == b" #");
+                let first = trim_end(&v[..comment.unwrap_or(v.len())]);
+                let mut text = std::str::from_utf8(first).ok()?.to_string();
+                if comment.is_none() {
+                    // Continuation lines, folded.
+                    let mut blanks = 0;
+                    while self.i < self.lines.len() {
+                        let line = self.line(self.i);
+                        let ind = self.indent(self.i);
+                        if ind == line.len() {
+                            blanks += 1;
+                            self.i += 1;
+                            continue;
+                        }
+                        if ind <= parent || line[ind] == b'#' {
+                            break;
+                        }
+                        if blanks == 0 {
+                            text.push(' ');
+                        } else {
+                            text.extend(std::iter::repeat_n('\n', blanks));
+                        }
+                        blanks = 0;
+                        text.push_str(std::str::from_utf8(trim_end(&line[ind..])).ok()?);
+                        self.i += 1;
+                    }
+                }
+                Some(plain_node(&text))
+            }
+        }
+    }
+
+    /// A literal block scalar (`|` or `|-`) whose text starts on line `i`.
+    fn literal(&mut self, v: &[u8], parent: usize) -> Option<Node> {
+        let strip = match v.get(1) {
+            Some(b'-') => true,
+            Some(b'+') => return None,
+            _ => false,
+        };
+        let mut out = String::new();
+        let mut indent: Option<usize> = None;
+        // Line breaks seen since the last text line.
+        let mut breaks = 0;
+        while self.i < self.lines.len() {
+            let line = self.line(self.i);
+            let ind = self.indent(self.i);
+            let blank = ind == line.len();
+            match indent {
+                None if blank => {
+                    breaks += 1;
+                    self.i += 1;
+                    continue;
+                }
+                None if ind <= parent => break,
+                None => indent = Some(ind),
+                Some(block) if blank => {
+                    if ind > block {
+                        return None;
+                    }
+                    breaks += 1;
+                    self.i += 1;
+                    continue;
+                }
+                Some(block) if ind < block => break,
+                Some(_) => {}
+            }
+            let block = indent?;
+            if !out.is_empty() {
+                breaks += 1;
+            }
+            out.extend(std::iter::repeat_n('\n', breaks));
+            breaks = 0;
+            out.push_str(std::str::from_utf8(&line[block..]).ok()?);
+            self.i += 1;
+        }
+        if indent.is_none() {
+            return Some(Node::Str(String::new()));
+        }
+        // Clipped text ends with one line break, even at the text's end.
+        if !strip {
+            out.push('\n');
+        }
+        Some(Node::Str(out))
+    }
+}
+
+fn trim_end(mut s: &[u8]) -> &[u8] {
+    while let [head @ .., b' '] = s {
+        s = head;
+    }
+    s
+}
+
+/// The text of a one-line quoted scalar `q` (quotes included), with the
+/// escapes [`quoted_end`] accepts.
+fn unquote(q: &[u8]) -> Option<String> {
+    let inner = std::str::from_utf8(&q[1..q.len() - 1]).ok()?;
+    if q[0] == b'\'' {
+        return Some(inner.replace("''", "'"));
+    }
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next()? {
+            '\\' => '\\',
+            '"' => '"',
+            'n' => '\n',
+            't' => '\t',
+            'r' => '\r',
+            '0' => '\0',
+            'a' => '\u{7}',
+            'b' => '\u{8}',
+            'e' => '\u{1b}',
+            'f' => '\u{c}',
+            'v' => '\u{b}',
+            ' ' => ' ',
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::plain_root_entries;
@@ -578,6 +872,22 @@ mod tests {
     }
 
     #[test]
+    fn decodes_like_the_full_parser() {
+        let doc = "# values\nimage:\n  repository: quay.io/x # c\n  tag: \"v1.2\"\n  pullPolicy:\nreplicas: 3\nratio: 0.5\non_: yes\nlist:\n- a\n- 'b''c'\n- \"d\\te\"\n-\n- k: 1\n  l: [x, \"y\", 2]\nlong: one\n  two\n\n\n  three\nscript: |\n  #!/bin/sh\n\n    indented\n  end\n\nstrip: |-\n  x\nempty: {}\nnone: []\nstamp: 2001-12-14\n";
+        let fast = super::decode_plain(doc).expect("decoded");
+        assert_eq!(fast, crate::yaml::parse::parse_full_for_tests(doc).unwrap());
+        // Forms left to the full parser.
+        for doc in [
+            "a: >\n  x\n",
+            "a: |+\n  x\n",
+            "a: 'x\n  y'\n",
+            "a: |\n  x\n    \n  y\n",
+        ] {
+            assert!(super::decode_plain(doc).is_none(), "{doc:?}");
+        }
+    }
+
+    #[test]
     fn block_scalars() {
         assert!(keys("a: |\n  x\n\n   y\n\tz\nb: 1\n").is_none());
         assert!(keys("a: |-\n  x\n  \ty\nb: 1\n").is_some());
@@ -606,6 +916,13 @@ mod tests {
             }
             other => return Err(format!("accepted a non-mapping: {other:?}\n{text}")),
         };
+        if let Some(node) = super::decode_plain(text) {
+            let whole = crate::yaml::parse::parse_full_for_tests(text)
+                .map_err(|e| format!("decoded but the full parser fails: {e}\n{text}"))?;
+            if node != whole {
+                return Err(format!("decoded {node:?}\nfull    {whole:?}\n{text}"));
+            }
+        }
         let keyed = parse_yaml_to_json_keys(text, &keys)
             .map_err(|e| format!("kept entries fail alone: {e}\n{text}"))?;
         if keyed != full {
@@ -628,6 +945,7 @@ mod tests {
         }
         let mut stack = vec![shared];
         let (mut docs, mut accepted) = (0usize, 0usize);
+        let (mut files, mut decoded_files) = (0usize, 0usize);
         while let Some(dir) = stack.pop() {
             let Ok(rd) = std::fs::read_dir(&dir) else {
                 continue;
@@ -638,13 +956,30 @@ mod tests {
                     stack.push(p);
                     continue;
                 }
-                // Helm's rendered output: the documents rudder reads heads of.
-                if !p.components().any(|c| c.as_os_str() == "expected") {
+                // Helm's rendered output (the documents rudder reads heads
+                // of) is counted; chart files (values, Chart.yaml, CRDs,
+                // raw templates) are checked, and whole files decoded.
+                let rendered = p.components().any(|c| c.as_os_str() == "expected");
+                let yaml = matches!(
+                    p.extension().and_then(|x| x.to_str()),
+                    Some("yaml" | "yml" | "tpl")
+                );
+                if !rendered && !yaml {
                     continue;
                 }
                 let Ok(text) = std::fs::read_to_string(&p) else {
                     continue;
                 };
+                if !rendered {
+                    if let Err(e) = check_accepted(&text) {
+                        panic!("{}: {e}", p.display());
+                    }
+                    files += 1;
+                    if super::decode_plain(&text).is_some() {
+                        decoded_files += 1;
+                    }
+                    continue;
+                }
                 for doc in crate::manifest::split::split_manifests(&text) {
                     docs += 1;
                     match check_accepted(doc) {
@@ -655,7 +990,10 @@ mod tests {
                 }
             }
         }
-        eprintln!("plain block recognizer: {accepted} of {docs} rendered corpus documents");
+        eprintln!(
+            "plain block recognizer: {accepted} of {docs} rendered corpus documents; \
+             {decoded_files} of {files} chart YAML files decoded whole"
+        );
         assert!(docs > 500, "too few documents: {docs}");
         assert!(
             accepted * 10 >= docs * 9,
@@ -929,6 +1267,7 @@ mod tests {
                 t in tree(),
                 step in 1usize..5,
                 edit in prop::option::weighted(0.3, (any::<prop::sample::Index>(), 0usize..4)),
+                cut_newline in prop::bool::weighted(0.2),
             ) {
                 let root = match t {
                     Tree::Map(_) => t,
@@ -936,6 +1275,9 @@ mod tests {
                 };
                 let mut text = String::new();
                 write_block(&root, 0, step, &mut text);
+                if cut_newline {
+                    text.pop();
+                }
                 if let Some((at, how)) = edit {
                     // A near miss: one line moved, doubled, or cut short.
                     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();

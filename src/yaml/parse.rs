@@ -334,22 +334,28 @@ fn fold_unicode_breaks(value: String) -> String {
 }
 
 /// libyaml gives an empty string for a block scalar without content unless
-/// it keeps trailing breaks (`|+`); yaml-rust2 gives the line break.
+/// it keeps trailing breaks (`|+`), and then one line break per blank line
+/// after the header's line; yaml-rust2 gives a line break either way.
 fn block_scalar_value<C: Ch>(chars: &[C], start: usize, value: String) -> String {
     if value.is_empty() || !value.chars().all(|c| c == '\n') {
         return value;
     }
-    let header: String = chars
-        .iter()
-        .skip(start)
-        .map(|c| c.ch())
-        .take_while(|&c| c != '\n' && c != '#')
-        .collect();
-    if header.contains('+') {
-        value
-    } else {
-        String::new()
+    let mut rest = chars.iter().skip(start).map(|c| c.ch());
+    let header: String = rest.by_ref().take_while(|&c| c != '\n').collect();
+    let header = header.split('#').next().unwrap_or("");
+    if !header.contains('+') {
+        return String::new();
     }
+    // Blank lines (spaces only) that end with a line break.
+    let mut breaks = 0;
+    for c in rest {
+        match c {
+            '\n' => breaks += 1,
+            ' ' => {}
+            _ => break,
+        }
+    }
+    "\n".repeat(breaks)
 }
 
 /// Nesting deeper than this is refused, so that decoding, converting,
@@ -1200,6 +1206,19 @@ fn resolve_without_timestamp(value: &str) -> Scalar {
     Scalar::Str
 }
 
+/// The value sigs.k8s.io/yaml gives an untagged plain scalar (numbers
+/// float64).
+pub(super) fn plain_node(text: &str) -> Node {
+    match resolve::resolve_plain(text) {
+        Scalar::Null => Node::Null,
+        Scalar::Bool(b) => Node::Bool(b),
+        Scalar::Int(i) => Node::Float(i as f64),
+        Scalar::Uint(u) => Node::Float(u as f64),
+        Scalar::Float(f) => Node::Float(f),
+        Scalar::Timestamp | Scalar::Str => Node::Str(text.to_string()),
+    }
+}
+
 fn scalar_value(s: Scalar, text: &str) -> V {
     match s {
         Scalar::Null => V::Null,
@@ -1504,15 +1523,15 @@ pub fn parse_yaml_to_json_keys(text: &str, keys: &[&str]) -> Result<Node, YamlEr
         // what they would inside the whole one, which is surely valid.
         let mut kept = String::new();
         for e in entries.iter().filter(|e| keys.contains(&e.key)) {
+            // Every span but the document's last ends with a line break.
             kept.push_str(&text[e.span.clone()]);
-            if !kept.ends_with('\n') {
-                kept.push('\n');
-            }
         }
         if kept.is_empty() {
             return Ok(Node::Map(BTreeMap::new()));
         }
-        return parse_kept_entries(&kept, keys);
+        if let Some(node) = super::block::decode_plain(&kept) {
+            return Ok(node);
+        }
     }
     parse_kept_entries(text, keys)
 }
@@ -1549,10 +1568,24 @@ fn parse_kept_entries(text: &str, keys: &[&str]) -> Result<Node, YamlError> {
     }
 }
 
+/// [`parse_yaml_to_json`] without the plain-block fast path, for tests
+/// that compare the two.
+#[cfg(test)]
+pub(crate) fn parse_full_for_tests(text: &str) -> Result<Node, YamlError> {
+    let docs = decode_docs(text, true)?;
+    match docs.into_iter().next().flatten() {
+        Some(v) => to_jsonable(v, Numbers::Float64, 0),
+        None => Ok(Node::Null),
+    }
+}
+
 /// sigs.k8s.io/yaml's `YAMLToJSON` of the first document, decoded into
 /// `interface{}`: the shape is free, every number is float64. An empty
 /// document is [`Node::Null`].
 pub fn parse_yaml_to_json(text: &str) -> Result<Node, YamlError> {
+    if let Some(node) = super::block::decode_plain(text) {
+        return Ok(node);
+    }
     let docs = decode_docs(text, true)?;
     match docs.into_iter().next().flatten() {
         Some(v) => to_jsonable(v, Numbers::Float64, 0),

@@ -321,6 +321,29 @@ mod props {
 }
 
 #[test]
+fn keep_chomped_block_without_text() {
+    // What helm 3.17.2's fromYaml gives (checked with helm-probe).
+    let cases = [
+        (
+            "apiVersion:\n apiVersion: |+\n",
+            "{\"apiVersion\":{\"apiVersion\":\"\"}}",
+        ),
+        (
+            "apiVersion:\n apiVersion: |+",
+            "{\"apiVersion\":{\"apiVersion\":\"\"}}",
+        ),
+        ("a: |+\n\n", "{\"a\":\"\\n\"}"),
+    ];
+    for (text, json) in cases {
+        assert_eq!(
+            to_json(&parse_values(text).unwrap(), false),
+            json,
+            "{text:?}"
+        );
+    }
+}
+
+#[test]
 fn deep_nesting_does_not_overflow_the_stack() {
     let deep_yaml = format!("{}x", "- ".repeat(100_000));
     let deep_flow = "[".repeat(100_000);
