@@ -64,15 +64,38 @@ enum Open {
 /// described in the module docs, else `None`.
 pub(crate) fn plain_root_entries(text: &str) -> Option<Vec<RootEntry<'_>>> {
     let b = text.as_bytes();
-    // Printable ASCII, newlines and tabs only (no CR, no control
-    // characters, nothing that needs a Unicode-aware reader).
-    // Folded without an early exit so that it compiles to vector code.
-    let bad = b.iter().fold(false, |bad, &c| {
-        bad | !((0x20..0x7f).contains(&c) || c == b'\n' || c == b'\t')
+    // Printable text, newlines and tabs only: no CR, no control characters,
+    // and none of the characters YAML 1.1 also takes as line breaks (NEL,
+    // LS, PS) or libyaml treats specially (BOM) or refuses (C1 controls,
+    // U+FFFE/U+FFFF). Other non-ASCII characters only ever sit inside
+    // scalars and comments, where every special byte this reader looks for
+    // is ASCII. Folded without an early exit so that it compiles to vector
+    // code.
+    let (control, high) = b.iter().fold((false, false), |(control, high), &c| {
+        (
+            control | ((c < 0x20 && c != b'\n' && c != b'\t') | (c == 0x7f)),
+            high | (c >= 0x80),
+        )
     });
-    if bad {
+    if control
+        || (high
+            && text.chars().any(|c| {
+                matches!(
+                    c,
+                    '\u{80}'
+                        ..='\u{9f}'
+                            | '\u{2028}'
+                            | '\u{2029}'
+                            | '\u{feff}'
+                            | '\u{fffe}'
+                            | '\u{ffff}'
+                )
+            }))
+    {
         return None;
     }
+    // An explicit document start on the first content line.
+    let mut started = false;
     let any_tab = memchr::memchr(b'\t', b).is_some();
     let mut stack: Vec<(Kind, usize)> = Vec::with_capacity(16);
     let mut open = Open::Closed;
@@ -95,6 +118,11 @@ pub(crate) fn plain_root_entries(text: &str) -> Option<Vec<RootEntry<'_>>> {
             return None;
         }
         if ind == 0 && (rest.starts_with(b"---") || rest.starts_with(b"...")) {
+            if rest.starts_with(b"---") && stack.is_empty() && !started && trailer(&rest[3..]) {
+                started = true;
+                pos = next;
+                continue;
+            }
             return None;
         }
         let dash = is_dash(rest);
@@ -849,7 +877,6 @@ mod tests {
             "a:\tb\n",                  // tab
             "a: |2\n  x\n",             // explicit indentation
             "a: |\n    x\n  y\nb: 1\n", // text less indented than its block
-            "a: é\n",                   // non-ASCII
             "a: -\n",                   // block entry as a value
             "a:\n- b\n - c\n",          // sequence items between levels
             "a: 1\r\n",                 // CR
@@ -1149,7 +1176,8 @@ mod tests {
                     " x", " v1", " \"q\"", " 'it''s'", " \"e\\n\"", " []", " {}", " -1", " 1.5",
                     " .inf", " http://h:80/x", " a #c", " a#b", " :x", " [a, \"b\", 'c']",
                     " [a,]", " \"\\/\"", " a: b", " &a x", " *a", " !!str x", " ~", "", " # c",
-                    " @x", " [ ]", " {a: 1}", " 'a' b", " true", " null",
+                    " @x", " [ ]", " {a: 1}", " 'a' b", " true", " null", " café", " 'ü'",
+                    " \"\u{2028}\"", " # ≥ 1",
                 ]).prop_map(Tree::Leaf),
                 1 => (
                     prop::sample::select(vec!["|", "|-", ">", "|+", ">-", "|2"]),
@@ -1268,6 +1296,7 @@ mod tests {
                 step in 1usize..5,
                 edit in prop::option::weighted(0.3, (any::<prop::sample::Index>(), 0usize..4)),
                 cut_newline in prop::bool::weighted(0.2),
+                doc_start in prop::bool::weighted(0.1),
             ) {
                 let root = match t {
                     Tree::Map(_) => t,
@@ -1277,6 +1306,9 @@ mod tests {
                 write_block(&root, 0, step, &mut text);
                 if cut_newline {
                     text.pop();
+                }
+                if doc_start {
+                    text.insert_str(0, "--- # doc\n");
                 }
                 if let Some((at, how)) = edit {
                     // A near miss: one line moved, doubled, or cut short.
