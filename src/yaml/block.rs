@@ -23,7 +23,7 @@
 //! meaning is simple to get right; it too leaves the rest to the full
 //! parser.
 
-use super::parse::plain_node;
+use super::parse::{maybe_non_finite, plain_node};
 use super::resolve::{resolve_plain, Scalar};
 use super::Node;
 use std::collections::BTreeMap;
@@ -395,10 +395,7 @@ fn flow_seq_end(v: &[u8]) -> Option<usize> {
 /// Whether a plain scalar's text resolves to an infinite or NaN float
 /// (which sigs.k8s.io/yaml cannot turn into JSON).
 fn non_finite(s: &[u8]) -> bool {
-    s.len() <= 5
-        && matches!(s.first(), Some(b'.' | b'+' | b'-'))
-        && std::str::from_utf8(s)
-            .is_ok_and(|t| matches!(resolve_plain(t), Scalar::Float(f) if !f.is_finite()))
+    std::str::from_utf8(s).is_ok_and(maybe_non_finite)
 }
 
 /// A plain scalar's first line, up to a ` #` comment or the line's end.
@@ -902,7 +899,7 @@ mod tests {
     fn decodes_like_the_full_parser() {
         let doc = "# values\nimage:\n  repository: quay.io/x # c\n  tag: \"v1.2\"\n  pullPolicy:\nreplicas: 3\nratio: 0.5\non_: yes\nlist:\n- a\n- 'b''c'\n- \"d\\te\"\n-\n- k: 1\n  l: [x, \"y\", 2]\nlong: one\n  two\n\n\n  three\nscript: |\n  #!/bin/sh\n\n    indented\n  end\n\nstrip: |-\n  x\nempty: {}\nnone: []\nstamp: 2001-12-14\n";
         let fast = super::decode_plain(doc).expect("decoded");
-        assert_eq!(fast, crate::yaml::parse::parse_full_for_tests(doc).unwrap());
+        assert_eq!(fast, crate::yaml::parse::parse_full(doc).unwrap());
         // Forms left to the full parser.
         for doc in [
             "a: >\n  x\n",
@@ -944,7 +941,7 @@ mod tests {
             other => return Err(format!("accepted a non-mapping: {other:?}\n{text}")),
         };
         if let Some(node) = super::decode_plain(text) {
-            let whole = crate::yaml::parse::parse_full_for_tests(text)
+            let whole = crate::yaml::parse::parse_full(text)
                 .map_err(|e| format!("decoded but the full parser fails: {e}\n{text}"))?;
             if node != whole {
                 return Err(format!("decoded {node:?}\nfull    {whole:?}\n{text}"));

@@ -1486,7 +1486,7 @@ fn lean_node_ok(node: &Raw, key: bool) -> bool {
 /// only reads those from the `.inf`/`.nan` words (a numeral out of range
 /// stays a string), so anything longer than `-.inf` or not starting with
 /// `.`, `+` or `-` is surely not one.
-fn maybe_non_finite(value: &str) -> bool {
+pub(super) fn maybe_non_finite(value: &str) -> bool {
     value.len() <= 5
         && matches!(value.as_bytes().first(), Some(b'.' | b'+' | b'-'))
         && matches!(resolve::resolve_plain(value), Scalar::Float(f) if !f.is_finite())
@@ -1568,24 +1568,19 @@ fn parse_kept_entries(text: &str, keys: &[&str]) -> Result<Node, YamlError> {
     }
 }
 
-/// [`parse_yaml_to_json`] without the plain-block fast path, for tests
-/// that compare the two.
-#[cfg(test)]
-pub(crate) fn parse_full_for_tests(text: &str) -> Result<Node, YamlError> {
-    let docs = decode_docs(text, true)?;
-    match docs.into_iter().next().flatten() {
-        Some(v) => to_jsonable(v, Numbers::Float64, 0),
-        None => Ok(Node::Null),
-    }
-}
-
 /// sigs.k8s.io/yaml's `YAMLToJSON` of the first document, decoded into
 /// `interface{}`: the shape is free, every number is float64. An empty
 /// document is [`Node::Null`].
 pub fn parse_yaml_to_json(text: &str) -> Result<Node, YamlError> {
-    if let Some(node) = super::block::decode_plain(text) {
-        return Ok(node);
+    match super::block::decode_plain(text) {
+        Some(node) => Ok(node),
+        None => parse_full(text),
     }
+}
+
+/// [`parse_yaml_to_json`] with the event parser only (also what the fast
+/// path is tested against).
+pub(crate) fn parse_full(text: &str) -> Result<Node, YamlError> {
     let docs = decode_docs(text, true)?;
     match docs.into_iter().next().flatten() {
         Some(v) => to_jsonable(v, Numbers::Float64, 0),
