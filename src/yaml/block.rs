@@ -114,9 +114,6 @@ pub(crate) fn plain_root_entries(text: &str) -> Option<Vec<RootEntry<'_>>> {
             pos = next;
             continue;
         }
-        if rest[0] == b'\t' {
-            return None;
-        }
         if ind == 0 && (rest.starts_with(b"---") || rest.starts_with(b"...")) {
             if rest.starts_with(b"---") && stack.is_empty() && !started && trailer(&rest[3..]) {
                 started = true;
@@ -179,7 +176,7 @@ pub(crate) fn plain_root_entries(text: &str) -> Option<Vec<RootEntry<'_>>> {
                     if let Some(last) = entries.last_mut() {
                         last.span.end = pos;
                     }
-                    // `key` is ASCII taken from `text`.
+                    // A slice of `text` cut at ASCII bytes: valid UTF-8.
                     let key = std::str::from_utf8(key).ok()?;
                     entries.push(RootEntry {
                         key,
@@ -272,8 +269,7 @@ enum Value {
     Block,
     /// A plain scalar that may go on over more indented lines.
     Plain,
-    /// A quoted scalar still open at the line's end: its quote and the
-    /// offset (from the line's value start) where its text goes on.
+    /// A quoted scalar still open at the line's end, with its quote.
     Quoted(u8),
 }
 

@@ -1209,14 +1209,9 @@ fn resolve_without_timestamp(value: &str) -> Scalar {
 /// The value sigs.k8s.io/yaml gives an untagged plain scalar (numbers
 /// float64).
 pub(super) fn plain_node(text: &str) -> Node {
-    match resolve::resolve_plain(text) {
-        Scalar::Null => Node::Null,
-        Scalar::Bool(b) => Node::Bool(b),
-        Scalar::Int(i) => Node::Float(i as f64),
-        Scalar::Uint(u) => Node::Float(u as f64),
-        Scalar::Float(f) => Node::Float(f),
-        Scalar::Timestamp | Scalar::Str => Node::Str(text.to_string()),
-    }
+    let v = scalar_value(resolve::resolve_plain(text), text);
+    // Converting a scalar cannot fail (only map keys can).
+    convert(v, Numbers::Float64, 0).unwrap_or_default()
 }
 
 fn scalar_value(s: Scalar, text: &str) -> V {
