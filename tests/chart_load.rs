@@ -42,6 +42,42 @@ fn every_corpus_chart_loads() {
     );
 }
 
+/// Mapping files instead of reading them changes nothing in the chart, and
+/// the corpus's larger files really are mapped.
+#[test]
+fn mapped_load_equals_read_load() {
+    let Some(charts) = corpus_charts() else {
+        return;
+    };
+    fn count_mapped(c: &chart::Chart) -> (usize, usize) {
+        let own = c.templates.iter().chain(&c.files).chain(&c.raw);
+        let (mut mapped, mut all) = (0, 0);
+        for f in own {
+            all += 1;
+            mapped += usize::from(f.data.is_mapped());
+        }
+        for d in &c.dependencies {
+            let (m, a) = count_mapped(d);
+            mapped += m;
+            all += a;
+        }
+        (mapped, all)
+    }
+    let (mut mapped, mut all) = (0, 0);
+    for dir in &charts {
+        let read = chart::load(dir).expect("loads");
+        // SAFETY: the corpus is read-only input; nothing writes to it.
+        let map = unsafe { chart::load_mapped(dir) }.expect("loads mapped");
+        assert_eq!(read, map, "{}", dir.display());
+        assert_eq!(count_mapped(&read).0, 0, "load never maps");
+        let (m, a) = count_mapped(&map);
+        mapped += m;
+        all += a;
+    }
+    eprintln!("mapped {mapped} of {all} corpus chart files");
+    assert!(mapped > 50, "only {mapped} files were mapped");
+}
+
 /// Every file of a chart tree that packaging must keep: templates, other
 /// files, raw values.yaml, schema; subcharts by name. Chart.yaml and
 /// Chart.lock are compared as parsed data.

@@ -227,6 +227,39 @@ pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
     }
 }
 
+/// Loads a chart like [`load`], mapping the larger files of a chart
+/// directory into memory instead of copying them.
+///
+/// A render reads a chart's templates and values but often few of its other
+/// files (kube-prometheus-stack carries 4.6 MB of CRDs that `helm template`
+/// without `--include-crds` never looks at). Mapped, such a file costs no
+/// read and no memory until something touches it, and templates are read
+/// from the page cache without a copy. Files under 16 KiB, archives and
+/// files that cannot be mapped are read as [`load`] reads them; the chart is
+/// the same either way.
+///
+/// # Safety
+///
+/// The chart's mapped bytes are the files themselves: while the chart or a
+/// clone of any of its [`FileData`](super::FileData) is alive, the chart's
+/// files must not be modified or truncated (by this or any other process).
+/// A modified file changes bytes the chart already checked; reading a
+/// truncated file's lost end kills the process with `SIGBUS`. A short-lived
+/// process that renders a chart nobody edits meanwhile (the `rudder`
+/// command) can promise this; a long-lived one that reloads charts as they
+/// are edited should use [`load`].
+#[allow(unsafe_code)]
+pub unsafe fn load_mapped(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
+    let path = path.as_ref();
+    let meta = std::fs::metadata(path).map_err(|e| io_err("stat", path, &e))?;
+    if meta.is_dir() {
+        // The caller vouched for the files (see Safety).
+        load_files(dir_files(path, ReadMode::Map)?)
+    } else {
+        load_file(path)
+    }
+}
+
 /// Loads a chart archive file (Helm's `loader.LoadFile`).
 pub fn load_file(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
     let path = path.as_ref();
@@ -422,9 +455,12 @@ pub fn sanitize_entry_name(raw: &str) -> Result<String, LoadError> {
     Ok(n)
 }
 
+/// UTF-8's byte-order mark, which Helm's loader strips from every file.
+const BOM: &[u8] = &[0xef, 0xbb, 0xbf];
+
 fn strip_bom(mut data: Vec<u8>) -> Vec<u8> {
-    if data.starts_with(&[0xef, 0xbb, 0xbf]) {
-        data.drain(..3);
+    if data.starts_with(BOM) {
+        data.drain(..BOM.len());
     }
     data
 }
@@ -550,7 +586,24 @@ pub fn load_dir(dir: impl AsRef<Path>) -> Result<Chart, LoadError> {
 
 /// The files [`load_dir`] would load, in Helm's walk order.
 pub fn load_dir_files(dir: impl AsRef<Path>) -> Result<Vec<ChartFile>, LoadError> {
-    let dir = dir.as_ref();
+    dir_files(dir.as_ref(), ReadMode::Read)
+}
+
+/// How a directory walk takes in a file's bytes.
+#[derive(Clone, Copy, PartialEq)]
+enum ReadMode {
+    /// Read into the heap.
+    Read,
+    /// Map files of [`MAP_MIN_BYTES`] or more (only on behalf of
+    /// [`load_mapped`], whose caller promised not to change the files).
+    Map,
+}
+
+/// Files at least this big are mapped by [`load_mapped`]; smaller ones are
+/// cheaper to read than to map and unmap.
+const MAP_MIN_BYTES: u64 = 16 * 1024;
+
+fn dir_files(dir: &Path, mode: ReadMode) -> Result<Vec<ChartFile>, LoadError> {
     let top = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let ignore_file = top.join(".helmignore");
     let mut rules = if ignore_file.exists() {
@@ -568,7 +621,7 @@ pub fn load_dir_files(dir: impl AsRef<Path>) -> Result<Vec<ChartFile>, LoadError
     {
         stack.push(id);
     }
-    walk_dir(&top, "", &rules, &mut files, &mut stack)?;
+    walk_dir(&top, "", &rules, mode, &mut files, &mut stack)?;
     Ok(files)
 }
 
@@ -596,6 +649,7 @@ fn walk_dir(
     dir: &Path,
     rel: &str,
     rules: &Rules,
+    mode: ReadMode,
     files: &mut Vec<ChartFile>,
     stack: &mut Vec<DirId>,
 ) -> Result<(), LoadError> {
@@ -635,7 +689,7 @@ fn walk_dir(
                 return Err(LoadError::SymlinkCycle(path.display().to_string()));
             }
             stack.push(canon);
-            walk_dir(&path, &n, rules, files, stack)?;
+            walk_dir(&path, &n, rules, mode, files, stack)?;
             stack.pop();
             continue;
         }
@@ -649,6 +703,23 @@ fn walk_dir(
             return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
         }
         let f = std::fs::File::open(&path).map_err(|e| io_err("open", &path, &e))?;
+        #[allow(unsafe_code)]
+        if mode == ReadMode::Map && meta.len() >= MAP_MIN_BYTES {
+            // SAFETY: ReadMode::Map comes only from `load_mapped`, whose
+            // caller promised that the chart's files stay unchanged while
+            // their bytes are in use. A file that cannot be mapped is read.
+            if let Ok(map) = unsafe { memmap2::Mmap::map(&f) } {
+                if map.len() as u64 > MAX_DECOMPRESSED_FILE_SIZE {
+                    return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
+                }
+                let start = if map.starts_with(BOM) { BOM.len() } else { 0 };
+                files.push(ChartFile {
+                    name: n,
+                    data: super::model::FileData::from_map(map, start),
+                });
+                continue;
+            }
+        }
         let mut data = Vec::with_capacity(meta.len() as usize + 1);
         f.take(MAX_DECOMPRESSED_FILE_SIZE + 1)
             .read_to_end(&mut data)
@@ -831,6 +902,49 @@ pub fn chart_paths(c: &Chart) -> BTreeSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn mapped_files_lose_their_byte_order_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = "a: b\n".repeat(MAP_MIN_BYTES as usize);
+        std::fs::write(
+            dir.path().join("Chart.yaml"),
+            "apiVersion: v2\nname: x\nversion: 1.0.0\n",
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join("templates")).unwrap();
+        let bom_text = [BOM, big.as_bytes()].concat();
+        std::fs::write(dir.path().join("templates/big.yaml"), &bom_text).unwrap();
+        std::fs::write(
+            dir.path().join("templates/small.yaml"),
+            [BOM, b"x: 1\n"].concat(),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("big.txt"), &big).unwrap();
+        // SAFETY: the files are this test's own and stay unchanged.
+        let mapped = unsafe { load_mapped(dir.path()) }.unwrap();
+        let read = load(dir.path()).unwrap();
+        assert_eq!(mapped, read);
+        let t = |c: &Chart, n: &str| {
+            c.templates
+                .iter()
+                .chain(&c.files)
+                .find(|f| f.name == n)
+                .map(|f| (f.data.is_mapped(), f.data.to_vec()))
+                .unwrap()
+        };
+        assert_eq!(
+            t(&mapped, "templates/big.yaml"),
+            (true, big.clone().into_bytes())
+        );
+        assert_eq!(
+            t(&mapped, "templates/small.yaml"),
+            (false, b"x: 1\n".to_vec())
+        );
+        assert_eq!(t(&mapped, "big.txt"), (true, big.into_bytes()));
+        assert!(!t(&read, "big.txt").0);
+    }
 
     #[test]
     fn clean_paths() {

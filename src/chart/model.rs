@@ -147,52 +147,107 @@ pub(crate) fn lossy_text(b: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// A file's bytes, shared (taken over from a `Vec` without copying): cloning
-/// a [`ChartFile`] or a whole [`Chart`] (as dependency processing does)
-/// copies a reference, not the contents.
-#[derive(Clone, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
-pub struct FileData(Arc<Vec<u8>>);
+/// A file's bytes, shared: cloning a [`ChartFile`] or a whole [`Chart`] (as
+/// dependency processing does) copies a reference, not the contents.
+///
+/// The bytes live on the heap, or, for large files loaded by
+/// [`load_mapped`](super::load::load_mapped), in a read-only memory map of
+/// the file: a file the render never reads (a chart's CRDs, say) then costs
+/// neither a copy nor memory.
+#[derive(Clone, Default)]
+pub struct FileData(Arc<Storage>);
+
+/// Where a [`FileData`]'s bytes are.
+enum Storage {
+    /// Owned bytes.
+    Heap(Vec<u8>),
+    /// A mapped file, from byte `start` on (past a byte-order mark).
+    Mapped { map: memmap2::Mmap, start: usize },
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Storage::Heap(Vec::new())
+    }
+}
 
 impl FileData {
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
-        &self.0
+        match &*self.0 {
+            Storage::Heap(v) => v,
+            Storage::Mapped { map, start } => map.get(*start..).unwrap_or_default(),
+        }
     }
     /// The bytes as text, invalid UTF-8 replaced by U+FFFD (Go's string
     /// conversion prints it that way); borrowed when the bytes are valid.
     pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        lossy_text(&self.0)
+        lossy_text(self.as_slice())
+    }
+    /// Whether the bytes are a memory map of the file they came from.
+    pub fn is_mapped(&self) -> bool {
+        matches!(*self.0, Storage::Mapped { .. })
+    }
+    /// Wraps a map of a file, seen from byte `start` on.
+    pub(crate) fn from_map(map: memmap2::Mmap, start: usize) -> FileData {
+        FileData(Arc::new(Storage::Mapped { map, start }))
+    }
+}
+
+impl PartialEq for FileData {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for FileData {}
+
+impl PartialOrd for FileData {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for FileData {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
+
+impl std::hash::Hash for FileData {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state)
     }
 }
 
 impl std::ops::Deref for FileData {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.0
+        self.as_slice()
     }
 }
 
 impl AsRef<[u8]> for FileData {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        self.as_slice()
     }
 }
 
 impl std::fmt::Debug for FileData {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.as_ref().fmt(f)
+        self.as_slice().fmt(f)
     }
 }
 
 impl From<Vec<u8>> for FileData {
     fn from(v: Vec<u8>) -> Self {
-        FileData(Arc::new(v))
+        FileData(Arc::new(Storage::Heap(v)))
     }
 }
 
 impl From<&[u8]> for FileData {
     fn from(v: &[u8]) -> Self {
-        FileData(Arc::new(v.to_vec()))
+        FileData::from(v.to_vec())
     }
 }
 

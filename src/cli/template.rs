@@ -172,7 +172,11 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
         return Err(Failure::from(format!("path \"{chart_path}\" not found")));
     }
     let user = user_values(a)?;
-    let chart = rudder::chart::load(&chart_path)?;
+    // SAFETY: this process only renders the chart and exits. It assumes
+    // nobody edits or truncates the chart's files during the few
+    // milliseconds that takes (an edit could change the output, a
+    // truncation would kill the process).
+    let chart = unsafe { rudder::chart::load_mapped(&chart_path) }?;
     let namespace = a
         .namespace
         .clone()
