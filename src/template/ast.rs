@@ -122,6 +122,11 @@ pub struct TemplateCall {
     pub pipe: Option<Pipe>,
 }
 
+/// A name or literal from a template's source (field, variable, function,
+/// string or number text). Parsing interns them, so the thousands of
+/// `.Values` in a chart share one allocation.
+pub type Name = Arc<str>;
+
 /// A pipeline with optional variable declarations.
 #[derive(Debug)]
 pub struct Pipe {
@@ -130,7 +135,7 @@ pub struct Pipe {
     /// `=` instead of `:=`.
     pub is_assign: bool,
     /// Declared variables (names with `$`).
-    pub decl: Vec<String>,
+    pub decl: Vec<Name>,
     /// The commands.
     pub cmds: Vec<Command>,
 }
@@ -148,7 +153,7 @@ pub struct Command {
 #[derive(Debug, Clone)]
 pub struct Number {
     /// The source text.
-    pub text: String,
+    pub text: Name,
     /// Valid as a signed integer.
     pub is_int: bool,
     /// Valid as an unsigned integer.
@@ -169,13 +174,13 @@ pub struct Number {
 #[derive(Debug)]
 pub enum Arg {
     /// `.A.B`
-    Field(usize, Vec<String>),
+    Field(usize, Box<[Name]>),
     /// `(pipe).A.B` or `fn.A`
-    Chain(usize, Box<Arg>, Vec<String>),
+    Chain(usize, Box<Arg>, Box<[Name]>),
     /// A function name.
-    Identifier(usize, String),
+    Identifier(usize, Name),
     /// `$x.A`
-    Variable(usize, Vec<String>),
+    Variable(usize, Box<[Name]>),
     /// `.`
     Dot(usize),
     /// `nil`
@@ -185,7 +190,7 @@ pub enum Arg {
     /// A number.
     Number(usize, Box<Number>),
     /// A string: quoted source form and value.
-    String(usize, String, Box<str>),
+    String(usize, Name, Name),
     /// `(pipeline)`
     Pipe(Box<Pipe>),
 }

@@ -5,7 +5,7 @@
 //! steps, so the quoted node and its `LINE:COL` match Go's, quirks included.
 //! Deep recursion (nested `include`, `template`, `tpl`) runs on a growable
 //! stack, and total nesting is bounded, so hostile input cannot overflow it.
-use super::ast::{Arg, Command, List, Node, Number, Pipe, TemplateCall, Tree};
+use super::ast::{Arg, Command, List, Name, Node, Number, Pipe, TemplateCall, Tree};
 use super::funcs::{CallContext, FuncError, FuncResult, FuncSpec, Param};
 use super::gofmt::quote_go;
 use super::value::{GoObject, ListKind, MapKind, Value};
@@ -189,7 +189,7 @@ struct State<'s, 'e, 't> {
     sh: &'s Shared<'e>,
     set: Rc<Set>,
     tree: &'t Tree,
-    vars: Vec<(String, Value)>,
+    vars: Vec<(Name, Value)>,
     cur: Cur<'t>,
     /// Whether the last argument checked was a typed nil (`interface {}`),
     /// which Go's reflect-based builtins (`len`) treat unlike an invalid value.
@@ -400,7 +400,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
 
     fn set_var(&mut self, name: &str, v: Value) -> R<()> {
         for (n, val) in self.vars.iter_mut().rev() {
-            if n == name {
+            if **n == *name {
                 *val = v;
                 return Ok(());
             }
@@ -410,7 +410,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
 
     fn var_value(&self, name: &str) -> R<Value> {
         for (n, val) in self.vars.iter().rev() {
-            if n == name {
+            if **n == *name {
                 return Ok(val.clone());
             }
         }
@@ -529,16 +529,25 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
         let Arg::Variable(_, idents) = var else {
             return self.errorf("internal error: not a variable");
         };
-        let first = idents[0].split('.').next().unwrap_or("");
-        let mut names: Vec<&str> = idents[0].split('.').skip(1).collect();
-        names.extend(idents[1..].iter().map(|s| s.as_str()));
+        let Some((head, fields)) = idents.split_first() else {
+            return self.errorf("internal error: empty variable");
+        };
+        // The lexer ends a variable's name before a dot, so `head` is
+        // normally the bare `$name`; a dotted one is split here.
+        let mut parts = head.split('.');
+        let first = parts.next().unwrap_or("");
         let value = self.var_value(first)?;
+        let dotted: Vec<Name> = parts.map(Name::from).collect();
+        let names: std::borrow::Cow<'_, [Name]> = if dotted.is_empty() {
+            std::borrow::Cow::Borrowed(fields)
+        } else {
+            std::borrow::Cow::Owned(dotted.into_iter().chain(fields.iter().cloned()).collect())
+        };
         if names.is_empty() {
             self.not_a_function(args, &fin)?;
             return Ok(Tv::concrete(value));
         }
-        let owned: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-        self.eval_field_chain_owned(dot, Tv::concrete(value), var, &owned, args, fin)
+        self.eval_field_chain(dot, Tv::concrete(value), var, &names, args, fin)
     }
 
     fn eval_field_chain(
@@ -546,7 +555,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
         dot: &Tv,
         mut recv: Tv,
         node: &'t Arg,
-        idents: &[String],
+        idents: &[Name],
         args: &'t [Arg],
         fin: Option<Value>,
     ) -> R<Tv> {
@@ -555,18 +564,6 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             recv = self.eval_field(dot, id, node, &[], None, recv)?;
         }
         self.eval_field(dot, &idents[n - 1], node, args, fin, recv)
-    }
-
-    fn eval_field_chain_owned(
-        &mut self,
-        dot: &Tv,
-        recv: Tv,
-        node: &'t Arg,
-        idents: &[String],
-        args: &'t [Arg],
-        fin: Option<Value>,
-    ) -> R<Tv> {
-        self.eval_field_chain(dot, recv, node, idents, args, fin)
     }
 
     fn eval_field(

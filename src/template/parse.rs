@@ -1,8 +1,8 @@
 //! The parser of Go's `text/template` (Go 1.23): the same grammar, the same
 //! variable scoping and the same error messages.
 use super::ast::{
-    is_empty_list, Action, Arg, Command, Control, List, Node, Number, Pipe, TemplateCall, TextSpan,
-    Tree,
+    is_empty_list, Action, Arg, Command, Control, List, Name, Node, Number, Pipe, TemplateCall,
+    TextSpan, Tree,
 };
 use super::lexer::{lex, Item, Tok};
 use std::sync::Arc;
@@ -36,7 +36,8 @@ struct Parser<'a> {
     lex_error: String,
     idx: usize,
     furthest: usize,
-    vars: Vec<String>,
+    vars: Vec<Name>,
+    names: Interner,
     range_depth: usize,
     depth: usize,
     action_line: usize,
@@ -64,6 +65,7 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
         idx: 0,
         furthest: 0,
         vars: vec!["$".into()],
+        names: NAMES.with(|n| std::mem::take(&mut *n.borrow_mut())),
         range_depth: 0,
         depth: 0,
         action_line: 0,
@@ -83,6 +85,10 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
         items.clear();
         TOKENS.with(|t| *t.borrow_mut() = items);
     }
+    let names = std::mem::take(&mut p.names);
+    if names.0.len() <= MAX_KEPT_NAMES {
+        NAMES.with(|n| *n.borrow_mut() = names);
+    }
     let main = Tree {
         name: name.to_string(),
         parse_name: p.parse_name.clone(),
@@ -97,10 +103,37 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
 /// The largest token buffer kept between templates (8 MiB of tokens).
 const MAX_KEPT_TOKENS: usize = 256 * 1024;
 
+/// The most interned names kept between templates.
+const MAX_KEPT_NAMES: usize = 64 * 1024;
+
 thread_local! {
     // One token buffer per thread, reused from template to template: its
     // pages are touched once rather than once per template.
     static TOKENS: std::cell::RefCell<Vec<Item>> = const { std::cell::RefCell::new(Vec::new()) };
+    // The names interned on this thread, shared by the templates it parses.
+    static NAMES: std::cell::RefCell<Interner> = std::cell::RefCell::new(Interner::default());
+}
+
+/// A set of names: each distinct name is allocated once.
+#[derive(Default)]
+struct Interner(foldhash::HashSet<Name>);
+
+/// Longer names and literals are allocated each time: they rarely repeat,
+/// and the set outlives the parse on its thread.
+const MAX_INTERNED_LEN: usize = 64;
+
+impl Interner {
+    fn intern(&mut self, s: &str) -> Name {
+        if s.len() > MAX_INTERNED_LEN {
+            return Name::from(s);
+        }
+        if let Some(n) = self.0.get(s) {
+            return Name::clone(n);
+        }
+        let n: Name = Arc::from(s);
+        self.0.insert(Name::clone(&n));
+        n
+    }
 }
 
 fn unquote(tok: &Item, src: &str) -> Result<String, String> {
@@ -289,7 +322,7 @@ fn parse_hex_float(s: &str) -> Option<f64> {
 fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
     let text = tok.text(src);
     let mut n = Number {
-        text: text.to_string(),
+        text: text.into(),
         is_int: false,
         is_uint: false,
         is_float: false,
@@ -775,13 +808,15 @@ impl<'a> Parser<'a> {
             if nx.typ == Tok::Assign || nx.typ == Tok::Declare {
                 pipe.is_assign = nx.typ == Tok::Assign;
                 self.next_non_space();
-                pipe.decl.push(self.val(&v).to_string());
-                self.vars.push(self.val(&v).to_string());
+                let name = self.name(&v, 0);
+                pipe.decl.push(Name::clone(&name));
+                self.vars.push(name);
                 break;
             } else if nx.typ == Tok::Char && self.val(&nx) == "," {
                 self.next_non_space();
-                pipe.decl.push(self.val(&v).to_string());
-                self.vars.push(self.val(&v).to_string());
+                let name = self.name(&v, 0);
+                pipe.decl.push(Name::clone(&name));
+                self.vars.push(name);
                 if context == "range" && pipe.decl.len() < 2 {
                     let pk = self.peek_non_space();
                     match pk.typ {
@@ -868,34 +903,59 @@ impl<'a> Parser<'a> {
     }
 
     fn operand(&mut self) -> PResult<Option<Arg>> {
-        let Some(node) = self.term()? else {
-            return Ok(None);
-        };
-        if self.peek().typ == Tok::Field {
-            let cpos = self.peek().pos;
-            let mut fields = Vec::new();
-            while self.peek().typ == Tok::Field {
-                let t = self.next();
-                fields.push(self.val(&t)[1..].to_string());
-            }
-            let node = match node {
-                Arg::Field(_, mut idents) => {
-                    idents.extend(fields);
-                    Arg::Field(cpos, idents)
-                }
-                Arg::Variable(_, mut idents) => {
-                    idents.extend(fields);
-                    Arg::Variable(cpos, idents)
-                }
-                Arg::Bool(..) | Arg::String(..) | Arg::Number(..) | Arg::Nil(_) | Arg::Dot(_) => {
-                    let q = super::gofmt::quote_go(&node.to_string());
-                    return Err(self.errorf(format!("unexpected . after term {q}")));
-                }
-                other => Arg::Chain(cpos, Box::new(other), fields),
-            };
-            return Ok(Some(node));
+        match self.term()? {
+            // Field and variable terms already took their own fields.
+            Some(node @ (Arg::Field(..) | Arg::Variable(..))) => Ok(Some(node)),
+            Some(node) => self.with_fields(node, Vec::new()),
+            None => Ok(None),
         }
-        Ok(Some(node))
+    }
+
+    /// `node` followed by the field tokens that come next: a field or
+    /// variable gets them appended to `names` (its own names so far), any
+    /// other term becomes a chain. The names are boxed once, at their final
+    /// length.
+    fn with_fields(&mut self, node: Arg, mut names: Vec<Name>) -> PResult<Option<Arg>> {
+        let had = names.len();
+        let cpos = if self.peek().typ == Tok::Field {
+            self.peek().pos
+        } else {
+            node.pos()
+        };
+        while self.peek().typ == Tok::Field {
+            let t = self.next();
+            names.push(self.name(&t, 1));
+        }
+        Ok(Some(match node {
+            Arg::Field(pos, _) => Arg::Field(
+                if names.len() > had && had > 0 {
+                    cpos
+                } else {
+                    pos
+                },
+                names.into_boxed_slice(),
+            ),
+            Arg::Variable(pos, _) => Arg::Variable(
+                if names.len() > had && had > 0 {
+                    cpos
+                } else {
+                    pos
+                },
+                names.into_boxed_slice(),
+            ),
+            node if names.is_empty() => node,
+            Arg::Bool(..) | Arg::String(..) | Arg::Number(..) | Arg::Nil(_) | Arg::Dot(_) => {
+                let q = super::gofmt::quote_go(&node.to_string());
+                return Err(self.errorf(format!("unexpected . after term {q}")));
+            }
+            other => Arg::Chain(cpos, Box::new(other), names.into_boxed_slice()),
+        }))
+    }
+
+    /// The token's text from byte `skip` on, interned.
+    fn name(&mut self, tok: &Item, skip: usize) -> Name {
+        let text = tok.text(&self.text).get(skip..).unwrap_or("");
+        self.names.intern(text)
     }
 
     fn term(&mut self) -> PResult<Option<Arg>> {
@@ -908,21 +968,25 @@ impl<'a> Parser<'a> {
                         super::gofmt::quote_go(self.val(&tok))
                     )));
                 }
-                Arg::Identifier(tok.pos, self.val(&tok).to_string())
+                Arg::Identifier(tok.pos, self.name(&tok, 0))
             }
             Tok::Dot => Arg::Dot(tok.pos),
             Tok::Nil => Arg::Nil(tok.pos),
             Tok::Variable => {
-                let name = self.val(&tok).split('.').next().unwrap_or("").to_string();
-                if !self.vars.contains(&name) {
+                let name = self.val(&tok).split('.').next().unwrap_or("");
+                if !self.vars.iter().any(|v| **v == *name) {
                     return Err(self.errorf(format!(
                         "undefined variable {}",
-                        super::gofmt::quote_go(&name)
+                        super::gofmt::quote_go(name)
                     )));
                 }
-                Arg::Variable(tok.pos, vec![self.val(&tok).to_string()])
+                let first = self.name(&tok, 0);
+                return self.with_fields(Arg::Variable(tok.pos, Box::new([])), vec![first]);
             }
-            Tok::Field => Arg::Field(tok.pos, vec![self.val(&tok)[1..].to_string()]),
+            Tok::Field => {
+                let first = self.name(&tok, 1);
+                return self.with_fields(Arg::Field(tok.pos, Box::new([])), vec![first]);
+            }
             Tok::Bool => Arg::Bool(tok.pos, self.val(&tok) == "true"),
             Tok::CharConstant | Tok::Complex | Tok::Number => {
                 let n = new_number(&tok, &self.text).map_err(|e| self.errorf(e))?;
@@ -938,7 +1002,7 @@ impl<'a> Parser<'a> {
             }
             Tok::String | Tok::RawString => {
                 let s = unquote(&tok, &self.text).map_err(|e| self.errorf(e))?;
-                Arg::String(tok.pos, self.val(&tok).to_string(), s.into_boxed_str())
+                Arg::String(tok.pos, self.name(&tok, 0), self.names.intern(&s))
             }
             _ => {
                 self.backup();
@@ -1003,5 +1067,34 @@ mod tests {
             t[0].root.nodes[0].to_string(),
             "{{$x := .a.b | printf \"%d\" (len .c)}}"
         );
+    }
+
+    /// The names of one parse thread share their allocation; positions of
+    /// field chains are Go's (the first field after the term).
+    #[test]
+    fn names_are_interned() {
+        let t = p("{{ .Values.a }}{{ .Values.b }}{{ $x := 1 }}{{ $x.y.z }}{{ (len .Values).w }}")
+            .unwrap();
+        let args: Vec<&Arg> = t[0]
+            .root
+            .nodes
+            .iter()
+            .filter_map(|n| match n {
+                Node::Action(a) => Some(&a.pipe.cmds[0].args[0]),
+                _ => None,
+            })
+            .collect();
+        let (Arg::Field(p1, a), Arg::Field(p2, b)) = (args[0], args[1]) else {
+            panic!("fields expected: {args:?}");
+        };
+        assert!(Arc::ptr_eq(&a[0], &b[0]), "one \"Values\" for both");
+        assert_eq!((*p1, *p2), (10, 25));
+        assert_eq!(args[3].to_string(), "$x.y.z");
+        let Arg::Variable(pv, v) = args[3] else {
+            panic!("variable expected: {:?}", args[3]);
+        };
+        assert_eq!((*pv, v.len()), (48, 3));
+        assert!(matches!(args[4], Arg::Chain(..)));
+        assert_eq!(args[4].to_string(), "(len .Values).w");
     }
 }
