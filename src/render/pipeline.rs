@@ -452,6 +452,9 @@ fn execute_all_into(
 /// decoding it would take over.
 const OVERLAP_MIN_TEMPLATE_BYTES: usize = 256 * 1024;
 
+/// Rendered output handed to the decoding helper at a time.
+const DECODE_BATCH_BYTES: usize = 64 * 1024;
+
 fn template_bytes(chart: &Chart) -> usize {
     chart.templates.iter().map(|f| f.data.len()).sum::<usize>()
         + chart.dependencies.iter().map(template_bytes).sum::<usize>()
@@ -487,11 +490,11 @@ fn execute_and_decode(
         return Ok((chart, files, warnings, DecodedHeads::new()));
     }
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::channel::<(String, String)>();
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<(String, String)>>();
         let helper = scope.spawn(move || {
             let mut files = BTreeMap::new();
             let mut decoded = DecodedHeads::new();
-            for (name, out) in rx {
+            for (name, out) in rx.into_iter().flatten() {
                 if let Some(heads) = decode_heads(&name, &out) {
                     decoded.insert(name.clone(), heads);
                 }
@@ -499,10 +502,23 @@ fn execute_and_decode(
             }
             (files, decoded)
         });
+        // Files go over in batches of some output each: a send per file
+        // woke the helper (a futex call and a context switch on each side)
+        // some hundred times per large chart for little work each time.
+        let mut batch = Vec::new();
+        let mut batch_bytes = 0;
         let executed = execute_all_into(engine, chart, user, opts, &mut |name, out| {
-            // The helper only stops by panicking; that surfaces at join.
-            let _ = tx.send((name, out));
+            batch_bytes += out.len();
+            batch.push((name, out));
+            if batch_bytes >= DECODE_BATCH_BYTES {
+                batch_bytes = 0;
+                // The helper only stops by panicking; that surfaces at join.
+                let _ = tx.send(std::mem::take(&mut batch));
+            }
         });
+        if !batch.is_empty() {
+            let _ = tx.send(batch);
+        }
         drop(tx);
         let (files, decoded) = match helper.join() {
             Ok(r) => r,
