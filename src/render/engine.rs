@@ -3,13 +3,13 @@
 use super::pipeline::{render_with, RenderError, RenderOptions, Rendered, TemplateSet};
 use super::values::Map;
 use crate::chart::Chart;
-use crate::template::{Engine, EngineOptions, Value};
+use crate::template::{Engine, EngineOptions, Source, Value};
 
 impl TemplateSet for Engine {
     fn add_template(&mut self, name: &str, text: &str) -> Result<(), String> {
         Engine::add_template(self, name, text).map_err(|e| e.to_string())
     }
-    fn add_templates(&mut self, files: &[(&str, &str)]) -> Result<(), String> {
+    fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), String> {
         Engine::add_templates(self, files).map_err(|e| e.to_string())
     }
     fn execute(&mut self, name: &str, data: &Value) -> Result<String, String> {

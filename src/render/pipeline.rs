@@ -17,6 +17,7 @@ use super::objects::{
 use super::values::{coalesce_values, process_dependencies, Map, ValuesError, Warnings};
 use crate::chart::{Chart, FileData};
 use crate::template::value::{MapKind, MapRef, Value};
+use crate::template::Source;
 use crate::yaml::Node;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -30,11 +31,12 @@ pub trait TemplateSet {
     /// earlier ones of the same name).
     fn add_template(&mut self, name: &str, text: &str) -> Result<(), String>;
     /// Parses many files as `add_template` on each in order would (the
-    /// first error wins); an engine may parse them concurrently.
-    fn add_templates(&mut self, files: &[(&str, &str)]) -> Result<(), String> {
+    /// first error wins); an engine may parse them concurrently, and keep
+    /// the shared texts instead of copies.
+    fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), String> {
         files
             .iter()
-            .try_for_each(|(name, text)| self.add_template(name, text))
+            .try_for_each(|(name, text)| self.add_template(name, text.as_str()))
     }
     /// Executes the file `name` with `data`; the result has every
     /// `<no value>` removed.
@@ -210,7 +212,7 @@ fn is_library(chart: &Chart) -> bool {
 /// One template file to parse (and maybe execute).
 struct TemplateFile<'a> {
     name: String,
-    text: &'a [u8],
+    text: &'a FileData,
     scope: MapRef,
     base_path: String,
 }
@@ -417,14 +419,16 @@ fn execute_all_into(
     // Go's template map keeps one file per name.
     tpls.dedup_by(|a, b| a.name == b.name);
 
-    let texts: Vec<_> = tpls
+    // A file's bytes are shared with its parse trees when they are UTF-8
+    // (nearly always); otherwise the trees get Go's lossy conversion.
+    let named: Vec<(&str, Source)> = tpls
         .iter()
-        .map(|t| crate::chart::model::lossy_text(t.text))
-        .collect();
-    let named: Vec<(&str, &str)> = tpls
-        .iter()
-        .zip(&texts)
-        .map(|(t, text)| (t.name.as_str(), text.as_ref()))
+        .map(|t| {
+            let source = Source::from_bytes(t.text.clone()).unwrap_or_else(|_| {
+                Source::from(crate::chart::model::lossy_text(t.text.as_slice()).into_owned())
+            });
+            (t.name.as_str(), source)
+        })
         .collect();
     engine
         .add_templates(&named)
@@ -685,6 +689,28 @@ mod tests {
         assert_eq!(order, ["b", "s", "a"]);
         assert_eq!(r.crds[0].path, "top/charts/sub/crds/c.yaml");
         assert!(!r.files.contains_key("top/templates/NOTES.txt"));
+    }
+
+    /// A template that is not UTF-8 is read as Go converts bytes to text
+    /// (U+FFFD per bad byte); UTF-8 ones are parsed in place.
+    #[test]
+    fn templates_that_are_not_utf8() {
+        let mut c = chart();
+        c.templates.push(ChartFile {
+            name: "templates/bad.yaml".into(),
+            data: b"kind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  x: \"a\xffb {{ 1 }}\"\n"
+                .to_vec()
+                .into(),
+        });
+        let r = crate::render::render(&c, &Map::new(), &RenderOptions::default()).unwrap();
+        assert_eq!(
+            r.files["top/templates/bad.yaml"],
+            "kind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  x: \"a\u{fffd}b 1\"\n"
+        );
+        assert_eq!(
+            r.files["top/templates/a.yaml"],
+            "kind: Deployment\nmetadata:\n  name: a"
+        );
     }
 
     /// Big charts decode documents on a helper thread while templates

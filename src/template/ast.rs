@@ -11,7 +11,7 @@ pub struct Tree {
     /// The name of the file it was parsed from (Go's `ParseName`).
     pub parse_name: Arc<str>,
     /// The whole text of that file, for line/column positions.
-    pub text: Arc<str>,
+    pub text: Source,
     /// The body.
     pub root: List,
 }
@@ -20,7 +20,7 @@ impl Tree {
     /// Go's `ErrorContext` location: `NAME:LINE:COL` with a 0-based byte column.
     pub fn location(&self, pos: usize) -> String {
         let pos = pos.min(self.text.len());
-        let before = &self.text.as_bytes()[..pos];
+        let before = self.text.bytes().get(..pos).unwrap_or_default();
         let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
         let col = match before.iter().rposition(|&b| b == b'\n') {
             Some(nl) => pos - (nl + 1),
@@ -30,11 +30,74 @@ impl Tree {
     }
 }
 
+/// The text of a parsed file, shared by its trees and text nodes instead of
+/// copied: a string, or bytes checked to be UTF-8 once (a chart file, which
+/// may be a memory map).
+#[derive(Clone)]
+pub struct Source(Arc<dyn AsRef<[u8]> + Send + Sync>);
+
+impl Source {
+    /// Shares `bytes` as template text; `Err` if they are not UTF-8.
+    pub fn from_bytes<B>(bytes: B) -> Result<Source, std::str::Utf8Error>
+    where
+        B: AsRef<[u8]> + Send + Sync + 'static,
+    {
+        std::str::from_utf8(bytes.as_ref())?;
+        Ok(Source(Arc::new(bytes)))
+    }
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes().len()
+    }
+    /// Whether the text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.bytes().is_empty()
+    }
+    /// The whole text (checked again, in time linear in its length).
+    pub fn as_str(&self) -> &str {
+        self.get(0, self.len()).unwrap_or_default()
+    }
+    /// The text of bytes `start..end`; `None` if the range is outside or
+    /// not on character boundaries.
+    pub fn get(&self, start: usize, end: usize) -> Option<&str> {
+        std::str::from_utf8(self.bytes().get(start..end)?).ok()
+    }
+    /// Whether byte `i` starts a character (or is the end).
+    fn is_boundary(&self, i: usize) -> bool {
+        match self.bytes().get(i) {
+            Some(&b) => (b as i8) >= -0x40,
+            None => i == self.len(),
+        }
+    }
+}
+
+impl From<&str> for Source {
+    fn from(s: &str) -> Self {
+        Source(Arc::new(s.to_owned()))
+    }
+}
+
+impl From<String> for Source {
+    fn from(s: String) -> Self {
+        Source(Arc::new(s))
+    }
+}
+
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&String::from_utf8_lossy(self.bytes()), f)
+    }
+}
+
 /// Plain text of a template: a byte range of the file's text, shared with
 /// the tree instead of copied. Dereferences to the text.
 #[derive(Debug, Clone)]
 pub struct TextSpan {
-    src: Arc<str>,
+    src: Source,
     start: u32,
     end: u32,
 }
@@ -42,10 +105,12 @@ pub struct TextSpan {
 impl TextSpan {
     /// The text `src[start..end]`; `None` if the range is not inside `src`
     /// (on character boundaries) or does not fit in 32 bits.
-    pub fn new(src: &Arc<str>, start: usize, end: usize) -> Option<TextSpan> {
-        src.get(start..end)?;
+    pub fn new(src: &Source, start: usize, end: usize) -> Option<TextSpan> {
+        if start > end || !src.is_boundary(start) || !src.is_boundary(end) {
+            return None;
+        }
         Some(TextSpan {
-            src: Arc::clone(src),
+            src: src.clone(),
             start: u32::try_from(start).ok()?,
             end: u32::try_from(end).ok()?,
         })
@@ -55,8 +120,10 @@ impl TextSpan {
 impl std::ops::Deref for TextSpan {
     type Target = str;
     fn deref(&self) -> &str {
+        // A range on character boundaries of UTF-8 text is UTF-8 itself;
+        // the check costs about as much as copying the text out.
         self.src
-            .get(self.start as usize..self.end as usize)
+            .get(self.start as usize, self.end as usize)
             .unwrap_or("")
     }
 }
@@ -325,4 +392,31 @@ pub fn is_empty_list(l: &List) -> bool {
         Node::Text(t) => t.trim().is_empty(),
         _ => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_and_spans() {
+        assert!(Source::from_bytes(vec![b'a', 0xff]).is_err());
+        let src = Source::from_bytes(b"h\xc3\xa9llo {{ x }}".to_vec()).unwrap();
+        assert_eq!(src.as_str(), "héllo {{ x }}");
+        assert_eq!(src.len(), 14);
+        // Inside the two bytes of 'é': not a span.
+        assert!(TextSpan::new(&src, 0, 2).is_none());
+        assert!(TextSpan::new(&src, 2, 1).is_none());
+        assert!(TextSpan::new(&src, 0, 15).is_none());
+        assert_eq!(&*TextSpan::new(&src, 0, 3).unwrap(), "hé");
+        assert_eq!(&*TextSpan::new(&src, 7, 14).unwrap(), "{{ x }}");
+        assert_eq!(&*TextSpan::new(&src, 14, 14).unwrap(), "");
+        let t = Tree {
+            name: "t".into(),
+            parse_name: "t".into(),
+            text: Source::from("a\nbc"),
+            root: List::default(),
+        };
+        assert_eq!(t.location(3), "t:2:1");
+    }
 }

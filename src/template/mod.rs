@@ -15,6 +15,7 @@ pub mod parse;
 mod stack;
 pub mod value;
 
+pub use ast::Source;
 pub use value::{GoObject, ListKind, MapKind, Value};
 
 /// The bytes Go would write for a rendered string.
@@ -209,8 +210,9 @@ impl Engine {
     /// Parses many template files: the same result (and the same first
     /// error) as [`Engine::add_template`] on each `(name, text)` in order.
     /// Large batches are parsed on several threads; the trees are still
-    /// added in order, so `define` precedence is unchanged.
-    pub fn add_templates(&mut self, files: &[(&str, &str)]) -> Result<(), TemplateError> {
+    /// added in order, so `define` precedence is unchanged. The trees share
+    /// each file's [`Source`] instead of copying its text.
+    pub fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), TemplateError> {
         for parsed in parse_batch(&self.registry, files) {
             self.insert_trees(parsed.map_err(TemplateError::from_parse)?);
         }
@@ -306,13 +308,13 @@ const PARALLEL_PARSE_MIN_BYTES: usize = 192 * 1024;
 /// Parses `files`, in order, on as many threads as pay off.
 fn parse_batch(
     registry: &funcs::Registry,
-    files: &[(&str, &str)],
+    files: &[(&str, Source)],
 ) -> Vec<Result<Vec<Tree>, parse::ParseError>> {
     crate::par::map_ordered(
         files,
         |(_, text)| text.len(),
         PARALLEL_PARSE_MIN_BYTES,
-        |(name, text)| parse::parse(name, text, &|f| registry.get(f).is_some()),
+        |(name, text)| parse::parse_source(name, text, &|f| registry.get(f).is_some()),
     )
 }
 

@@ -1,8 +1,8 @@
 //! The parser of Go's `text/template` (Go 1.23): the same grammar, the same
 //! variable scoping and the same error messages.
 use super::ast::{
-    is_empty_list, Action, Arg, Command, Control, List, Name, Node, Number, Pipe, TemplateCall,
-    TextSpan, Tree,
+    is_empty_list, Action, Arg, Command, Control, List, Name, Node, Number, Pipe, Source,
+    TemplateCall, TextSpan, Tree,
 };
 use super::lexer::{lex, Item, Tok};
 use std::sync::Arc;
@@ -42,7 +42,8 @@ struct Parser<'a> {
     depth: usize,
     action_line: usize,
     parse_name: Arc<str>,
-    text: Arc<str>,
+    text: &'a str,
+    source: Source,
     has_func: &'a dyn Fn(&str) -> bool,
     trees: Vec<Tree>,
     // Work stacks: children are pushed here while a list, pipeline or
@@ -57,6 +58,16 @@ struct Parser<'a> {
 /// Parses `text` as template `name`: returns the file's own tree first, then
 /// its `define`/`block` trees, in source order.
 pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult<Vec<Tree>> {
+    parse_source(name, &Source::from(text), has_func)
+}
+
+/// [`parse`] over shared text: the trees keep `source` rather than a copy.
+pub fn parse_source(
+    name: &str,
+    source: &Source,
+    has_func: &dyn Fn(&str) -> bool,
+) -> PResult<Vec<Tree>> {
+    let text = source.as_str();
     let mut items = TOKENS.with(|t| std::mem::take(&mut *t.borrow_mut()));
     let lex_error = lex(text, &mut items).unwrap_or_default();
     let mut p = Parser {
@@ -70,7 +81,8 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
         depth: 0,
         action_line: 0,
         parse_name: Arc::from(name),
-        text: Arc::from(text),
+        text,
+        source: source.clone(),
         has_func,
         trees: Vec::new(),
         node_stack: Vec::new(),
@@ -92,7 +104,7 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
     let main = Tree {
         name: name.to_string(),
         parse_name: p.parse_name.clone(),
-        text: p.text.clone(),
+        text: p.source.clone(),
         root: root?,
     };
     let mut out = vec![main];
@@ -456,7 +468,7 @@ enum Ended {
 impl<'a> Parser<'a> {
     /// A token's text.
     fn val(&self, it: &Item) -> &str {
-        it.text(&self.text)
+        it.text(self.text)
     }
     fn errorf(&self, msg: impl Into<String>) -> ParseError {
         let line = self
@@ -519,7 +531,7 @@ impl<'a> Parser<'a> {
         }
         self.errorf(format!(
             "unexpected {} in {}",
-            it.describe(&self.text),
+            it.describe(self.text),
             context
         ))
     }
@@ -581,7 +593,7 @@ impl<'a> Parser<'a> {
         self.trees.push(Tree {
             name,
             parse_name: self.parse_name.clone(),
-            text: self.text.clone(),
+            text: self.source.clone(),
             root,
         });
         Ok(())
@@ -593,7 +605,7 @@ impl<'a> Parser<'a> {
         if tok.typ != Tok::String && tok.typ != Tok::RawString {
             return Err(self.unexpected(&tok, context));
         }
-        let name = unquote(&tok, &self.text).map_err(|e| self.errorf(e))?;
+        let name = unquote(&tok, self.text).map_err(|e| self.errorf(e))?;
         self.expect(Tok::RightDelim, context)?;
         let saved_vars = std::mem::replace(&mut self.vars, vec!["$".into()]);
         let saved_range = std::mem::replace(&mut self.range_depth, 0);
@@ -627,7 +639,7 @@ impl<'a> Parser<'a> {
     fn text_or_action(&mut self) -> PResult<TA> {
         let tok = self.next_non_space();
         match tok.typ {
-            Tok::Text => match TextSpan::new(&self.text, tok.pos, tok.end) {
+            Tok::Text => match TextSpan::new(&self.source, tok.pos, tok.end) {
                 Some(t) => Ok(TA::Node(Node::Text(t))),
                 None => Err(self.errorf("template text too large")),
             },
@@ -743,7 +755,7 @@ impl<'a> Parser<'a> {
 
     fn template_name(&mut self, tok: &Item, context: &str) -> PResult<String> {
         match tok.typ {
-            Tok::String | Tok::RawString => unquote(tok, &self.text).map_err(|e| self.errorf(e)),
+            Tok::String | Tok::RawString => unquote(tok, self.text).map_err(|e| self.errorf(e)),
             _ => Err(self.unexpected(tok, context)),
         }
     }
@@ -954,7 +966,7 @@ impl<'a> Parser<'a> {
 
     /// The token's text from byte `skip` on, interned.
     fn name(&mut self, tok: &Item, skip: usize) -> Name {
-        let text = tok.text(&self.text).get(skip..).unwrap_or("");
+        let text = tok.text(self.text).get(skip..).unwrap_or("");
         self.names.intern(text)
     }
 
@@ -989,7 +1001,7 @@ impl<'a> Parser<'a> {
             }
             Tok::Bool => Arg::Bool(tok.pos, self.val(&tok) == "true"),
             Tok::CharConstant | Tok::Complex | Tok::Number => {
-                let n = new_number(&tok, &self.text).map_err(|e| self.errorf(e))?;
+                let n = new_number(&tok, self.text).map_err(|e| self.errorf(e))?;
                 Arg::Number(tok.pos, Box::new(n))
             }
             Tok::LeftParen => {
@@ -1001,7 +1013,7 @@ impl<'a> Parser<'a> {
                 Arg::Pipe(Box::new(p?))
             }
             Tok::String | Tok::RawString => {
-                let s = unquote(&tok, &self.text).map_err(|e| self.errorf(e))?;
+                let s = unquote(&tok, self.text).map_err(|e| self.errorf(e))?;
                 Arg::String(tok.pos, self.name(&tok, 0), self.names.intern(&s))
             }
             _ => {
