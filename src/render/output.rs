@@ -11,6 +11,7 @@
 use super::manifests::HookEvent;
 use super::pipeline::Rendered;
 use crate::manifest::split::{go_trim_space, split_manifests};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
@@ -197,18 +198,31 @@ fn source_name(doc: &str) -> Option<&str> {
 const PARALLEL_WRITE_MIN_FILES: usize = 32;
 
 /// The `--output-dir` files of one render, in the order Helm first writes
-/// them, each with all of its frames.
+/// them, each with the (source, body) of all of its frames.
 #[derive(Default)]
-struct OutputTree {
-    files: Vec<(PathBuf, String)>,
+struct OutputTree<'a> {
+    files: Vec<(PathBuf, Vec<Frame<'a>>)>,
     index: std::collections::HashMap<PathBuf, usize>,
     log: String,
 }
 
-impl OutputTree {
+/// One `---\n# Source: <source>\n<body>\n` block of an output file.
+type Frame<'a> = (&'a str, Cow<'a, str>);
+
+/// The largest write buffer a thread keeps after writing a file.
+const MAX_KEPT_WRITE_BUFFER: usize = 4 << 20;
+
+thread_local! {
+    // Each writing thread frames its files into one reused buffer: the
+    // rendered text is copied once, into memory already touched, instead
+    // of into a fresh string per file that lives until the end.
+    static WRITE_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl<'a> OutputTree<'a> {
     /// Helm writes `name` under `dir` (creating it, or appending when this
     /// render already wrote it) and prints `wrote <path>`.
-    fn add(&mut self, dir: &Path, name: &str, body: &str) {
+    fn add(&mut self, dir: &Path, name: &'a str, body: Cow<'a, str>) {
         let path: PathBuf = PathBuf::from(format!("{}/{}", dir.display(), name));
         self.log.push_str("wrote ");
         self.log.push_str(&path.display().to_string());
@@ -217,11 +231,11 @@ impl OutputTree {
             Some(&i) => i,
             None => {
                 self.index.insert(path.clone(), self.files.len());
-                self.files.push((path, String::new()));
+                self.files.push((path, Vec::new()));
                 self.files.len() - 1
             }
         };
-        frame(&mut self.files[i].1, name, body);
+        self.files[i].1.push((name, body));
     }
 
     /// Creates the directories (each once) and writes every file whole:
@@ -245,7 +259,24 @@ impl OutputTree {
             &self.files,
             |_| 1,
             PARALLEL_WRITE_MIN_FILES,
-            |(path, text)| fs::write(path, crate::template::output_bytes(text)),
+            |(path, frames)| {
+                WRITE_BUFFER.with(|buf| {
+                    let mut buf = buf.borrow_mut();
+                    buf.clear();
+                    for (name, body) in frames {
+                        buf.extend_from_slice(b"---\n# Source: ");
+                        buf.extend_from_slice(&crate::template::output_bytes(name));
+                        buf.push(b'\n');
+                        buf.extend_from_slice(&crate::template::output_bytes(body));
+                        buf.push(b'\n');
+                    }
+                    let r = fs::write(path, &*buf);
+                    if buf.capacity() > MAX_KEPT_WRITE_BUFFER {
+                        *buf = Vec::new();
+                    }
+                    r
+                })
+            },
         );
         for ((path, _), r) in self.files.iter().zip(results) {
             r.map_err(|e| io_err(path, e))?;
@@ -266,7 +297,7 @@ pub fn write_output_dir(
     let mut tree = OutputTree::default();
     if opts.include_crds {
         for c in &r.crds {
-            tree.add(dir, &c.path, &c.content.text());
+            tree.add(dir, &c.path, c.content.text());
         }
     }
     let sub: PathBuf = match release_dir {
@@ -274,7 +305,7 @@ pub fn write_output_dir(
         None => dir.to_path_buf(),
     };
     for m in &r.manifests {
-        tree.add(&sub, &m.source, &m.content);
+        tree.add(&sub, &m.source, Cow::Borrowed(&m.content));
     }
     if !opts.no_hooks {
         // Hooks go after the manifests, appended to files already written.
@@ -282,7 +313,7 @@ pub fn write_output_dir(
             if opts.skip_tests && is_test_hook(&h.events) {
                 continue;
             }
-            tree.add(&sub, &h.source, &h.content);
+            tree.add(&sub, &h.source, Cow::Borrowed(&h.content));
         }
     }
     let mut log = tree.write()?;
