@@ -9,6 +9,24 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `argv` parsed as `rudder template ...` by the template subcommand's
+/// parser alone; `None` for another subcommand, or when that parser fails
+/// or wants to print help (the full parser then handles the arguments).
+pub fn parse_alone(argv: impl IntoIterator<Item = std::ffi::OsString>) -> Option<TemplateArgs> {
+    use clap::FromArgMatches;
+    let mut argv = argv.into_iter();
+    argv.next()?;
+    let sub = argv.next()?;
+    if sub != "template" {
+        return None;
+    }
+    let cmd = TemplateArgs::augment_args(clap::Command::new("template"));
+    let matches = cmd
+        .try_get_matches_from(std::iter::once(sub).chain(argv))
+        .ok()?;
+    TemplateArgs::from_arg_matches(&matches).ok()
+}
+
 /// Flags of `rudder template` (a subset of `helm template`'s, same meaning).
 #[derive(Debug, Args)]
 pub struct TemplateArgs {
