@@ -938,23 +938,11 @@ impl<'a> Parser<'a> {
             let t = self.next();
             names.push(self.name(&t, 1));
         }
+        // A field or variable that took more fields sits where they start.
+        let at = |pos| if names.len() > had { cpos } else { pos };
         Ok(Some(match node {
-            Arg::Field(pos, _) => Arg::Field(
-                if names.len() > had && had > 0 {
-                    cpos
-                } else {
-                    pos
-                },
-                names.into_boxed_slice(),
-            ),
-            Arg::Variable(pos, _) => Arg::Variable(
-                if names.len() > had && had > 0 {
-                    cpos
-                } else {
-                    pos
-                },
-                names.into_boxed_slice(),
-            ),
+            Arg::Field(pos, _) => Arg::Field(at(pos), names.into_boxed_slice()),
+            Arg::Variable(pos, _) => Arg::Variable(at(pos), names.into_boxed_slice()),
             node if names.is_empty() => node,
             Arg::Bool(..) | Arg::String(..) | Arg::Number(..) | Arg::Nil(_) | Arg::Dot(_) => {
                 let q = super::gofmt::quote_go(&node.to_string());
