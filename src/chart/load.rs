@@ -218,10 +218,14 @@ impl Budget {
 
 /// Loads a chart from a directory or a chart archive (Helm's `loader.Load`).
 pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
-    let path = path.as_ref();
+    load_as(path.as_ref(), ReadMode::Read)
+}
+
+/// [`load`], taking a directory's files in as `mode` says.
+fn load_as(path: &Path, mode: ReadMode) -> Result<Chart, LoadError> {
     let meta = std::fs::metadata(path).map_err(|e| io_err("stat", path, &e))?;
     if meta.is_dir() {
-        load_dir(path)
+        load_files(dir_files(path, mode)?)
     } else {
         load_file(path)
     }
@@ -250,14 +254,8 @@ pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
 /// are edited should use [`load`].
 #[allow(unsafe_code)]
 pub unsafe fn load_mapped(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
-    let path = path.as_ref();
-    let meta = std::fs::metadata(path).map_err(|e| io_err("stat", path, &e))?;
-    if meta.is_dir() {
-        // The caller vouched for the files (see Safety).
-        load_files(dir_files(path, ReadMode::Map)?)
-    } else {
-        load_file(path)
-    }
+    // The caller vouched for the files (see Safety).
+    load_as(path.as_ref(), ReadMode::Map)
 }
 
 /// Loads a chart archive file (Helm's `loader.LoadFile`).
