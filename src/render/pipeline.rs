@@ -36,7 +36,7 @@ pub trait TemplateSet {
     fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), String> {
         files
             .iter()
-            .try_for_each(|(name, text)| self.add_template(name, text.as_str()))
+            .try_for_each(|(name, text)| self.add_template(name, &text.text()))
     }
     /// Executes the file `name` with `data`; the result has every
     /// `<no value>` removed.
@@ -419,16 +419,11 @@ fn execute_all_into(
     // Go's template map keeps one file per name.
     tpls.dedup_by(|a, b| a.name == b.name);
 
-    // A file's bytes are shared with its parse trees when they are UTF-8
-    // (nearly always); otherwise the trees get Go's lossy conversion.
+    // A file's bytes are shared with its parse trees (parsing reads bytes
+    // that are not UTF-8 with Go's lossy conversion).
     let named: Vec<(&str, Source)> = tpls
         .iter()
-        .map(|t| {
-            let source = Source::from_bytes(t.text.clone()).unwrap_or_else(|_| {
-                Source::from(crate::chart::model::lossy_text(t.text.as_slice()).into_owned())
-            });
-            (t.name.as_str(), source)
-        })
+        .map(|t| (t.name.as_str(), Source::from_bytes(t.text.clone())))
         .collect();
     engine
         .add_templates(&named)

@@ -31,19 +31,18 @@ impl Tree {
 }
 
 /// The text of a parsed file, shared by its trees and text nodes instead of
-/// copied: a string, or bytes checked to be UTF-8 once (a chart file, which
-/// may be a memory map).
+/// copied: a string, or bytes such as a chart file (which may be a memory
+/// map). Parsing checks once that the bytes are UTF-8.
 #[derive(Clone)]
 pub struct Source(Arc<dyn AsRef<[u8]> + Send + Sync>);
 
 impl Source {
-    /// Shares `bytes` as template text; `Err` if they are not UTF-8.
-    pub fn from_bytes<B>(bytes: B) -> Result<Source, std::str::Utf8Error>
+    /// Shares `bytes` as template text.
+    pub fn from_bytes<B>(bytes: B) -> Source
     where
         B: AsRef<[u8]> + Send + Sync + 'static,
     {
-        std::str::from_utf8(bytes.as_ref())?;
-        Ok(Source(Arc::new(bytes)))
+        Source(Arc::new(bytes))
     }
     /// The bytes.
     pub fn bytes(&self) -> &[u8] {
@@ -57,9 +56,14 @@ impl Source {
     pub fn is_empty(&self) -> bool {
         self.bytes().is_empty()
     }
-    /// The whole text (checked again, in time linear in its length).
-    pub fn as_str(&self) -> &str {
-        self.get(0, self.len()).unwrap_or_default()
+    /// The whole text; `None` if the bytes are not UTF-8 (checked on each
+    /// call, in time linear in the length).
+    pub fn as_str(&self) -> Option<&str> {
+        self.get(0, self.len())
+    }
+    /// The whole text, bytes that are not UTF-8 replaced by U+FFFD.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        crate::chart::model::lossy_text(self.bytes())
     }
     /// The text of bytes `start..end`; `None` if the range is outside or
     /// not on character boundaries.
@@ -400,9 +404,11 @@ mod tests {
 
     #[test]
     fn sources_and_spans() {
-        assert!(Source::from_bytes(vec![b'a', 0xff]).is_err());
-        let src = Source::from_bytes(b"h\xc3\xa9llo {{ x }}".to_vec()).unwrap();
-        assert_eq!(src.as_str(), "héllo {{ x }}");
+        let bad = Source::from_bytes(vec![b'a', 0xff]);
+        assert!(bad.as_str().is_none());
+        assert_eq!(bad.text(), "a\u{fffd}");
+        let src = Source::from_bytes(b"h\xc3\xa9llo {{ x }}".to_vec());
+        assert_eq!(src.as_str(), Some("héllo {{ x }}"));
         assert_eq!(src.len(), 14);
         // Inside the two bytes of 'é': not a span.
         assert!(TextSpan::new(&src, 0, 2).is_none());

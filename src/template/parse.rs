@@ -62,12 +62,21 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
 }
 
 /// [`parse`] over shared text: the trees keep `source` rather than a copy.
+/// Bytes that are not UTF-8 are parsed as [`Source::text`] reads them (a
+/// U+FFFD for each bad sequence), from a converted copy.
 pub fn parse_source(
     name: &str,
     source: &Source,
     has_func: &dyn Fn(&str) -> bool,
 ) -> PResult<Vec<Tree>> {
-    let text = source.as_str();
+    let converted;
+    let (text, source) = match source.as_str() {
+        Some(text) => (text, source),
+        None => {
+            converted = Source::from(source.text().into_owned());
+            (converted.as_str().unwrap_or_default(), &converted)
+        }
+    };
     let mut items = TOKENS.with(|t| std::mem::take(&mut *t.borrow_mut()));
     let lex_error = lex(text, &mut items).unwrap_or_default();
     let mut p = Parser {
