@@ -216,7 +216,7 @@ thread_local! {
     // Each writing thread frames its files into one reused buffer: the
     // rendered text is copied once, into memory already touched, instead
     // of into a fresh string per file that lives until the end.
-    static WRITE_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static WRITE_BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
 impl<'a> OutputTree<'a> {
@@ -264,15 +264,11 @@ impl<'a> OutputTree<'a> {
                     let mut buf = buf.borrow_mut();
                     buf.clear();
                     for (name, body) in frames {
-                        buf.extend_from_slice(b"---\n# Source: ");
-                        buf.extend_from_slice(&crate::template::output_bytes(name));
-                        buf.push(b'\n');
-                        buf.extend_from_slice(&crate::template::output_bytes(body));
-                        buf.push(b'\n');
+                        frame(&mut buf, name, body);
                     }
-                    let r = fs::write(path, &*buf);
+                    let r = fs::write(path, crate::template::output_bytes(&buf));
                     if buf.capacity() > MAX_KEPT_WRITE_BUFFER {
-                        *buf = Vec::new();
+                        *buf = String::new();
                     }
                     r
                 })
