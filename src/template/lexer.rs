@@ -172,6 +172,14 @@ pub fn lex(input: &str, items: &mut Vec<Item>) -> Option<String> {
     // is 15, spaces included) and a text between actions: room that is
     // never written is never touched, while growing copies every token.
     let actions = memchr::memmem::find_iter(input.as_bytes(), LEFT).count();
+    let room = actions * 16 + 2;
+    if items.capacity() < room {
+        // A fresh buffer, not `reserve`: growing an empty vector still
+        // copies its whole old capacity, mostly never-written room, and
+        // reading such pages maps the zero page into them, to be replaced
+        // (with a TLB flush on every core) when the memory is reused.
+        *items = Vec::with_capacity(room);
+    }
     let mut l = Lexer {
         input,
         pos: 0,
@@ -182,7 +190,6 @@ pub fn lex(input: &str, items: &mut Vec<Item>) -> Option<String> {
         items,
         error: None,
     };
-    l.items.reserve(actions * 16 + 2);
     l.run();
     l.error
 }
