@@ -16,7 +16,19 @@
 //!   `-lgcc_s` itself, so a linker script named `libgcc_s.so` that pulls in
 //!   `libgcc_eh.a` is put first on the binary's library path. Without gcc's
 //!   static unwinder the shared library is linked as usual.
-use std::path::PathBuf;
+//! - Release builds put the functions a render runs together at the start of
+//!   the code. A render runs a few thousand of the binary's functions, then
+//!   exits; the kernel maps file-backed code in windows of up to 64 KiB
+//!   around each page it faults in, so with the default layout (crate by
+//!   crate) those functions drag most of the 10 MB of code into memory (6.8
+//!   MB of cert-manager's 15 MB peak). `scripts/link-order.txt` lists them,
+//!   hottest first (`scripts/gen-link-order` regenerates it), for LLD's
+//!   `--symbol-ordering-file`. The flag is LLD's, so it is passed only where
+//!   rustc links with its bundled LLD by default (x86_64 Linux, Rust 1.90 or
+//!   later) and no other linker is configured; `RUDDER_LINK_ORDER=0` turns
+//!   it off. A function the list lacks is laid out after the listed ones, as
+//!   before: a stale list costs memory, never correctness.
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
@@ -31,6 +43,52 @@ fn main() {
     if let Some(dir) = static_unwinder_dir() {
         println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
     }
+    if let Some(list) = link_order() {
+        println!(
+            "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
+            list.display()
+        );
+        // The list names the functions of one build; those another build
+        // lacks are skipped, silently.
+        println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+    }
+}
+
+/// `scripts/link-order.txt`, when this is a release build linked by rustc's
+/// bundled LLD.
+fn link_order() -> Option<PathBuf> {
+    println!("cargo:rerun-if-changed=scripts/link-order.txt");
+    println!("cargo:rerun-if-env-changed=RUDDER_LINK_ORDER");
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    if var("RUDDER_LINK_ORDER") == "0"
+        || var("PROFILE") != "release"
+        || var("TARGET") != "x86_64-unknown-linux-gnu"
+    {
+        return None;
+    }
+    // Another linker (target.<triple>.linker, -C linker, a linker flavor or
+    // self-contained setting) may not be LLD.
+    if std::env::var_os("RUSTC_LINKER").is_some() || var("CARGO_ENCODED_RUSTFLAGS").contains("link")
+    {
+        return None;
+    }
+    if rustc_version()? < (1, 90) {
+        return None;
+    }
+    let list = Path::new(&var("CARGO_MANIFEST_DIR")).join("scripts/link-order.txt");
+    list.is_file().then_some(list)
+}
+
+/// The compiler's (major, minor) version.
+fn rustc_version() -> Option<(u32, u32)> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc).arg("--version").output().ok()?;
+    // "rustc 1.95.0 (59807616e 2026-04-14)"
+    let text = String::from_utf8(out.stdout).ok()?;
+    let mut parts = text.split_whitespace().nth(1)?.split(['.', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 /// A directory holding a `libgcc_s.so` linker script that resolves to
