@@ -469,7 +469,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             Arg::Dot(_) => Ok(dot.clone()),
             Arg::Nil(_) => self.errorf("nil is not a command"),
             Arg::Number(_, n) => self.ideal_constant(first, n).map(Tv::concrete),
-            Arg::String(_, _, s) => Ok(Tv::concrete(Value::str(&**s))),
+            Arg::String(_, s) => Ok(Tv::concrete(Value::str(&*s.value))),
             _ => self.errorf(format!(
                 "can't evaluate command {}",
                 quote_go(&first.to_string())
@@ -508,10 +508,11 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
         fin: Option<Value>,
     ) -> R<Tv> {
         self.cur = Cur::Arg(chain);
-        let Arg::Chain(_, inner, fields) = chain else {
+        let Arg::Chain(_, c) = chain else {
             return self.errorf("internal error: not a chain");
         };
-        if let Arg::Nil(_) = inner.as_ref() {
+        let (inner, fields) = (&c.node, &c.fields);
+        if let Arg::Nil(_) = inner {
             return self.errorf(format!("indirection through explicit nil in {chain}"));
         }
         let recv = self.eval_arg_untyped(dot, inner)?;
@@ -901,7 +902,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             Arg::Identifier(_, name) => self.eval_function(dot, n, name, Cur::Arg(n), &[], None),
             Arg::Chain(..) => self.eval_chain(dot, n, &[], None),
             Arg::Number(_, num) => self.ideal_constant(n, num).map(Tv::concrete),
-            Arg::String(_, _, s) => Ok(Tv::concrete(Value::str(&**s))),
+            Arg::String(_, s) => Ok(Tv::concrete(Value::str(&*s.value))),
             Arg::Bool(_, b) => Ok(Tv::concrete(Value::Bool(*b))),
             Arg::Nil(_) => Ok(Tv::concrete(Value::Nil)),
         }
@@ -964,13 +965,13 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 _ => self.errorf(format!("expected integer; found {n}")),
             },
             Param::String => match n {
-                Arg::String(_, _, s) => Ok(Value::str(&**s)),
+                Arg::String(_, s) => Ok(Value::str(&*s.value)),
                 _ => self.errorf(format!("expected string; found {n}")),
             },
             Param::Any => match n {
                 Arg::Bool(_, b) => Ok(Value::Bool(*b)),
                 Arg::Number(_, num) => self.ideal_constant(n, num),
-                Arg::String(_, _, s) => Ok(Value::str(&**s)),
+                Arg::String(_, s) => Ok(Value::str(&*s.value)),
                 _ => self.errorf(format!(
                     "can't handle assignment of {n} to empty interface argument"
                 )),

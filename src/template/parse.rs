@@ -1,8 +1,8 @@
 //! The parser of Go's `text/template` (Go 1.23): the same grammar, the same
 //! variable scoping and the same error messages.
 use super::ast::{
-    is_empty_list, Action, Arg, Command, Control, List, Name, Node, Number, Pipe, Source,
-    TemplateCall, TextSpan, Tree,
+    arg_pos, is_empty_list, Action, Arg, Chain, Command, Control, List, Name, Node, Number, Pipe,
+    Source, StringLit, TemplateCall, TextSpan, Tree,
 };
 use super::lexer::{lex, Item, Tok};
 use std::sync::Arc;
@@ -948,7 +948,13 @@ impl<'a> Parser<'a> {
             names.push(self.name(&t, 1));
         }
         // A field or variable that took more fields sits where they start.
-        let at = |pos| if names.len() > had { cpos } else { pos };
+        let at = |pos| {
+            if names.len() > had {
+                arg_pos(cpos)
+            } else {
+                pos
+            }
+        };
         Ok(Some(match node {
             Arg::Field(pos, _) => Arg::Field(at(pos), names.into_boxed_slice()),
             Arg::Variable(pos, _) => Arg::Variable(at(pos), names.into_boxed_slice()),
@@ -957,7 +963,13 @@ impl<'a> Parser<'a> {
                 let q = super::gofmt::quote_go(&node.to_string());
                 return Err(self.errorf(format!("unexpected . after term {q}")));
             }
-            other => Arg::Chain(cpos, Box::new(other), names.into_boxed_slice()),
+            other => Arg::Chain(
+                arg_pos(cpos),
+                Box::new(Chain {
+                    node: other,
+                    fields: names.into_boxed_slice(),
+                }),
+            ),
         }))
     }
 
@@ -977,10 +989,10 @@ impl<'a> Parser<'a> {
                         super::gofmt::quote_go(self.val(&tok))
                     )));
                 }
-                Arg::Identifier(tok.pos, self.name(&tok, 0))
+                Arg::Identifier(arg_pos(tok.pos), self.name(&tok, 0))
             }
-            Tok::Dot => Arg::Dot(tok.pos),
-            Tok::Nil => Arg::Nil(tok.pos),
+            Tok::Dot => Arg::Dot(arg_pos(tok.pos)),
+            Tok::Nil => Arg::Nil(arg_pos(tok.pos)),
             Tok::Variable => {
                 let name = self.val(&tok).split('.').next().unwrap_or("");
                 if !self.vars.iter().any(|v| **v == *name) {
@@ -990,16 +1002,17 @@ impl<'a> Parser<'a> {
                     )));
                 }
                 let first = self.name(&tok, 0);
-                return self.with_fields(Arg::Variable(tok.pos, Box::new([])), vec![first]);
+                return self
+                    .with_fields(Arg::Variable(arg_pos(tok.pos), Box::new([])), vec![first]);
             }
             Tok::Field => {
                 let first = self.name(&tok, 1);
-                return self.with_fields(Arg::Field(tok.pos, Box::new([])), vec![first]);
+                return self.with_fields(Arg::Field(arg_pos(tok.pos), Box::new([])), vec![first]);
             }
-            Tok::Bool => Arg::Bool(tok.pos, self.val(&tok) == "true"),
+            Tok::Bool => Arg::Bool(arg_pos(tok.pos), self.val(&tok) == "true"),
             Tok::CharConstant | Tok::Complex | Tok::Number => {
                 let n = new_number(&tok, self.text).map_err(|e| self.errorf(e))?;
-                Arg::Number(tok.pos, Box::new(n))
+                Arg::Number(arg_pos(tok.pos), Box::new(n))
             }
             Tok::LeftParen => {
                 self.enter()?;
@@ -1011,7 +1024,13 @@ impl<'a> Parser<'a> {
             }
             Tok::String | Tok::RawString => {
                 let s = unquote(&tok, self.text).map_err(|e| self.errorf(e))?;
-                Arg::String(tok.pos, self.name(&tok, 0), self.names.intern(&s))
+                Arg::String(
+                    arg_pos(tok.pos),
+                    Box::new(StringLit {
+                        quoted: self.name(&tok, 0),
+                        value: self.names.intern(&s),
+                    }),
+                )
             }
             _ => {
                 self.backup();
