@@ -79,22 +79,29 @@ pub enum Tok {
 /// Tokens hold no text of their own (use [`Item::text`]), so a token list
 /// can be reused from one template to the next. An `Error` token's range
 /// is empty; the message is returned by [`lex`] beside the tokens.
+///
+/// Offsets and lines are 32-bit ([`lex`] refuses longer texts), which keeps
+/// a token at 16 bytes: a large template has tens of thousands.
 #[derive(Debug, Clone, Copy)]
 pub struct Item {
     /// Kind.
     pub typ: Tok,
     /// Byte offset of the token in the template text.
-    pub pos: usize,
+    pub pos: u32,
     /// Byte offset just past the token.
-    pub end: usize,
+    pub end: u32,
     /// The line the token starts on.
-    pub line: usize,
+    pub line: u32,
 }
 
 impl Item {
     /// The token's text in `src`, the template it was lexed from.
     pub fn text<'s>(&self, src: &'s str) -> &'s str {
-        src.get(self.pos..self.end).unwrap_or("")
+        src.get(self.pos as usize..self.end as usize).unwrap_or("")
+    }
+    /// The byte offset of the token, as an index.
+    pub fn offset(&self) -> usize {
+        self.pos as usize
     }
 
     /// Go's `item.String()`, used in parse error messages.
@@ -168,6 +175,15 @@ struct Lexer<'a> {
 /// returned.
 pub fn lex(input: &str, items: &mut Vec<Item>) -> Option<String> {
     items.clear();
+    if input.len() >= u32::MAX as usize {
+        items.push(Item {
+            typ: Tok::Error,
+            pos: 0,
+            end: 0,
+            line: 1,
+        });
+        return Some("template is 4 GiB or longer".into());
+    }
     // Up to about 16 tokens per action (`{{ include "x" . | nindent 4 }}`
     // is 15, spaces included) and a text between actions: room that is
     // never written is never touched, while growing copies every token.
@@ -239,9 +255,9 @@ impl<'a> Lexer<'a> {
     fn emit(&mut self, typ: Tok) {
         self.items.push(Item {
             typ,
-            pos: self.start,
-            end: self.pos,
-            line: self.start_line,
+            pos: self.start as u32,
+            end: self.pos as u32,
+            line: self.start_line as u32,
         });
         self.start = self.pos;
         self.start_line = self.line;
@@ -254,9 +270,9 @@ impl<'a> Lexer<'a> {
     fn error(&mut self, msg: String) -> State {
         self.items.push(Item {
             typ: Tok::Error,
-            pos: self.start,
-            end: self.start,
-            line: self.start_line,
+            pos: self.start as u32,
+            end: self.start as u32,
+            line: self.start_line as u32,
         });
         self.error = Some(msg);
         State::Done
@@ -303,9 +319,9 @@ impl<'a> Lexer<'a> {
                 if end > self.start {
                     self.items.push(Item {
                         typ: Tok::Text,
-                        pos: self.start,
-                        end,
-                        line: self.start_line,
+                        pos: self.start as u32,
+                        end: end as u32,
+                        line: self.start_line as u32,
                     });
                 }
                 self.start = self.pos;
@@ -318,18 +334,18 @@ impl<'a> Lexer<'a> {
             self.line += count_newlines(&self.input[self.start..self.pos]);
             self.items.push(Item {
                 typ: Tok::Text,
-                pos: self.start,
-                end: self.pos,
-                line: self.start_line,
+                pos: self.start as u32,
+                end: self.pos as u32,
+                line: self.start_line as u32,
             });
             self.start = self.pos;
             self.start_line = self.line;
         }
         self.items.push(Item {
             typ: Tok::Eof,
-            pos: self.pos,
-            end: self.pos,
-            line: self.line,
+            pos: self.pos as u32,
+            end: self.pos as u32,
+            line: self.line as u32,
         });
         State::Done
     }
@@ -717,6 +733,11 @@ fn left_trim_len(s: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tokens_stay_small() {
+        assert_eq!(std::mem::size_of::<Item>(), 16);
+    }
+
     use super::*;
 
     fn kinds(s: &str) -> Vec<Tok> {

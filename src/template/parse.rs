@@ -40,7 +40,7 @@ struct Parser<'a> {
     names: Interner,
     range_depth: usize,
     depth: usize,
-    action_line: usize,
+    action_line: u32,
     parse_name: Arc<str>,
     text: &'a str,
     source: Source,
@@ -483,7 +483,7 @@ impl<'a> Parser<'a> {
         let line = self
             .items
             .get(self.furthest.min(self.items.len().saturating_sub(1)))
-            .map(|i| i.line)
+            .map(|i| i.line as usize)
             .unwrap_or(1);
         ParseError {
             name: self.parse_name.to_string(),
@@ -648,7 +648,7 @@ impl<'a> Parser<'a> {
     fn text_or_action(&mut self) -> PResult<TA> {
         let tok = self.next_non_space();
         match tok.typ {
-            Tok::Text => match TextSpan::new(&self.source, tok.pos, tok.end) {
+            Tok::Text => match TextSpan::new(&self.source, tok.offset(), tok.end as usize) {
                 Some(t) => Ok(TA::Node(Node::Text(t))),
                 None => Err(self.errorf("template text too large")),
             },
@@ -707,7 +707,7 @@ impl<'a> Parser<'a> {
         let tok = self.peek();
         let pipe = self.pipeline("command", Tok::RightDelim)?;
         Ok(TA::Node(Node::Action(Box::new(Action {
-            pos: tok.pos,
+            pos: tok.offset(),
             pipe,
         }))))
     }
@@ -779,7 +779,7 @@ impl<'a> Parser<'a> {
             pipe = Some(self.pipeline(context, Tok::RightDelim)?);
         }
         Ok(Node::Template(Box::new(TemplateCall {
-            pos: tok.pos,
+            pos: tok.offset(),
             name,
             pipe,
         })))
@@ -801,7 +801,7 @@ impl<'a> Parser<'a> {
         }
         self.add_tree(name.clone(), list)?;
         Ok(Node::Template(Box::new(TemplateCall {
-            pos: tok.pos,
+            pos: tok.offset(),
             name,
             pipe: Some(pipe),
         })))
@@ -810,7 +810,7 @@ impl<'a> Parser<'a> {
     fn pipeline(&mut self, context: &str, end: Tok) -> PResult<Pipe> {
         let tok = self.peek_non_space();
         let mut pipe = Pipe {
-            pos: tok.pos,
+            pos: tok.offset(),
             is_assign: false,
             decl: Vec::new(),
             cmds: Vec::new(),
@@ -900,7 +900,7 @@ impl<'a> Parser<'a> {
     }
 
     fn command(&mut self) -> PResult<Command> {
-        let pos = self.peek_non_space().pos;
+        let pos = self.peek_non_space().offset();
         let arg_base = self.arg_stack.len();
         loop {
             self.peek_non_space();
@@ -939,7 +939,7 @@ impl<'a> Parser<'a> {
     fn with_fields(&mut self, node: Arg, mut names: Vec<Name>) -> PResult<Option<Arg>> {
         let had = names.len();
         let cpos = if self.peek().typ == Tok::Field {
-            self.peek().pos
+            self.peek().offset()
         } else {
             node.pos()
         };
@@ -989,10 +989,10 @@ impl<'a> Parser<'a> {
                         super::gofmt::quote_go(self.val(&tok))
                     )));
                 }
-                Arg::Identifier(arg_pos(tok.pos), self.name(&tok, 0))
+                Arg::Identifier(tok.pos, self.name(&tok, 0))
             }
-            Tok::Dot => Arg::Dot(arg_pos(tok.pos)),
-            Tok::Nil => Arg::Nil(arg_pos(tok.pos)),
+            Tok::Dot => Arg::Dot(tok.pos),
+            Tok::Nil => Arg::Nil(tok.pos),
             Tok::Variable => {
                 let name = self.val(&tok).split('.').next().unwrap_or("");
                 if !self.vars.iter().any(|v| **v == *name) {
@@ -1002,17 +1002,16 @@ impl<'a> Parser<'a> {
                     )));
                 }
                 let first = self.name(&tok, 0);
-                return self
-                    .with_fields(Arg::Variable(arg_pos(tok.pos), Box::new([])), vec![first]);
+                return self.with_fields(Arg::Variable(tok.pos, Box::new([])), vec![first]);
             }
             Tok::Field => {
                 let first = self.name(&tok, 1);
-                return self.with_fields(Arg::Field(arg_pos(tok.pos), Box::new([])), vec![first]);
+                return self.with_fields(Arg::Field(tok.pos, Box::new([])), vec![first]);
             }
-            Tok::Bool => Arg::Bool(arg_pos(tok.pos), self.val(&tok) == "true"),
+            Tok::Bool => Arg::Bool(tok.pos, self.val(&tok) == "true"),
             Tok::CharConstant | Tok::Complex | Tok::Number => {
                 let n = new_number(&tok, self.text).map_err(|e| self.errorf(e))?;
-                Arg::Number(arg_pos(tok.pos), Box::new(n))
+                Arg::Number(tok.pos, Box::new(n))
             }
             Tok::LeftParen => {
                 self.enter()?;
@@ -1025,7 +1024,7 @@ impl<'a> Parser<'a> {
             Tok::String | Tok::RawString => {
                 let s = unquote(&tok, self.text).map_err(|e| self.errorf(e))?;
                 Arg::String(
-                    arg_pos(tok.pos),
+                    tok.pos,
                     Box::new(StringLit {
                         quoted: self.name(&tok, 0),
                         value: self.names.intern(&s),
