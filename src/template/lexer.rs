@@ -252,13 +252,18 @@ impl<'a> Lexer<'a> {
             self.pos += 1;
         }
     }
-    fn emit(&mut self, typ: Tok) {
+    /// Appends a token. `lex` refuses texts of 4 GiB or more, so offsets
+    /// and lines fit in 32 bits.
+    fn push(&mut self, typ: Tok, pos: usize, end: usize, line: usize) {
         self.items.push(Item {
             typ,
-            pos: self.start as u32,
-            end: self.pos as u32,
-            line: self.start_line as u32,
+            pos: pos as u32,
+            end: end as u32,
+            line: line as u32,
         });
+    }
+    fn emit(&mut self, typ: Tok) {
+        self.push(typ, self.start, self.pos, self.start_line);
         self.start = self.pos;
         self.start_line = self.line;
     }
@@ -268,12 +273,7 @@ impl<'a> Lexer<'a> {
         self.start_line = self.line;
     }
     fn error(&mut self, msg: String) -> State {
-        self.items.push(Item {
-            typ: Tok::Error,
-            pos: self.start as u32,
-            end: self.start as u32,
-            line: self.start_line as u32,
-        });
+        self.push(Tok::Error, self.start, self.start, self.start_line);
         self.error = Some(msg);
         State::Done
     }
@@ -317,12 +317,7 @@ impl<'a> Lexer<'a> {
                 let end = self.pos - trim;
                 self.line += count_newlines(&self.input[self.start..self.pos]);
                 if end > self.start {
-                    self.items.push(Item {
-                        typ: Tok::Text,
-                        pos: self.start as u32,
-                        end: end as u32,
-                        line: self.start_line as u32,
-                    });
+                    self.push(Tok::Text, self.start, end, self.start_line);
                 }
                 self.start = self.pos;
                 self.start_line = self.line;
@@ -332,21 +327,11 @@ impl<'a> Lexer<'a> {
         self.pos = self.input.len();
         if self.pos > self.start {
             self.line += count_newlines(&self.input[self.start..self.pos]);
-            self.items.push(Item {
-                typ: Tok::Text,
-                pos: self.start as u32,
-                end: self.pos as u32,
-                line: self.start_line as u32,
-            });
+            self.push(Tok::Text, self.start, self.pos, self.start_line);
             self.start = self.pos;
             self.start_line = self.line;
         }
-        self.items.push(Item {
-            typ: Tok::Eof,
-            pos: self.pos as u32,
-            end: self.pos as u32,
-            line: self.line as u32,
-        });
+        self.push(Tok::Eof, self.pos, self.pos, self.line);
         State::Done
     }
 
@@ -733,12 +718,12 @@ fn left_trim_len(s: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn tokens_stay_small() {
         assert_eq!(std::mem::size_of::<Item>(), 16);
     }
-
-    use super::*;
 
     fn kinds(s: &str) -> Vec<Tok> {
         let mut items = Vec::new();
