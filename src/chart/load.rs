@@ -643,6 +643,23 @@ fn dir_id(path: &Path, _meta: &std::fs::Metadata) -> std::io::Result<DirId> {
     std::fs::canonicalize(path)
 }
 
+/// Whether a mapped file starts with a byte-order mark. On Unix the three
+/// bytes are read through the descriptor rather than the map: touching the
+/// map would fault in a whole window of pages around the first one (64 KiB
+/// by default), resident for the rest of the process even when the render
+/// never reads the file (a chart's large CRDs, say).
+#[cfg(unix)]
+fn starts_with_bom(f: &std::fs::File, _map: &[u8]) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 3];
+    matches!(f.read_exact_at(&mut head, 0), Ok(()) if head == BOM)
+}
+
+#[cfg(not(unix))]
+fn starts_with_bom(_f: &std::fs::File, map: &[u8]) -> bool {
+    map.starts_with(BOM)
+}
+
 fn walk_dir(
     dir: &Path,
     rel: &str,
@@ -710,7 +727,11 @@ fn walk_dir(
                 if map.len() as u64 > MAX_DECOMPRESSED_FILE_SIZE {
                     return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
                 }
-                let start = if map.starts_with(BOM) { BOM.len() } else { 0 };
+                let start = if starts_with_bom(&f, &map) {
+                    BOM.len()
+                } else {
+                    0
+                };
                 files.push(ChartFile {
                     name: n,
                     data: super::model::FileData::from_map(map, start),
