@@ -16,7 +16,7 @@ const MAX_THREADS: usize = 4;
 /// (cgroup and affinity limits included), at most [`MAX_THREADS`].
 /// Asked once per process: the answer reads cgroup files (a dozen system
 /// calls), and is only asked for once a step is big enough to share.
-fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| {
         std::thread::available_parallelism()

@@ -15,6 +15,10 @@ impl TemplateSet for Engine {
     fn execute(&mut self, name: &str, data: &Value) -> Result<String, String> {
         Engine::execute(self, name, data).map_err(|e| e.to_string())
     }
+    fn parse_ahead_while(&mut self, likely: &[(&str, Source)], work: &mut dyn FnMut() -> bool) {
+        let _: Result<(), ()> =
+            Engine::parse_ahead_while(self, likely, || if work() { Ok(()) } else { Err(()) });
+    }
 }
 
 /// The template engine [`render`] uses for `opts`; build it yourself and

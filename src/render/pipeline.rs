@@ -41,6 +41,14 @@ pub trait TemplateSet {
     /// Executes the file `name` with `data`; the result has every
     /// `<no value>` removed.
     fn execute(&mut self, name: &str, data: &Value) -> Result<String, String>;
+    /// Runs `work` (which returns whether it succeeded) while the engine
+    /// may parse `likely`, the files a later `add_templates` call will
+    /// probably get, on other threads. `add_templates` must give the same
+    /// result whatever was parsed ahead. The default only runs `work`.
+    fn parse_ahead_while(&mut self, likely: &[(&str, Source)], work: &mut dyn FnMut() -> bool) {
+        let _ = likely;
+        work();
+    }
 }
 
 /// Settings of one render (what `helm template`'s flags control).
@@ -210,9 +218,9 @@ fn is_library(chart: &Chart) -> bool {
 }
 
 /// One template file to parse (and maybe execute).
-struct TemplateFile<'a> {
+struct TemplateFile {
     name: String,
-    text: &'a FileData,
+    text: FileData,
     scope: MapRef,
     base_path: String,
 }
@@ -225,13 +233,13 @@ fn new_map(kind: MapKind) -> (MapRef, Value) {
 
 /// Builds the scope object of `chart` and collects its templates (Helm's
 /// `recAllTpls`). Returns the scope for the parent's `.Subcharts`.
-fn collect<'a>(
-    chart: &'a Chart,
+fn collect(
+    chart: &Chart,
     full_path: &str,
     is_root: bool,
     values: &Value,
     shared: &(Value, Value),
-    out: &mut Vec<TemplateFile<'a>>,
+    out: &mut Vec<TemplateFile>,
 ) -> Value {
     // Helm v3 passes each chart's scope as a `chartutil.Values`.
     let (scope, scope_value) = new_map(MapKind::Values);
@@ -281,7 +289,7 @@ fn collect<'a>(
         }
         out.push(TemplateFile {
             name: format!("{full_path}/{}", t.name),
-            text: &t.data,
+            text: t.data.clone(),
             scope: scope.clone(),
             base_path: base_path.clone(),
         });
@@ -290,7 +298,7 @@ fn collect<'a>(
 }
 
 /// Helm's `sortTemplates`: more `/` first, then descending byte order.
-fn sort_templates(files: &mut [TemplateFile<'_>]) {
+fn sort_templates(files: &mut [TemplateFile]) {
     files.sort_by(|a, b| {
         let ca = a.name.matches('/').count();
         let cb = b.name.matches('/').count();
@@ -338,39 +346,22 @@ pub fn prepare_values(
     Ok((chart, vals))
 }
 
-/// Checks, values, and the execution of every non-partial template.
-fn execute_all(
-    engine: &mut dyn TemplateSet,
-    chart: &Chart,
-    user: &Map,
-    opts: &RenderOptions,
-) -> Result<(Chart, BTreeMap<String, String>, Warnings), RenderError> {
-    let mut files = BTreeMap::new();
-    let (chart, warnings) = execute_all_into(engine, chart, user, opts, &mut |name, out| {
-        files.insert(name, out);
-    })?;
-    Ok((chart, files, warnings))
+/// A chart ready to execute: processed dependencies, the warnings so far
+/// and its templates in Helm's order, each with its scope.
+struct Prepared {
+    chart: Chart,
+    warnings: Warnings,
+    tpls: Vec<TemplateFile>,
 }
 
-/// [`execute_all`], handing each executed file (name, output) to `sink` as
-/// soon as it is done, in execution order.
-fn execute_all_into(
-    engine: &mut dyn TemplateSet,
+/// Values, schema validation, Capabilities and scopes: everything a render
+/// does between loading the chart and parsing its templates.
+fn prepare_templates(
     chart: &Chart,
     user: &Map,
     opts: &RenderOptions,
-    sink: &mut dyn FnMut(String, String),
-) -> Result<(Chart, Warnings), RenderError> {
-    if is_library(chart) {
-        return Err(RenderError::NotInstallable);
-    }
-    if !opts.lint {
-        check_dependencies(chart)?;
-    }
-    let kube_version = match &opts.kube_version {
-        Some(k) => Some(KubeVersion::parse(k)?),
-        None => None,
-    };
+    kube_version: Option<KubeVersion>,
+) -> Result<Prepared, RenderError> {
     let mut warnings = Warnings::default();
     if chart.metadata.deprecated {
         warnings.0.push("This chart is deprecated".into());
@@ -418,7 +409,99 @@ fn execute_all_into(
     sort_templates(&mut tpls);
     // Go's template map keeps one file per name.
     tpls.dedup_by(|a, b| a.name == b.name);
+    Ok(Prepared {
+        chart,
+        warnings,
+        tpls,
+    })
+}
 
+/// The template files of `chart` as loaded, named as [`collect`] names
+/// them: what a render will parse unless dependency processing disables
+/// or renames a subchart.
+fn likely_templates(chart: &Chart) -> Vec<(String, Source)> {
+    fn walk(chart: &Chart, full_path: &str, out: &mut Vec<(String, Source)>) {
+        for sub in &chart.dependencies {
+            walk(
+                sub,
+                &format!("{full_path}/charts/{}", sub.metadata.name),
+                out,
+            );
+        }
+        let library = is_library(chart);
+        for t in &chart.templates {
+            let base = t.name.rsplit('/').next().unwrap_or(&t.name);
+            if library && !base.starts_with('_') {
+                continue;
+            }
+            out.push((
+                format!("{full_path}/{}", t.name),
+                Source::from_bytes(t.data.clone()),
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    walk(chart, &chart.metadata.name, &mut out);
+    out
+}
+
+/// Checks, values, and the execution of every non-partial template.
+fn execute_all(
+    engine: &mut dyn TemplateSet,
+    chart: &Chart,
+    user: &Map,
+    opts: &RenderOptions,
+) -> Result<(Chart, BTreeMap<String, String>, Warnings), RenderError> {
+    let mut files = BTreeMap::new();
+    let (chart, warnings) = execute_all_into(engine, chart, user, opts, &mut |name, out| {
+        files.insert(name, out);
+    })?;
+    Ok((chart, files, warnings))
+}
+
+/// [`execute_all`], handing each executed file (name, output) to `sink` as
+/// soon as it is done, in execution order.
+fn execute_all_into(
+    engine: &mut dyn TemplateSet,
+    chart: &Chart,
+    user: &Map,
+    opts: &RenderOptions,
+    sink: &mut dyn FnMut(String, String),
+) -> Result<(Chart, Warnings), RenderError> {
+    if is_library(chart) {
+        return Err(RenderError::NotInstallable);
+    }
+    if !opts.lint {
+        check_dependencies(chart)?;
+    }
+    let kube_version = match &opts.kube_version {
+        Some(k) => Some(KubeVersion::parse(k)?),
+        None => None,
+    };
+    // Values, schema and scopes take a while; the templates they lead to
+    // are mostly known already (those of disabled subcharts are not used,
+    // renamed aliases are parsed again), so the engine may parse them
+    // meanwhile.
+    let likely: Vec<(String, Source)> = likely_templates(chart);
+    let likely: Vec<(&str, Source)> = likely
+        .iter()
+        .map(|(name, source)| (name.as_str(), source.clone()))
+        .collect();
+    let mut prepared = None;
+    engine.parse_ahead_while(&likely, &mut || {
+        let r = prepare_templates(chart, user, opts, kube_version.clone());
+        let ok = r.is_ok();
+        prepared = Some(r);
+        ok
+    });
+    let Prepared {
+        chart,
+        warnings,
+        tpls,
+    } = match prepared {
+        Some(r) => r?,
+        None => prepare_templates(chart, user, opts, kube_version)?,
+    };
     // A file's bytes are shared with its parse trees (parsing reads bytes
     // that are not UTF-8 with Go's lossy conversion).
     let named: Vec<(&str, Source)> = tpls

@@ -36,6 +36,7 @@ use ast::Tree;
 use foldhash::HashMap;
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// How the engine runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,6 +153,22 @@ pub struct Engine {
     tpl_cache: RefCell<HashMap<String, TplParse>>,
     lookup: Option<LookupFn>,
     log: RefCell<Vec<String>>,
+    /// Files parsed by [`Engine::parse_ahead_while`] that
+    /// [`Engine::add_templates`] has not taken yet.
+    ahead: HashMap<String, ParsedAhead>,
+}
+
+/// One file parsed ahead: the identity of the bytes it was parsed from
+/// (address and length) and the result.
+struct ParsedAhead {
+    bytes: (usize, usize),
+    result: Result<Vec<Tree>, parse::ParseError>,
+}
+
+/// What identifies a file's bytes while they are shared: the same address
+/// and length are the same text.
+fn bytes_id(source: &Source) -> (usize, usize) {
+    (source.bytes().as_ptr() as usize, source.len())
 }
 
 impl std::fmt::Debug for Engine {
@@ -184,6 +201,7 @@ impl Engine {
             tpl_cache: RefCell::new(HashMap::default()),
             lookup: None,
             log: RefCell::new(Vec::new()),
+            ahead: HashMap::default(),
         }
     }
 
@@ -213,10 +231,116 @@ impl Engine {
     /// added in order, so `define` precedence is unchanged. The trees share
     /// each file's [`Source`] instead of copying its text.
     pub fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), TemplateError> {
-        for parsed in parse_batch(&self.registry, files) {
+        if self.ahead.is_empty() {
+            for parsed in parse_batch(&self.registry, files) {
+                self.insert_trees(parsed.map_err(TemplateError::from_parse)?);
+            }
+            return Ok(());
+        }
+        // Take what was parsed ahead from the same bytes under the same
+        // name; parse the rest now. What is left over was a wrong guess.
+        let mut ahead = std::mem::take(&mut self.ahead);
+        let mut taken: Vec<Option<Result<Vec<Tree>, parse::ParseError>>> = files
+            .iter()
+            .map(|(name, source)| match ahead.remove(*name) {
+                Some(p) if p.bytes == bytes_id(source) => Some(p.result),
+                _ => None,
+            })
+            .collect();
+        drop(ahead);
+        let missing: Vec<(&str, Source)> = files
+            .iter()
+            .zip(&taken)
+            .filter(|(_, t)| t.is_none())
+            .map(|((name, source), _)| (*name, source.clone()))
+            .collect();
+        let mut parsed_now = parse_batch(&self.registry, &missing).into_iter();
+        for slot in taken.iter_mut() {
+            let parsed = match slot.take() {
+                Some(p) => p,
+                None => match parsed_now.next() {
+                    Some(p) => p,
+                    None => break,
+                },
+            };
             self.insert_trees(parsed.map_err(TemplateError::from_parse)?);
         }
         Ok(())
+    }
+
+    /// Runs `work` on this thread while other threads parse `likely`: the
+    /// files a later [`Engine::add_templates`] call will probably get (a
+    /// render knows its templates before it has finished its values). That
+    /// call takes the trees of each file parsed here from the same bytes
+    /// under the same name, and parses the others itself, so its result
+    /// does not depend on how good the guess was. When `work` fails, the
+    /// parse stops and its results are dropped. Small batches (or a single
+    /// core) only run `work`.
+    pub fn parse_ahead_while<R, E>(
+        &mut self,
+        likely: &[(&str, Source)],
+        work: impl FnOnce() -> Result<R, E>,
+    ) -> Result<R, E> {
+        let total: usize = likely.iter().map(|(_, s)| s.len()).sum();
+        let helpers = crate::par::threads().saturating_sub(1);
+        if total < PARALLEL_PARSE_MIN_BYTES || helpers == 0 || likely.len() < 2 {
+            return work();
+        }
+        // Biggest files first, so that no thread is left with a big one
+        // at the end while the others wait.
+        let mut order: Vec<usize> = (0..likely.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(likely[i].1.len()));
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let registry = &self.registry;
+        let claim = || {
+            let mut done = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                    break;
+                };
+                let (name, source) = &likely[i];
+                done.push((
+                    i,
+                    parse::parse_source(name, source, &|f| registry.get(f).is_some()),
+                ));
+            }
+            done
+        };
+        let (result, parsed) = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..helpers.min(likely.len()))
+                .map(|_| scope.spawn(claim))
+                .collect();
+            let result = work();
+            let mut parsed = Vec::new();
+            if result.is_ok() {
+                // This thread helps with what is left.
+                parsed = claim();
+            } else {
+                stop.store(true, Ordering::Relaxed);
+            }
+            for w in workers {
+                match w.join() {
+                    Ok(part) => parsed.extend(part),
+                    // A panic while parsing is a bug; let it surface here.
+                    Err(payload) => std::panic::resume_unwind(payload),
+                }
+            }
+            (result, parsed)
+        });
+        if result.is_ok() {
+            for (i, result) in parsed {
+                let (name, source) = &likely[i];
+                self.ahead.insert(
+                    name.to_string(),
+                    ParsedAhead {
+                        bytes: bytes_id(source),
+                        result,
+                    },
+                );
+            }
+        }
+        result
     }
 
     fn insert_trees(&mut self, trees: Vec<Tree>) {

@@ -158,3 +158,72 @@ fn chunk_is_a_slice_of_slices() {
     );
     assert_eq!(run("{{ chunk 2 (list 1 2 3) }}"), "[[1 2] [3]]");
 }
+
+/// Files big enough that [`Engine::parse_ahead_while`] parses on threads.
+fn big_file(define: &str, body: &str) -> String {
+    let filler = "k: {{ .Values.s }}\n".repeat(PARALLEL_PARSE_MIN_BYTES / 16);
+    format!("{{{{ define \"shared\" }}}}{define}{{{{ end }}}}{body}\n{filler}")
+}
+
+fn outputs(e: &Engine, names: &[&str]) -> Vec<String> {
+    let data = vals(&[("s", Value::str("x"))]);
+    let mut top = BTreeMap::new();
+    top.insert("Values".to_string(), data);
+    let data = Value::Map(Rc::new(RefCell::new(top)), MapKind::Values);
+    names
+        .iter()
+        .map(|n| match e.execute(n, &data) {
+            Ok(s) => s,
+            Err(e) => format!("ERR {e}"),
+        })
+        .collect()
+}
+
+#[test]
+fn parsing_ahead_never_changes_the_templates() {
+    let src = |s: String| Source::from_bytes(s.into_bytes());
+    let a = src(big_file("one", "a: {{ include \"shared\" . }}"));
+    let b = src(big_file("two", "b: {{ include \"shared\" . }}"));
+    let b_old = src(big_file("old", "b: stale"));
+    let c = src("c: {{ template \"shared\" . }}".to_string());
+    let broken = src(big_file("x", "{{ if }}"));
+    let used = [("r/a.yaml", a.clone()), ("r/b.yaml", b), ("r/c.yaml", c)];
+    // A guess with the same bytes (a), other bytes under a used name (b),
+    // a file never used, with a parse error, and none of c.
+    let guess = [
+        ("r/a.yaml", a),
+        ("r/b.yaml", b_old),
+        ("r/gone.yaml", broken.clone()),
+    ];
+    let names = ["r/a.yaml", "r/b.yaml", "r/c.yaml", "shared"];
+
+    let mut plain = Engine::default();
+    plain.add_templates(&used).unwrap();
+    let mut ahead = Engine::default();
+    let r: Result<u8, ()> = ahead.parse_ahead_while(&guess, || Ok(7));
+    assert_eq!(r, Ok(7));
+    if crate::par::threads() > 1 {
+        assert_eq!(ahead.ahead.len(), guess.len());
+    }
+    ahead.add_templates(&used).unwrap();
+    assert!(ahead.ahead.is_empty());
+    assert_eq!(ahead.template_names(), plain.template_names());
+    assert_eq!(outputs(&ahead, &names), outputs(&plain, &names));
+    assert!(outputs(&plain, &names)[2].contains("two"));
+
+    // A used file with a parse error fails as without the guess.
+    let with_error = [("r/a.yaml", used[0].1.clone()), ("r/gone.yaml", broken)];
+    let mut ahead = Engine::default();
+    let _: Result<(), ()> = ahead.parse_ahead_while(&guess, || Ok(()));
+    let err = ahead.add_templates(&with_error).unwrap_err();
+    let plain_err = Engine::default().add_templates(&with_error).unwrap_err();
+    assert_eq!(err, plain_err);
+
+    // When the work fails, nothing parsed ahead is kept.
+    let mut failed = Engine::default();
+    let r: Result<(), &str> = failed.parse_ahead_while(&guess, || Err("values"));
+    assert_eq!(r, Err("values"));
+    assert!(failed.ahead.is_empty());
+    failed.add_templates(&used).unwrap();
+    assert_eq!(outputs(&failed, &names), outputs(&plain, &names));
+}
