@@ -16,6 +16,16 @@
 //!   `-lgcc_s` itself, so a linker script named `libgcc_s.so` that pulls in
 //!   `libgcc_eh.a` is put first on the binary's library path. Without gcc's
 //!   static unwinder the shared library is linked as usual.
+//! - glibc itself is linked statically when the C compiler has its archives
+//!   (`libc.a` and friends, from libc6-dev): no dynamic loader runs, the
+//!   shared libc, libm and ld.so are neither mapped nor relocated, and the
+//!   few libc functions a render calls sit among the binary's own code
+//!   instead of dragging in 1.9 MB of shared-library pages. Measured on
+//!   kube-prometheus-stack: peak RSS 19.3 -> 18.0 MB; helm-alpine 2.8 ->
+//!   2.0 ms. `getHostByName` (only with `--enable-dns`) still resolves
+//!   through the system's NSS modules, which a static glibc loads at run
+//!   time and which must come from the same glibc version: true where the
+//!   binary was built. `RUDDER_STATIC=0` links glibc dynamically.
 //! - Release builds put the functions a render runs together at the start of
 //!   the code. A render runs a few thousand of the binary's functions, then
 //!   exits; the kernel maps file-backed code in windows of up to 64 KiB
@@ -42,6 +52,9 @@ fn main() {
     println!("cargo:rustc-link-arg-bins=-no-pie");
     if let Some(dir) = static_unwinder_dir() {
         println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
+        if static_libc(&dir) {
+            println!("cargo:rustc-link-arg-bins=-static");
+        }
     }
     if let Some(list) = link_order() {
         println!(
@@ -108,13 +121,44 @@ fn static_unwinder_dir() -> Option<PathBuf> {
     let archive_dir = archive.parent()?;
     let dir = PathBuf::from(std::env::var_os("OUT_DIR")?).join("static-unwinder");
     std::fs::create_dir_all(&dir).ok()?;
-    std::fs::write(
-        dir.join("libgcc_s.so"),
-        format!(
-            "SEARCH_DIR(\"{}\")\nINPUT(-lgcc_eh)\n",
-            archive_dir.display()
-        ),
-    )
-    .ok()?;
+    let script = format!(
+        "SEARCH_DIR(\"{}\")\nINPUT(-lgcc_eh)\n",
+        archive_dir.display()
+    );
+    // A static link looks for the archive name.
+    for name in ["libgcc_s.so", "libgcc_s.a"] {
+        std::fs::write(dir.join(name), &script).ok()?;
+    }
     Some(dir)
+}
+
+/// Whether the binary is linked statically against glibc: only when the C
+/// compiler knows the static archives of every library Rust links. Rust asks
+/// for them as shared libraries (`-Bdynamic -lc`), so `dir` gets a linker
+/// script per library, named as the shared one, that loads the archive.
+fn static_libc(dir: &Path) -> bool {
+    println!("cargo:rerun-if-env-changed=RUDDER_STATIC");
+    if std::env::var("RUDDER_STATIC").as_deref() == Ok("0") {
+        return false;
+    }
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let archive = |lib: &str| -> Option<PathBuf> {
+        let out = Command::new(&cc)
+            .arg(format!("-print-file-name=lib{lib}.a"))
+            .output()
+            .ok()?;
+        let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+        (out.status.success() && path.is_absolute() && path.is_file()).then_some(path)
+    };
+    let libs = ["c", "m", "pthread", "dl", "rt", "util"];
+    let Some(archives) = libs.iter().map(|l| archive(l)).collect::<Option<Vec<_>>>() else {
+        return false;
+    };
+    libs.iter().zip(&archives).all(|(lib, path)| {
+        std::fs::write(
+            dir.join(format!("lib{lib}.so")),
+            format!("INPUT(\"{}\")\n", path.display()),
+        )
+        .is_ok()
+    })
 }
