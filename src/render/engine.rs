@@ -3,7 +3,7 @@
 use super::pipeline::{render_with, RenderError, RenderOptions, Rendered, TemplateSet};
 use super::values::Map;
 use crate::chart::Chart;
-use crate::template::{Engine, EngineOptions, Source, Value};
+use crate::template::{Engine, EngineOptions, Source, TemplateError, Value, Visited};
 
 impl TemplateSet for Engine {
     fn add_template(&mut self, name: &str, text: &str) -> Result<(), String> {
@@ -15,9 +15,26 @@ impl TemplateSet for Engine {
     fn execute(&mut self, name: &str, data: &Value) -> Result<String, String> {
         Engine::execute(self, name, data).map_err(|e| e.to_string())
     }
-    fn parse_ahead_while(&mut self, likely: &[(&str, Source)], work: &mut dyn FnMut() -> bool) {
-        let _: Result<(), ()> =
-            Engine::parse_ahead_while(self, likely, || if work() { Ok(()) } else { Err(()) });
+    fn add_and_execute(
+        &mut self,
+        files: &[(&str, Source)],
+        data: &mut dyn FnMut(usize) -> Option<Value>,
+        done: &mut dyn FnMut(usize, String),
+    ) -> Result<(), String> {
+        let mut visit = |engine: &Engine, i: usize| -> Result<(), TemplateError> {
+            if let (Some((name, _)), Some(d)) = (files.get(i), data(i)) {
+                let out = engine.execute(name, &d)?;
+                done(i, out);
+            }
+            Ok(())
+        };
+        match Engine::add_templates_visiting(self, files, &mut visit) {
+            Ok(()) => Ok(()),
+            Err(Visited::Parse(e) | Visited::Visit(e)) => Err(e.to_string()),
+        }
+    }
+    fn parse_ahead(&mut self, likely: Vec<(String, Source)>) {
+        Engine::parse_ahead(self, likely);
     }
 }
 

@@ -41,13 +41,34 @@ pub trait TemplateSet {
     /// Executes the file `name` with `data`; the result has every
     /// `<no value>` removed.
     fn execute(&mut self, name: &str, data: &Value) -> Result<String, String>;
-    /// Runs `work` (which returns whether it succeeded) while the engine
-    /// may parse `likely`, the files a later `add_templates` call will
-    /// probably get, on other threads. `add_templates` must give the same
-    /// result whatever was parsed ahead. The default only runs `work`.
-    fn parse_ahead_while(&mut self, likely: &[(&str, Source)], work: &mut dyn FnMut() -> bool) {
+    /// Starts parsing `likely`, the files a later `add_and_execute` call
+    /// will probably get, in its order, while the caller goes on; that
+    /// call must give the same result whatever was parsed ahead. The
+    /// default does nothing.
+    fn parse_ahead(&mut self, likely: Vec<(String, Source)>) {
         let _ = likely;
-        work();
+    }
+    /// Adds `files` as `add_templates` does, then executes, in order, each
+    /// file that `data` gives data for (`None`: the file is not executed),
+    /// handing each output to `done`. The error is the one `add_templates`
+    /// and `execute` would give: a parse error before any execution error.
+    /// An engine may execute a file before later ones are parsed, as long
+    /// as the outcome is the same, and may call `data` more than once for
+    /// a file.
+    fn add_and_execute(
+        &mut self,
+        files: &[(&str, Source)],
+        data: &mut dyn FnMut(usize) -> Option<Value>,
+        done: &mut dyn FnMut(usize, String),
+    ) -> Result<(), String> {
+        self.add_templates(files)?;
+        for (i, (name, _)) in files.iter().enumerate() {
+            if let Some(d) = data(i) {
+                let out = self.execute(name, &d)?;
+                done(i, out);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -299,12 +320,13 @@ fn collect(
 
 /// Helm's `sortTemplates`: more `/` first, then descending byte order.
 fn sort_templates(files: &mut [TemplateFile]) {
-    files.sort_by(|a, b| {
-        let ca = a.name.matches('/').count();
-        let cb = b.name.matches('/').count();
-        cb.cmp(&ca)
-            .then_with(|| b.name.as_bytes().cmp(a.name.as_bytes()))
-    });
+    files.sort_by(|a, b| helm_template_order(&a.name, &b.name));
+}
+
+fn helm_template_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let ca = a.matches('/').count();
+    let cb = b.matches('/').count();
+    cb.cmp(&ca).then_with(|| b.as_bytes().cmp(a.as_bytes()))
 }
 
 fn collect_crds(chart: &Chart, full_path: &str, out: &mut Vec<CrdFile>) {
@@ -442,6 +464,7 @@ fn likely_templates(chart: &Chart) -> Vec<(String, Source)> {
     }
     let mut out = Vec::new();
     walk(chart, &chart.metadata.name, &mut out);
+    out.sort_by(|(a, _), (b, _)| helm_template_order(a, b));
     out
 }
 
@@ -482,25 +505,18 @@ fn execute_all_into(
     // are mostly known already (those of disabled subcharts are not used,
     // renamed aliases are parsed again), so the engine may parse them
     // meanwhile.
-    let likely: Vec<(String, Source)> = likely_templates(chart);
-    let likely: Vec<(&str, Source)> = likely
-        .iter()
-        .map(|(name, source)| (name.as_str(), source.clone()))
-        .collect();
-    let mut prepared = None;
-    engine.parse_ahead_while(&likely, &mut || {
-        let r = prepare_templates(chart, user, opts, kube_version.clone());
-        let ok = r.is_ok();
-        prepared = Some(r);
-        ok
-    });
+    engine.parse_ahead(likely_templates(chart));
     let Prepared {
         chart,
         warnings,
         tpls,
-    } = match prepared {
-        Some(r) => r?,
-        None => prepare_templates(chart, user, opts, kube_version)?,
+    } = match prepare_templates(chart, user, opts, kube_version) {
+        Ok(p) => p,
+        Err(e) => {
+            // Nothing will be executed: stop the parse.
+            engine.parse_ahead(Vec::new());
+            return Err(e);
+        }
     };
     // A file's bytes are shared with its parse trees (parsing reads bytes
     // that are not UTF-8 with Go's lossy conversion).
@@ -508,23 +524,25 @@ fn execute_all_into(
         .iter()
         .map(|t| (t.name.as_str(), Source::from_bytes(t.text.clone())))
         .collect();
-    engine
-        .add_templates(&named)
-        .map_err(RenderError::Template)?;
-    for t in &tpls {
+    let mut data = |i: usize| {
+        let t = tpls.get(i)?;
         let base = t.name.rsplit('/').next().unwrap_or(&t.name);
         if base.starts_with('_') {
-            continue;
+            return None;
         }
         t.scope
             .borrow_mut()
             .insert("Template".into(), template_value(&t.name, &t.base_path));
-        let data = Value::Map(t.scope.clone(), MapKind::Values);
-        let out = engine
-            .execute(&t.name, &data)
-            .map_err(RenderError::Template)?;
-        sink(t.name.clone(), out);
-    }
+        Some(Value::Map(t.scope.clone(), MapKind::Values))
+    };
+    let mut done = |i: usize, out: String| {
+        if let Some(t) = tpls.get(i) {
+            sink(t.name.clone(), out);
+        }
+    };
+    engine
+        .add_and_execute(&named, &mut data, &mut done)
+        .map_err(RenderError::Template)?;
     Ok((chart, warnings))
 }
 

@@ -6,6 +6,7 @@
 //! [`Engine`] is Helm's template set: every chart file is parsed into it
 //! (defines are shared), then each file is executed with its data, and the
 //! errors read exactly as Helm prints them.
+mod ahead;
 pub mod ast;
 pub(crate) mod exec;
 pub mod funcs;
@@ -36,7 +37,6 @@ use ast::Tree;
 use foldhash::HashMap;
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// How the engine runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,27 +148,14 @@ pub type LookupFn = Box<dyn Fn(&str, &str, &str, &str) -> Result<Value, String>>
 /// A set of parsed templates that share `define`s, with Helm's function map.
 pub struct Engine {
     options: EngineOptions,
-    registry: funcs::Registry,
+    registry: std::sync::Arc<funcs::Registry>,
     templates: HashMap<String, Rc<Tree>>,
     tpl_cache: RefCell<HashMap<String, TplParse>>,
     lookup: Option<LookupFn>,
     log: RefCell<Vec<String>>,
-    /// Files parsed by [`Engine::parse_ahead_while`] that
-    /// [`Engine::add_templates`] has not taken yet.
-    ahead: HashMap<String, ParsedAhead>,
-}
-
-/// One file parsed ahead: the identity of the bytes it was parsed from
-/// (address and length) and the result.
-struct ParsedAhead {
-    bytes: (usize, usize),
-    result: Result<Vec<Tree>, parse::ParseError>,
-}
-
-/// What identifies a file's bytes while they are shared: the same address
-/// and length are the same text.
-fn bytes_id(source: &Source) -> (usize, usize) {
-    (source.bytes().as_ptr() as usize, source.len())
+    /// Files being parsed ahead ([`Engine::parse_ahead`]) for the next
+    /// [`Engine::add_templates_visiting`].
+    ahead: Option<ahead::Ahead>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -196,12 +183,12 @@ impl Engine {
     pub fn with_registry(options: EngineOptions, registry: funcs::Registry) -> Self {
         Engine {
             options,
-            registry,
+            registry: std::sync::Arc::new(registry),
             templates: HashMap::default(),
             tpl_cache: RefCell::new(HashMap::default()),
             lookup: None,
             log: RefCell::new(Vec::new()),
-            ahead: HashMap::default(),
+            ahead: None,
         }
     }
 
@@ -221,7 +208,7 @@ impl Engine {
         let registry = &self.registry;
         let trees = parse::parse(name, text, &|f| registry.get(f).is_some())
             .map_err(TemplateError::from_parse)?;
-        self.insert_trees(trees);
+        insert_trees_into(&mut self.templates, trees);
         Ok(())
     }
 
@@ -231,129 +218,163 @@ impl Engine {
     /// added in order, so `define` precedence is unchanged. The trees share
     /// each file's [`Source`] instead of copying its text.
     pub fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), TemplateError> {
-        if self.ahead.is_empty() {
-            for parsed in parse_batch(&self.registry, files) {
-                self.insert_trees(parsed.map_err(TemplateError::from_parse)?);
-            }
-            return Ok(());
+        let mut nothing = |_: &Engine, _: usize| Ok::<(), ()>(());
+        match self.add_templates_visiting(files, &mut nothing) {
+            Ok(()) | Err(Visited::Visit(())) => Ok(()),
+            Err(Visited::Parse(e)) => Err(e),
         }
-        // Take what was parsed ahead from the same bytes under the same
-        // name; parse the rest now. What is left over was a wrong guess.
-        let mut ahead = std::mem::take(&mut self.ahead);
-        let mut taken: Vec<Option<Result<Vec<Tree>, parse::ParseError>>> = files
-            .iter()
-            .map(|(name, source)| match ahead.remove(*name) {
-                Some(p) if p.bytes == bytes_id(source) => Some(p.result),
-                _ => None,
-            })
-            .collect();
-        drop(ahead);
-        let missing: Vec<(&str, Source)> = files
-            .iter()
-            .zip(&taken)
-            .filter(|(_, t)| t.is_none())
-            .map(|((name, source), _)| (*name, source.clone()))
-            .collect();
-        let mut parsed_now = parse_batch(&self.registry, &missing).into_iter();
-        for slot in taken.iter_mut() {
-            let parsed = match slot.take() {
-                Some(p) => p,
-                None => match parsed_now.next() {
-                    Some(p) => p,
-                    None => break,
-                },
-            };
-            self.insert_trees(parsed.map_err(TemplateError::from_parse)?);
-        }
-        Ok(())
     }
 
-    /// Runs `work` on this thread while other threads parse `likely`: the
-    /// files a later [`Engine::add_templates`] call will probably get (a
-    /// render knows its templates before it has finished its values). That
-    /// call takes the trees of each file parsed here from the same bytes
-    /// under the same name, and parses the others itself, so its result
-    /// does not depend on how good the guess was. When `work` fails, the
-    /// parse stops and its results are dropped. Small batches (or a single
-    /// core) only run `work`.
-    pub fn parse_ahead_while<R, E>(
-        &mut self,
-        likely: &[(&str, Source)],
-        work: impl FnOnce() -> Result<R, E>,
-    ) -> Result<R, E> {
+    /// Starts parsing `likely` on helper threads and returns at once:
+    /// `likely` are the files a later [`Engine::add_templates_visiting`]
+    /// (or [`Engine::add_templates`]) call will probably get, in the order
+    /// it will visit them (a render knows its templates before its values
+    /// are ready). That call takes the parse of each file queued here with
+    /// the same name and the same bytes (shared, not copied), parses the
+    /// others itself, and stops the helpers; a wrong guess costs time,
+    /// never a different result. Small batches (or a single core) start
+    /// nothing.
+    pub fn parse_ahead(&mut self, likely: Vec<(String, Source)>) {
         let total: usize = likely.iter().map(|(_, s)| s.len()).sum();
         let helpers = crate::par::threads().saturating_sub(1);
-        if total < PARALLEL_PARSE_MIN_BYTES || helpers == 0 || likely.len() < 2 {
-            return work();
+        self.ahead = None;
+        if total >= PARALLEL_PARSE_MIN_BYTES && helpers > 0 && likely.len() > 1 {
+            let helpers = helpers.min(likely.len());
+            self.ahead = Some(ahead::Ahead::start(self.registry.clone(), likely, helpers));
         }
-        // Biggest files first, so that no thread is left with a big one
-        // at the end while the others wait.
-        let mut order: Vec<usize> = (0..likely.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(likely[i].1.len()));
-        let next = AtomicUsize::new(0);
-        let stop = AtomicBool::new(false);
-        let registry = &self.registry;
-        let claim = || {
-            let mut done = Vec::new();
-            while !stop.load(Ordering::Relaxed) {
-                let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                    break;
-                };
-                let (name, source) = &likely[i];
-                done.push((
-                    i,
-                    parse::parse_source(name, source, &|f| registry.get(f).is_some()),
-                ));
-            }
-            done
-        };
-        let (result, parsed) = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..helpers.min(likely.len()))
-                .map(|_| scope.spawn(claim))
-                .collect();
-            let result = work();
-            let mut parsed = Vec::new();
-            if result.is_ok() {
-                // This thread helps with what is left.
-                parsed = claim();
-            } else {
-                stop.store(true, Ordering::Relaxed);
-            }
-            for w in workers {
-                match w.join() {
-                    Ok(part) => parsed.extend(part),
-                    // A panic while parsing is a bug; let it surface here.
-                    Err(payload) => std::panic::resume_unwind(payload),
-                }
-            }
-            (result, parsed)
-        });
-        if result.is_ok() {
-            for (i, result) in parsed {
-                let (name, source) = &likely[i];
-                self.ahead.insert(
-                    name.to_string(),
-                    ParsedAhead {
-                        bytes: bytes_id(source),
-                        result,
-                    },
-                );
-            }
-        }
-        result
     }
 
-    fn insert_trees(&mut self, trees: Vec<Tree>) {
-        for t in trees {
-            if ast::is_empty_list(&t.root) {
-                if let Some(old) = self.templates.get(&t.name) {
-                    if !ast::is_empty_list(&old.root) {
-                        continue;
+    /// Adds `files` as [`Engine::add_templates`] does and calls `visit`
+    /// with the engine and each file's index, in order (a render executes
+    /// the file there). When files were parsed ahead, a file is visited as
+    /// soon as it and every file that may hold a `define` or `block` are
+    /// added, while helpers still parse later files. The outcome is the one
+    /// of adding every file first: the first parse error (in file order)
+    /// wins over any visit's error, and a visit that fails before every
+    /// file was added is repeated once they all are (a template that is
+    /// not there yet can only make execution fail, never differ), so
+    /// `visit` must be repeatable and should publish results only when it
+    /// succeeds.
+    pub fn add_templates_visiting<E>(
+        &mut self,
+        files: &[(&str, Source)],
+        visit: &mut dyn FnMut(&Engine, usize) -> Result<(), E>,
+    ) -> Result<(), Visited<E>> {
+        let ahead = self.ahead.take();
+        let queued: Vec<Option<usize>> = files
+            .iter()
+            .map(|(name, source)| ahead.as_ref().and_then(|a| a.find(name, source)))
+            .collect();
+        // What was not queued is parsed now, together.
+        let todo: Vec<(&str, Source)> = files
+            .iter()
+            .zip(&queued)
+            .filter(|(_, q)| q.is_none())
+            .map(|((name, source), _)| (*name, source.clone()))
+            .collect();
+        let mut now = parse_batch(&self.registry, &todo).into_iter();
+        let mut parsed: Vec<Option<ahead::ParseResult>> = queued
+            .iter()
+            .map(|q| if q.is_none() { now.next() } else { None })
+            .collect();
+        let Some(ahead) = ahead.filter(|_| queued.iter().any(Option::is_some)) else {
+            for p in parsed.into_iter().flatten() {
+                insert_trees_into(
+                    &mut self.templates,
+                    p.map_err(|e| Visited::Parse(TemplateError::from_parse(e)))?,
+                );
+            }
+            for i in 0..files.len() {
+                visit(self, i).map_err(Visited::Visit)?;
+            }
+            return Ok(());
+        };
+        let mut get = |i: usize| -> ahead::ParseResult {
+            match (parsed.get_mut(i).and_then(Option::take), queued.get(i)) {
+                (Some(p), _) => p,
+                (None, Some(Some(k))) => ahead.take(*k),
+                (None, _) => Ok(Vec::new()),
+            }
+        };
+        let n = files.len();
+        let mut added = vec![false; n];
+        let mut missing = n;
+        // Adds every file not added yet, in order; the first parse error
+        // among them is the first of all (those added before parsed).
+        let finish = |engine: &mut Engine,
+                      added: &mut [bool],
+                      get: &mut dyn FnMut(usize) -> ahead::ParseResult|
+         -> Result<(), TemplateError> {
+            for (i, done) in added.iter_mut().enumerate() {
+                if !*done {
+                    let trees = get(i).map_err(TemplateError::from_parse)?;
+                    insert_trees_into(&mut engine.templates, trees);
+                    *done = true;
+                }
+            }
+            Ok(())
+        };
+        // Defines first, in file order. A define named like a file added
+        // later would make the order matter: then every file is added
+        // before the first visit.
+        let file_names: std::collections::HashSet<&str> =
+            files.iter().map(|(name, _)| *name).collect();
+        let mut all_first = false;
+        for (i, (name, source)) in files.iter().enumerate() {
+            if !ahead::may_define(source) {
+                continue;
+            }
+            match get(i) {
+                Ok(trees) => {
+                    all_first |= trees
+                        .iter()
+                        .any(|t| t.name != *name && file_names.contains(t.name.as_str()));
+                    insert_trees_into(&mut self.templates, trees);
+                    added[i] = true;
+                    missing -= 1;
+                }
+                Err(e) => {
+                    // An earlier file that does not define may fail too.
+                    for (j, _) in added.iter().enumerate().take(i).filter(|(_, a)| !**a) {
+                        if let Err(first) = get(j) {
+                            return Err(Visited::Parse(TemplateError::from_parse(first)));
+                        }
+                    }
+                    return Err(Visited::Parse(TemplateError::from_parse(e)));
+                }
+            }
+        }
+        if all_first {
+            finish(self, &mut added, &mut get).map_err(Visited::Parse)?;
+            missing = 0;
+        }
+        for i in 0..n {
+            if !added[i] {
+                match get(i) {
+                    Ok(trees) => {
+                        insert_trees_into(&mut self.templates, trees);
+                        added[i] = true;
+                        missing -= 1;
+                    }
+                    Err(e) => {
+                        let e = TemplateError::from_parse(e);
+                        added[i] = true;
+                        // Earlier files are all added, so this is the first.
+                        return Err(Visited::Parse(e));
                     }
                 }
             }
-            self.templates.insert(t.name.clone(), Rc::new(t));
+            if let Err(e) = visit(self, i) {
+                if missing == 0 {
+                    return Err(Visited::Visit(e));
+                }
+                finish(self, &mut added, &mut get).map_err(Visited::Parse)?;
+                missing = 0;
+                visit(self, i).map_err(Visited::Visit)?;
+            }
         }
+        drop(ahead);
+        Ok(())
     }
 
     /// Takes the lines the engine logged since the last call, oldest first
@@ -422,6 +443,28 @@ impl Engine {
         }
         cache.insert(text.to_string(), r.clone());
         r
+    }
+}
+
+/// Why [`Engine::add_templates_visiting`] stopped.
+#[derive(Debug)]
+pub enum Visited<E> {
+    /// A file did not parse (the first such file in order).
+    Parse(TemplateError),
+    /// A visit failed.
+    Visit(E),
+}
+
+fn insert_trees_into(templates: &mut HashMap<String, Rc<Tree>>, trees: Vec<Tree>) {
+    for t in trees {
+        if ast::is_empty_list(&t.root) {
+            if let Some(old) = templates.get(&t.name) {
+                if !ast::is_empty_list(&old.root) {
+                    continue;
+                }
+            }
+        }
+        templates.insert(t.name.clone(), Rc::new(t));
     }
 }
 

@@ -159,71 +159,109 @@ fn chunk_is_a_slice_of_slices() {
     assert_eq!(run("{{ chunk 2 (list 1 2 3) }}"), "[[1 2] [3]]");
 }
 
-/// Files big enough that [`Engine::parse_ahead_while`] parses on threads.
+/// Files big enough that [`Engine::parse_ahead`] parses on threads.
 fn big_file(define: &str, body: &str) -> String {
     let filler = "k: {{ .Values.s }}\n".repeat(PARALLEL_PARSE_MIN_BYTES / 16);
     format!("{{{{ define \"shared\" }}}}{define}{{{{ end }}}}{body}\n{filler}")
 }
 
-fn outputs(e: &Engine, names: &[&str]) -> Vec<String> {
+/// Adds `files` (after parsing `guess` ahead, if any) and executes each
+/// file in order, as a render does; returns the outputs or the error.
+fn add_and_run(
+    guess: Option<&[(&str, Source)]>,
+    files: &[(&str, Source)],
+) -> Result<Vec<String>, String> {
+    let mut e = Engine::default();
+    if let Some(guess) = guess {
+        e.parse_ahead(
+            guess
+                .iter()
+                .map(|(n, s)| (n.to_string(), s.clone()))
+                .collect(),
+        );
+        if crate::par::threads() > 1 {
+            assert!(e.ahead.is_some());
+        }
+    }
     let data = vals(&[("s", Value::str("x"))]);
     let mut top = BTreeMap::new();
     top.insert("Values".to_string(), data);
     let data = Value::Map(Rc::new(RefCell::new(top)), MapKind::Values);
-    names
-        .iter()
-        .map(|n| match e.execute(n, &data) {
-            Ok(s) => s,
-            Err(e) => format!("ERR {e}"),
-        })
-        .collect()
+    let mut out = vec![String::new(); files.len()];
+    let mut visit = |e: &Engine, i: usize| -> Result<(), TemplateError> {
+        out[i] = e.execute(files[i].0, &data)?;
+        Ok(())
+    };
+    let r = e.add_templates_visiting(files, &mut visit);
+    assert!(e.ahead.is_none());
+    match r {
+        Ok(()) => Ok(out),
+        Err(Visited::Parse(e) | Visited::Visit(e)) => Err(e.to_string()),
+    }
 }
 
 #[test]
-fn parsing_ahead_never_changes_the_templates() {
+fn parsing_ahead_never_changes_the_outcome() {
     let src = |s: String| Source::from_bytes(s.into_bytes());
     let a = src(big_file("one", "a: {{ include \"shared\" . }}"));
     let b = src(big_file("two", "b: {{ include \"shared\" . }}"));
     let b_old = src(big_file("old", "b: stale"));
-    let c = src("c: {{ template \"shared\" . }}".to_string());
-    let broken = src(big_file("x", "{{ if }}"));
-    let used = [("r/a.yaml", a.clone()), ("r/b.yaml", b), ("r/c.yaml", c)];
-    // A guess with the same bytes (a), other bytes under a used name (b),
-    // a file never used, with a parse error, and none of c.
+    // c runs a file template that comes later and defines nothing: its
+    // first visit may find it missing.
+    let c = src("c: {{ template \"r/z.yaml\" . }} {{ template \"shared\" . }}".to_string());
+    let z = src(format!(
+        "z{}",
+        "{{ .Values.s }}".repeat(PARALLEL_PARSE_MIN_BYTES / 8)
+    ));
+    let broken = src("{{ if }}".repeat(3));
+    let used = [
+        ("r/c.yaml", c.clone()),
+        ("r/a.yaml", a.clone()),
+        ("r/b.yaml", b),
+        ("r/z.yaml", z.clone()),
+    ];
+    // A guess with the same bytes (a, c, z), other bytes under a used
+    // name (b), a file never used with a parse error.
     let guess = [
-        ("r/a.yaml", a),
+        ("r/c.yaml", c.clone()),
+        ("r/a.yaml", a.clone()),
         ("r/b.yaml", b_old),
         ("r/gone.yaml", broken.clone()),
+        ("r/z.yaml", z.clone()),
     ];
-    let names = ["r/a.yaml", "r/b.yaml", "r/c.yaml", "shared"];
+    let plain = add_and_run(None, &used);
+    let out = plain.clone().unwrap();
+    assert!(out[0].starts_with("c: zx") && out[0].ends_with("two"));
+    assert_eq!(add_and_run(Some(&guess), &used), plain);
 
-    let mut plain = Engine::default();
-    plain.add_templates(&used).unwrap();
-    let mut ahead = Engine::default();
-    let r: Result<u8, ()> = ahead.parse_ahead_while(&guess, || Ok(7));
-    assert_eq!(r, Ok(7));
-    if crate::par::threads() > 1 {
-        assert_eq!(ahead.ahead.len(), guess.len());
-    }
-    ahead.add_templates(&used).unwrap();
-    assert!(ahead.ahead.is_empty());
-    assert_eq!(ahead.template_names(), plain.template_names());
-    assert_eq!(outputs(&ahead, &names), outputs(&plain, &names));
-    assert!(outputs(&plain, &names)[2].contains("two"));
+    // A parse error in a later file wins over what ran before it, and
+    // over a later execution error.
+    let failing = src("{{ fail \"no\" }}".to_string());
+    let with_error = [
+        ("r/c.yaml", c.clone()),
+        ("r/a.yaml", a.clone()),
+        ("r/y.yaml", failing.clone()),
+        ("r/x.yaml", broken.clone()),
+        ("r/z.yaml", z.clone()),
+    ];
+    let plain = add_and_run(None, &with_error);
+    assert!(
+        plain.as_ref().unwrap_err().contains("parse error"),
+        "{plain:?}"
+    );
+    let mut guess_all: Vec<(&str, Source)> = with_error.to_vec();
+    assert_eq!(add_and_run(Some(&guess_all), &with_error), plain);
+    guess_all.truncate(2);
+    assert_eq!(add_and_run(Some(&guess_all), &with_error), plain);
 
-    // A used file with a parse error fails as without the guess.
-    let with_error = [("r/a.yaml", used[0].1.clone()), ("r/gone.yaml", broken)];
-    let mut ahead = Engine::default();
-    let _: Result<(), ()> = ahead.parse_ahead_while(&guess, || Ok(()));
-    let err = ahead.add_templates(&with_error).unwrap_err();
-    let plain_err = Engine::default().add_templates(&with_error).unwrap_err();
-    assert_eq!(err, plain_err);
-
-    // When the work fails, nothing parsed ahead is kept.
-    let mut failed = Engine::default();
-    let r: Result<(), &str> = failed.parse_ahead_while(&guess, || Err("values"));
-    assert_eq!(r, Err("values"));
-    assert!(failed.ahead.is_empty());
-    failed.add_templates(&used).unwrap();
-    assert_eq!(outputs(&failed, &names), outputs(&plain, &names));
+    // Without parse errors, the first execution error.
+    let exec_error = [
+        ("r/c.yaml", c),
+        ("r/a.yaml", a),
+        ("r/y.yaml", failing),
+        ("r/z.yaml", z),
+    ];
+    let plain = add_and_run(None, &exec_error);
+    assert!(plain.as_ref().unwrap_err().contains("no"), "{plain:?}");
+    assert_eq!(add_and_run(Some(&exec_error), &exec_error), plain);
 }

@@ -1,0 +1,186 @@
+//! Template files parsed ahead, on helper threads that outlive the call
+//! that starts them: a render hands its likely files to the engine as soon
+//! as the chart is loaded, prepares its values meanwhile, then adds and
+//! executes the files as their parses arrive (see
+//! [`Engine::parse_ahead`](super::Engine::parse_ahead) and
+//! [`Engine::add_templates_visiting`](super::Engine::add_templates_visiting)).
+use super::ast::{Source, Tree};
+use super::funcs::Registry;
+use super::parse;
+use foldhash::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+/// A file's parse: its trees, or its error.
+pub(super) type ParseResult = Result<Vec<Tree>, parse::ParseError>;
+
+/// What identifies a file's bytes while they are shared: the same address
+/// and length are the same text.
+fn bytes_id(source: &Source) -> (usize, usize) {
+    (source.bytes().as_ptr() as usize, source.len())
+}
+
+/// Whether a template text may define templates: `define` and `block` are
+/// the only actions that do, and each needs its keyword in the text.
+pub(super) fn may_define(source: &Source) -> bool {
+    let b = source.bytes();
+    memchr::memmem::find(b, b"define").is_some() || memchr::memmem::find(b, b"block").is_some()
+}
+
+/// One queued file's state.
+enum Slot {
+    Pending,
+    Ready(ParseResult),
+    /// Taken by the owner (taking it again gives no trees).
+    Taken,
+}
+
+impl Slot {
+    fn take(&mut self) -> Option<ParseResult> {
+        match std::mem::replace(self, Slot::Taken) {
+            Slot::Ready(r) => Some(r),
+            Slot::Taken => Some(Ok(Vec::new())),
+            Slot::Pending => {
+                *self = Slot::Pending;
+                None
+            }
+        }
+    }
+}
+
+/// Files to parse, claimed one at a time by whichever thread is free.
+struct Queue {
+    /// In claim order: files that may define templates first.
+    files: Vec<(String, Source)>,
+    next: AtomicUsize,
+    /// Set when the owner is gone: helpers stop claiming.
+    stop: AtomicBool,
+    /// Results by position in `files`, until taken.
+    done: Mutex<Vec<Slot>>,
+    /// Signalled whenever a result is stored.
+    ready: Condvar,
+    registry: Arc<Registry>,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Vec<Slot>> {
+        // Nothing panics while holding the lock.
+        self.done.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Parses the next unclaimed file; `None` once all are claimed (or,
+    /// for a helper, once the owner is gone).
+    fn parse_next(&self, helper: bool) -> Option<()> {
+        if helper && self.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        let (name, source) = self.files.get(k)?;
+        let registry = &self.registry;
+        // A panic would leave the file's owner waiting forever; it becomes
+        // this file's error instead.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            parse::parse_source(name, source, &|f| registry.get(f).is_some())
+        }))
+        .unwrap_or_else(|_| {
+            Err(parse::ParseError {
+                name: name.clone(),
+                line: 0,
+                msg: "internal error: the template parser panicked".into(),
+            })
+        });
+        if let Some(slot) = self.lock().get_mut(k) {
+            *slot = Slot::Ready(result);
+        }
+        self.ready.notify_all();
+        Some(())
+    }
+
+    /// The result for position `k`, moved out: parses other files while it
+    /// is not ready, and waits once every file is claimed.
+    fn take(&self, k: usize) -> ParseResult {
+        loop {
+            if let Some(r) = self.lock().get_mut(k).and_then(Slot::take) {
+                return r;
+            }
+            if self.parse_next(false).is_none() {
+                let mut done = self.lock();
+                loop {
+                    match done.get_mut(k) {
+                        Some(slot) => {
+                            if let Some(r) = slot.take() {
+                                return r;
+                            }
+                        }
+                        None => return Ok(Vec::new()),
+                    }
+                    done = self
+                        .ready
+                        .wait(done)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+        }
+    }
+}
+
+/// Files being parsed ahead for an engine. Dropping it stops the helpers
+/// after the files they are parsing.
+pub(super) struct Ahead {
+    queue: Arc<Queue>,
+    /// Position in the queue by file name.
+    index: HashMap<String, usize>,
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.queue.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Ahead {
+    /// Starts `helpers` threads parsing `files`, those that may define
+    /// templates first, the others in the given order.
+    pub(super) fn start(
+        registry: Arc<Registry>,
+        files: Vec<(String, Source)>,
+        helpers: usize,
+    ) -> Ahead {
+        let (mut first, rest): (Vec<_>, Vec<_>) =
+            files.into_iter().partition(|(_, s)| may_define(s));
+        first.extend(rest);
+        let index = first
+            .iter()
+            .enumerate()
+            .map(|(k, (name, _))| (name.clone(), k))
+            .collect();
+        let queue = Arc::new(Queue {
+            done: Mutex::new(first.iter().map(|_| Slot::Pending).collect()),
+            files: first,
+            next: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            ready: Condvar::new(),
+            registry,
+        });
+        for _ in 0..helpers {
+            let q = queue.clone();
+            // Without a helper, the owner parses every file itself.
+            let _ =
+                std::thread::Builder::new().spawn(move || while q.parse_next(true).is_some() {});
+        }
+        Ahead { queue, index }
+    }
+
+    /// The queue position of `name` when it is queued with these bytes.
+    pub(super) fn find(&self, name: &str, source: &Source) -> Option<usize> {
+        let &k = self.index.get(name)?;
+        let (_, queued) = self.queue.files.get(k)?;
+        (bytes_id(queued) == bytes_id(source)).then_some(k)
+    }
+
+    /// The parse of queue position `k` (see [`Queue::take`]); each position
+    /// can be taken once.
+    pub(super) fn take(&self, k: usize) -> ParseResult {
+        self.queue.take(k)
+    }
+}
