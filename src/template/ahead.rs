@@ -130,6 +130,8 @@ pub(super) struct Ahead {
     queue: Arc<Queue>,
     /// Position in the queue by file name.
     index: HashMap<String, usize>,
+    /// How many queued files (the first ones) may define templates.
+    defining: usize,
 }
 
 impl Drop for Ahead {
@@ -148,6 +150,7 @@ impl Ahead {
     ) -> Ahead {
         let (mut first, rest): (Vec<_>, Vec<_>) =
             files.into_iter().partition(|(_, s)| may_define(s));
+        let defining = first.len();
         first.extend(rest);
         let index = first
             .iter()
@@ -168,7 +171,11 @@ impl Ahead {
             let _ =
                 std::thread::Builder::new().spawn(move || while q.parse_next(true).is_some() {});
         }
-        Ahead { queue, index }
+        Ahead {
+            queue,
+            index,
+            defining,
+        }
     }
 
     /// The queue position of `name` when it is queued with these bytes.
@@ -176,6 +183,12 @@ impl Ahead {
         let &k = self.index.get(name)?;
         let (_, queued) = self.queue.files.get(k)?;
         (bytes_id(queued) == bytes_id(source)).then_some(k)
+    }
+
+    /// Whether the file at queue position `k` may define templates (as
+    /// [`may_define`] found when it was queued).
+    pub(super) fn may_define(&self, k: usize) -> bool {
+        k < self.defining
     }
 
     /// The parse of queue position `k` (see [`Queue::take`]); each position

@@ -298,7 +298,6 @@ impl Engine {
         };
         let n = files.len();
         let mut added = vec![false; n];
-        let mut missing = n;
         // Adds every file not added yet, in order; the first parse error
         // among them is the first of all (those added before parsed).
         let finish = |engine: &mut Engine,
@@ -321,7 +320,11 @@ impl Engine {
             files.iter().map(|(name, _)| *name).collect();
         let mut all_first = false;
         for (i, (name, source)) in files.iter().enumerate() {
-            if !ahead::may_define(source) {
+            let defines = match queued[i] {
+                Some(k) => ahead.may_define(k),
+                None => ahead::may_define(source),
+            };
+            if !defines {
                 continue;
             }
             match get(i) {
@@ -331,7 +334,6 @@ impl Engine {
                         .any(|t| t.name != *name && file_names.contains(t.name.as_str()));
                     insert_trees_into(&mut self.templates, trees);
                     added[i] = true;
-                    missing -= 1;
                 }
                 Err(e) => {
                     // An earlier file that does not define may fail too.
@@ -346,7 +348,6 @@ impl Engine {
         }
         if all_first {
             finish(self, &mut added, &mut get).map_err(Visited::Parse)?;
-            missing = 0;
         }
         for i in 0..n {
             if !added[i] {
@@ -354,26 +355,19 @@ impl Engine {
                     Ok(trees) => {
                         insert_trees_into(&mut self.templates, trees);
                         added[i] = true;
-                        missing -= 1;
                     }
-                    Err(e) => {
-                        let e = TemplateError::from_parse(e);
-                        added[i] = true;
-                        // Earlier files are all added, so this is the first.
-                        return Err(Visited::Parse(e));
-                    }
+                    // Earlier files are all added, so this is the first.
+                    Err(e) => return Err(Visited::Parse(TemplateError::from_parse(e))),
                 }
             }
             if let Err(e) = visit(self, i) {
-                if missing == 0 {
+                if added.iter().all(|a| *a) {
                     return Err(Visited::Visit(e));
                 }
                 finish(self, &mut added, &mut get).map_err(Visited::Parse)?;
-                missing = 0;
                 visit(self, i).map_err(Visited::Visit)?;
             }
         }
-        drop(ahead);
         Ok(())
     }
 
