@@ -1,6 +1,8 @@
 //! [`TemplateSet`] over the crate's template engine, and [`render`], the
 //! one-call entry point.
-use super::pipeline::{render_with, RenderError, RenderOptions, Rendered, TemplateSet};
+use super::pipeline::{
+    execute_file, render_with, RenderError, RenderOptions, Rendered, TemplateSet,
+};
 use super::values::Map;
 use crate::chart::Chart;
 use crate::template::{Engine, EngineOptions, Source, TemplateError, Value, Visited};
@@ -22,11 +24,7 @@ impl TemplateSet for Engine {
         done: &mut dyn FnMut(usize, String),
     ) -> Result<(), String> {
         let mut visit = |engine: &Engine, i: usize| -> Result<(), TemplateError> {
-            if let (Some((name, _)), Some(d)) = (files.get(i), data(i)) {
-                let out = engine.execute(name, &d)?;
-                done(i, out);
-            }
-            Ok(())
+            execute_file(files, i, data, done, |name, d| engine.execute(name, d))
         };
         match Engine::add_templates_visiting(self, files, &mut visit) {
             Ok(()) => Ok(()),

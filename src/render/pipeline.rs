@@ -62,14 +62,24 @@ pub trait TemplateSet {
         done: &mut dyn FnMut(usize, String),
     ) -> Result<(), String> {
         self.add_templates(files)?;
-        for (i, (name, _)) in files.iter().enumerate() {
-            if let Some(d) = data(i) {
-                let out = self.execute(name, &d)?;
-                done(i, out);
-            }
-        }
-        Ok(())
+        (0..files.len())
+            .try_for_each(|i| execute_file(files, i, data, done, |name, d| self.execute(name, d)))
     }
+}
+
+/// One step of [`TemplateSet::add_and_execute`]: executes file `i` with
+/// `execute` when `data` has data for it, and hands the output to `done`.
+pub(crate) fn execute_file<E>(
+    files: &[(&str, Source)],
+    i: usize,
+    data: &mut dyn FnMut(usize) -> Option<Value>,
+    done: &mut dyn FnMut(usize, String),
+    execute: impl FnOnce(&str, &Value) -> Result<String, E>,
+) -> Result<(), E> {
+    if let (Some((name, _)), Some(d)) = (files.get(i), data(i)) {
+        done(i, execute(name, &d)?);
+    }
+    Ok(())
 }
 
 /// Settings of one render (what `helm template`'s flags control).
@@ -295,27 +305,44 @@ fn collect(
         s.insert("Subcharts".into(), subcharts_value);
     }
     for sub in &chart.dependencies {
-        let sub_path = format!("{full_path}/charts/{}", sub.metadata.name);
+        let sub_path = subchart_path(full_path, sub);
         let sub_scope = collect(sub, &sub_path, false, &own_values, shared, out);
         subcharts
             .borrow_mut()
             .insert(sub.metadata.name.clone(), sub_scope);
     }
-    let library = is_library(chart);
     let base_path = format!("{full_path}/templates");
-    for t in &chart.templates {
-        let base = t.name.rsplit('/').next().unwrap_or(&t.name);
-        if library && !base.starts_with('_') {
-            continue;
-        }
+    for (name, t) in own_templates(chart, full_path) {
         out.push(TemplateFile {
-            name: format!("{full_path}/{}", t.name),
+            name,
             text: t.data.clone(),
             scope: scope.clone(),
             base_path: base_path.clone(),
         });
     }
     scope_value
+}
+
+/// The path under which a subchart's files are named.
+fn subchart_path(full_path: &str, sub: &Chart) -> String {
+    format!("{full_path}/charts/{}", sub.metadata.name)
+}
+
+/// A chart's own template files that a render parses, with their full
+/// names (a library chart contributes only its partials).
+fn own_templates<'c>(
+    chart: &'c Chart,
+    full_path: &'c str,
+) -> impl Iterator<Item = (String, &'c crate::chart::ChartFile)> {
+    let library = is_library(chart);
+    chart
+        .templates
+        .iter()
+        .filter(move |t| {
+            let base = t.name.rsplit('/').next().unwrap_or(&t.name);
+            !library || base.starts_with('_')
+        })
+        .map(move |t| (format!("{full_path}/{}", t.name), t))
 }
 
 /// Helm's `sortTemplates`: more `/` first, then descending byte order.
@@ -342,11 +369,7 @@ fn collect_crds(chart: &Chart, full_path: &str, out: &mut Vec<CrdFile>) {
         }
     }
     for sub in &chart.dependencies {
-        collect_crds(
-            sub,
-            &format!("{full_path}/charts/{}", sub.metadata.name),
-            out,
-        );
+        collect_crds(sub, &subchart_path(full_path, sub), out);
     }
 }
 
@@ -444,23 +467,12 @@ fn prepare_templates(
 fn likely_templates(chart: &Chart) -> Vec<(String, Source)> {
     fn walk(chart: &Chart, full_path: &str, out: &mut Vec<(String, Source)>) {
         for sub in &chart.dependencies {
-            walk(
-                sub,
-                &format!("{full_path}/charts/{}", sub.metadata.name),
-                out,
-            );
+            walk(sub, &subchart_path(full_path, sub), out);
         }
-        let library = is_library(chart);
-        for t in &chart.templates {
-            let base = t.name.rsplit('/').next().unwrap_or(&t.name);
-            if library && !base.starts_with('_') {
-                continue;
-            }
-            out.push((
-                format!("{full_path}/{}", t.name),
-                Source::from_bytes(t.data.clone()),
-            ));
-        }
+        out.extend(
+            own_templates(chart, full_path)
+                .map(|(name, t)| (name, Source::from_bytes(t.data.clone()))),
+        );
     }
     let mut out = Vec::new();
     walk(chart, &chart.metadata.name, &mut out);
