@@ -108,16 +108,7 @@ fn rustc_version() -> Option<(u32, u32)> {
 /// `libgcc_eh.a`, plus that archive's own directory on the search path; or
 /// `None` when the C compiler does not know a static unwinder.
 fn static_unwinder_dir() -> Option<PathBuf> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let out = Command::new(cc)
-        .arg("-print-file-name=libgcc_eh.a")
-        .output()
-        .ok()?;
-    let archive = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
-    // Unknown files are echoed back as a bare name.
-    if !out.status.success() || !archive.is_absolute() || !archive.is_file() {
-        return None;
-    }
+    let archive = cc_file("libgcc_eh.a")?;
     let archive_dir = archive.parent()?;
     let dir = PathBuf::from(std::env::var_os("OUT_DIR")?).join("static-unwinder");
     std::fs::create_dir_all(&dir).ok()?;
@@ -141,17 +132,12 @@ fn static_libc(dir: &Path) -> bool {
     if std::env::var("RUDDER_STATIC").as_deref() == Ok("0") {
         return false;
     }
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let archive = |lib: &str| -> Option<PathBuf> {
-        let out = Command::new(&cc)
-            .arg(format!("-print-file-name=lib{lib}.a"))
-            .output()
-            .ok()?;
-        let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
-        (out.status.success() && path.is_absolute() && path.is_file()).then_some(path)
-    };
     let libs = ["c", "m", "pthread", "dl", "rt", "util"];
-    let Some(archives) = libs.iter().map(|l| archive(l)).collect::<Option<Vec<_>>>() else {
+    let Some(archives) = libs
+        .iter()
+        .map(|l| cc_file(&format!("lib{l}.a")))
+        .collect::<Option<Vec<_>>>()
+    else {
         return false;
     };
     libs.iter().zip(&archives).all(|(lib, path)| {
@@ -161,4 +147,16 @@ fn static_libc(dir: &Path) -> bool {
         )
         .is_ok()
     })
+}
+
+/// Where the C compiler finds the library file `name`, if it has it.
+fn cc_file(name: &str) -> Option<PathBuf> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let out = Command::new(cc)
+        .arg(format!("-print-file-name={name}"))
+        .output()
+        .ok()?;
+    let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    // Unknown files are echoed back as a bare name.
+    (out.status.success() && path.is_absolute() && path.is_file()).then_some(path)
 }
