@@ -347,13 +347,15 @@ fn own_templates<'c>(
 
 /// Helm's `sortTemplates`: more `/` first, then descending byte order.
 fn sort_templates(files: &mut [TemplateFile]) {
-    files.sort_by(|a, b| helm_template_order(&a.name, &b.name));
+    files.sort_by_cached_key(|t| helm_template_order(&t.name));
 }
 
-fn helm_template_order(a: &str, b: &str) -> std::cmp::Ordering {
-    let ca = a.matches('/').count();
-    let cb = b.matches('/').count();
-    cb.cmp(&ca).then_with(|| b.as_bytes().cmp(a.as_bytes()))
+/// The sort key of Helm's template order (ascending keys): the key is
+/// computed once per name, as counting slashes on every comparison was a
+/// few percent of a large chart's instructions.
+fn helm_template_order(name: &str) -> std::cmp::Reverse<(usize, String)> {
+    let slashes = name.bytes().filter(|&c| c == b'/').count();
+    std::cmp::Reverse((slashes, name.to_string()))
 }
 
 fn collect_crds(chart: &Chart, full_path: &str, out: &mut Vec<CrdFile>) {
@@ -476,7 +478,7 @@ fn likely_templates(chart: &Chart) -> Vec<(String, Source)> {
     }
     let mut out = Vec::new();
     walk(chart, &chart.metadata.name, &mut out);
-    out.sort_by(|(a, _), (b, _)| helm_template_order(a, b));
+    out.sort_by_cached_key(|(name, _)| helm_template_order(name));
     out
 }
 
