@@ -12,7 +12,7 @@ use super::metadata::{
     apply_metadata, decode_lock, decode_metadata, first_document, DecodeError, DecodeNotes,
     ValidationError,
 };
-use super::model::{Chart, ChartFile, Lock, Metadata};
+use super::model::{Chart, ChartFile, FileData, Lock, Metadata};
 use crate::yaml::Node;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -216,19 +216,120 @@ impl Budget {
     }
 }
 
-/// Loads a chart from a directory or a chart archive (Helm's `loader.Load`).
-pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
-    load_as(path.as_ref(), ReadMode::Read)
+/// One load's state: the decompression allowance and, when the caller
+/// inspects the chart before its values (see [`load_inspecting`]), the
+/// values files met so far, decoded once the chart's structure is loaded.
+struct Loading {
+    budget: Budget,
+    /// Each deferred values file with the chart it belongs to.
+    deferred: Option<Vec<(Vec<Step>, FileData)>>,
+    /// Where the chart being loaded sits below the root.
+    at: Vec<Step>,
 }
 
-/// [`load`], taking a directory's files in as `mode` says.
-fn load_as(path: &Path, mode: ReadMode) -> Result<Chart, LoadError> {
-    let meta = std::fs::metadata(path).map_err(|e| io_err("stat", path, &e))?;
-    if meta.is_dir() {
-        load_files(dir_files(path, mode)?)
-    } else {
-        load_file(path)
+/// One step from a chart down to a subchart: its index among the parent's
+/// dependencies, its entry under `charts/` and the parent's name (what a
+/// [`LoadError::Subchart`] names).
+#[derive(Clone)]
+struct Step {
+    index: usize,
+    entry: String,
+    parent: String,
+}
+
+impl Loading {
+    fn new(defer_values: bool) -> Loading {
+        Loading {
+            budget: Budget::new(),
+            deferred: defer_values.then(Vec::new),
+            at: Vec::new(),
+        }
     }
+
+    /// The load's outcome once its structure is loaded (or failed):
+    /// `inspect` sees the chart, then the deferred values files decode in
+    /// the order they were met. The first error is the one a load that
+    /// decoded each values file where it met it would report: a values file
+    /// met before a failure in the structure fails first.
+    fn finish(
+        mut self,
+        structure: Result<Chart, LoadError>,
+        inspect: Option<&mut dyn FnMut(&Chart)>,
+    ) -> Result<Chart, LoadError> {
+        let deferred = self.deferred.take().unwrap_or_default();
+        let decode = |at: &[Step], data: &FileData| {
+            decode_values(data).map_err(|mut e| {
+                for step in at.iter().rev() {
+                    e = LoadError::Subchart {
+                        name: step.entry.clone(),
+                        parent: step.parent.clone(),
+                        source: Box::new(e),
+                    };
+                }
+                e
+            })
+        };
+        let mut chart = match structure {
+            Ok(chart) => chart,
+            Err(e) => {
+                for (at, data) in &deferred {
+                    decode(at, data)?;
+                }
+                return Err(e);
+            }
+        };
+        if let Some(inspect) = inspect {
+            inspect(&chart);
+        }
+        for (at, data) in &deferred {
+            let values = decode(at, data)?;
+            let mut c = &mut chart;
+            for step in at {
+                match c.dependencies.get_mut(step.index) {
+                    Some(sub) => c = sub,
+                    // Each step was the index its subchart was then given.
+                    None => return Err(LoadError::Values("internal error: lost subchart".into())),
+                }
+            }
+            c.values = values;
+        }
+        Ok(chart)
+    }
+}
+
+/// Loads a chart from a directory or a chart archive (Helm's `loader.Load`).
+pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
+    load_as(path.as_ref(), ReadMode::Read, None)
+}
+
+/// [`load`], showing the chart to `inspect` as soon as its files are read
+/// and sorted into templates, files and subcharts, before its values files
+/// (the slowest part to decode) are: its `values` and those of its
+/// subcharts are still `None` then. A caller can start work that needs
+/// only the templates meanwhile (`render::load_for` starts parsing them).
+/// The result, errors included, is [`load`]'s.
+pub fn load_inspecting(
+    path: impl AsRef<Path>,
+    inspect: &mut dyn FnMut(&Chart),
+) -> Result<Chart, LoadError> {
+    load_as(path.as_ref(), ReadMode::Read, Some(inspect))
+}
+
+/// [`load`], taking a directory's files in as `mode` says, with
+/// [`load_inspecting`]'s `inspect`.
+fn load_as(
+    path: &Path,
+    mode: ReadMode,
+    inspect: Option<&mut dyn FnMut(&Chart)>,
+) -> Result<Chart, LoadError> {
+    let meta = std::fs::metadata(path).map_err(|e| io_err("stat", path, &e))?;
+    let mut ld = Loading::new(inspect.is_some());
+    let structure = if meta.is_dir() {
+        dir_files(path, mode).and_then(|files| load_files_in(files, &mut ld))
+    } else {
+        load_file_in(path, &mut ld)
+    };
+    ld.finish(structure, inspect)
 }
 
 /// Loads a chart like [`load`], mapping the larger files of a chart
@@ -255,12 +356,31 @@ fn load_as(path: &Path, mode: ReadMode) -> Result<Chart, LoadError> {
 #[allow(unsafe_code)]
 pub unsafe fn load_mapped(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
     // The caller vouched for the files (see Safety).
-    load_as(path.as_ref(), ReadMode::Map)
+    load_as(path.as_ref(), ReadMode::Map, None)
+}
+
+/// [`load_mapped`] with [`load_inspecting`]'s `inspect`.
+///
+/// # Safety
+///
+/// As for [`load_mapped`].
+#[allow(unsafe_code)]
+pub unsafe fn load_mapped_inspecting(
+    path: impl AsRef<Path>,
+    inspect: &mut dyn FnMut(&Chart),
+) -> Result<Chart, LoadError> {
+    // The caller vouched for the files (see Safety).
+    load_as(path.as_ref(), ReadMode::Map, Some(inspect))
 }
 
 /// Loads a chart archive file (Helm's `loader.LoadFile`).
 pub fn load_file(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
-    let path = path.as_ref();
+    let mut ld = Loading::new(false);
+    let structure = load_file_in(path.as_ref(), &mut ld);
+    ld.finish(structure, None)
+}
+
+fn load_file_in(path: &Path, ld: &mut Loading) -> Result<Chart, LoadError> {
     let meta = std::fs::metadata(path).map_err(|e| io_err("stat", path, &e))?;
     if meta.is_dir() {
         return Err(LoadError::IsADirectory);
@@ -283,17 +403,17 @@ pub fn load_file(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
             content_type: detect_content_type(&data).into(),
         });
     }
-    load_archive_named(&data, &path.display().to_string(), &mut Budget::new())
+    load_archive_named(&data, &path.display().to_string(), ld)
 }
 
 /// Loads a chart from archive bytes (Helm's `loader.LoadArchive`).
 pub fn load_archive(data: &[u8]) -> Result<Chart, LoadError> {
-    load_archive_named(data, "<archive>", &mut Budget::new())
+    load_archive_named(data, "<archive>", &mut Loading::new(false))
 }
 
-fn load_archive_named(data: &[u8], name: &str, budget: &mut Budget) -> Result<Chart, LoadError> {
-    let files = archive_files(data, name, budget)?;
-    load_files_budget(files, budget)
+fn load_archive_named(data: &[u8], name: &str, ld: &mut Loading) -> Result<Chart, LoadError> {
+    let files = archive_files(data, name, &mut ld.budget)?;
+    load_files_in(files, ld)
 }
 
 fn is_gzip(data: &[u8]) -> bool {
@@ -758,7 +878,26 @@ fn walk_dir(
 /// them, decodes Chart.yaml, Chart.lock, values.yaml and requirements, loads
 /// subcharts from `charts/` and validates the metadata.
 pub fn load_files(files: Vec<ChartFile>) -> Result<Chart, LoadError> {
-    load_files_budget(files, &mut Budget::new())
+    load_files_in(files, &mut Loading::new(false))
+}
+
+/// A values.yaml file's values: sigs.k8s.io/yaml into a map, so an empty
+/// document leaves the map nil (no values) and anything but a mapping is
+/// an error.
+fn decode_values(data: &FileData) -> Result<Option<Node>, LoadError> {
+    let text = data.text();
+    let v = crate::yaml::parse_yaml_to_json(&text).map_err(|e| LoadError::Values(e.to_string()))?;
+    match v {
+        Node::Null => Ok(None),
+        m @ Node::Map(_) => Ok(Some(m)),
+        _ => {
+            let msg = match crate::yaml::parse_values(&text) {
+                Err(e) => e.to_string(),
+                Ok(_) => "values.yaml is not a mapping".to_string(),
+            };
+            Err(LoadError::Values(msg))
+        }
+    }
 }
 
 fn decode_lock_opt(data: &[u8]) -> Result<Option<Lock>, DecodeError> {
@@ -769,7 +908,7 @@ fn decode_lock_opt(data: &[u8]) -> Result<Option<Lock>, DecodeError> {
     decode_lock(&text).map(Some)
 }
 
-fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart, LoadError> {
+fn load_files_in(files: Vec<ChartFile>, ld: &mut Loading) -> Result<Chart, LoadError> {
     let mut c = Chart::default();
     let mut metadata: Option<Metadata> = None;
     let mut notes = DecodeNotes::default();
@@ -790,24 +929,10 @@ fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart
             "Chart.lock" => {
                 c.lock = decode_lock_opt(&f.data).map_err(LoadError::ChartLock)?;
             }
-            "values.yaml" => {
-                let text = f.data.text();
-                // sigs.k8s.io/yaml into a map: an empty document leaves the
-                // map nil (no values), anything but a mapping is an error.
-                let v = crate::yaml::parse_yaml_to_json(&text)
-                    .map_err(|e| LoadError::Values(e.to_string()))?;
-                c.values = match v {
-                    Node::Null => None,
-                    m @ Node::Map(_) => Some(m),
-                    _ => {
-                        let msg = match crate::yaml::parse_values(&text) {
-                            Err(e) => e.to_string(),
-                            Ok(_) => "values.yaml is not a mapping".to_string(),
-                        };
-                        return Err(LoadError::Values(msg));
-                    }
-                };
-            }
+            "values.yaml" => match &mut ld.deferred {
+                Some(deferred) => deferred.push((ld.at.clone(), f.data.clone())),
+                None => c.values = decode_values(&f.data)?,
+            },
             "values.schema.json" => c.schema = Some(f.data.to_vec()),
             "requirements.yaml" => {
                 let md = metadata.get_or_insert_with(Metadata::default);
@@ -858,6 +983,11 @@ fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart
             parent: parent.to_string(),
             source: Box::new(e),
         };
+        ld.at.push(Step {
+            index: c.dependencies.len(),
+            entry: n.clone(),
+            parent: c.metadata.name.clone(),
+        });
         let sc = if n.ends_with(".tgz") {
             let file = &group[0];
             if file.name != n {
@@ -867,19 +997,19 @@ fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart
                     got: file.name.clone(),
                 });
             }
-            if budget.depth >= MAX_SUBCHART_DEPTH {
+            if ld.budget.depth >= MAX_SUBCHART_DEPTH {
                 return Err(wrap(LoadError::TooDeep, &c.metadata.name));
             }
-            budget.depth += 1;
+            ld.budget.depth += 1;
             let r = if is_gzip(&file.data) {
-                load_archive_named(&file.data, &file.name, budget)
+                load_archive_named(&file.data, &file.name, ld)
             } else {
                 Err(LoadError::BadGzip {
                     path: file.name.clone(),
                     details: "gzip: invalid header".into(),
                 })
             };
-            budget.depth -= 1;
+            ld.budget.depth -= 1;
             r
         } else {
             let buff: Vec<ChartFile> = group
@@ -891,8 +1021,9 @@ fn load_files_budget(files: Vec<ChartFile>, budget: &mut Budget) -> Result<Chart
                     })
                 })
                 .collect();
-            load_files_budget(buff, budget)
+            load_files_in(buff, ld)
         };
+        ld.at.pop();
         c.dependencies
             .push(sc.map_err(|e| wrap(e, &c.metadata.name))?);
     }
@@ -1066,5 +1197,87 @@ mod tests {
             e.to_string().starts_with("cannot load values.yaml: "),
             "{e}"
         );
+    }
+
+    /// Loads `files` deferring the values files, as `load_inspecting` does,
+    /// and checks what the inspector saw.
+    fn load_deferred(files: Vec<ChartFile>) -> Result<Chart, LoadError> {
+        let mut ld = Loading::new(true);
+        let structure = load_files_in(files, &mut ld);
+        let mut seen = None;
+        let mut inspect = |c: &Chart| seen = Some(c.clone());
+        let r = ld.finish(structure, Some(&mut inspect));
+        if let Some(c) = &seen {
+            fn no_values(c: &Chart) -> bool {
+                c.values.is_none() && c.dependencies.iter().all(no_values)
+            }
+            assert!(no_values(c), "the inspector saw decoded values");
+        }
+        r
+    }
+
+    /// Deferring the values files changes neither the chart nor which
+    /// error comes first: a bad values file met before a broken part of
+    /// the structure still wins, wrapped in its subcharts' context.
+    #[test]
+    fn deferred_values_load_the_same() {
+        let good = "a: 1\n";
+        let bad = "a: [\n";
+        let top = |values: &str, extra: Vec<ChartFile>| {
+            let mut v = vec![
+                f("Chart.yaml", "apiVersion: v2\nname: top\nversion: 1.0.0\n"),
+                f("templates/a.yaml", "x"),
+            ];
+            v.extend(extra);
+            v.push(f("values.yaml", values));
+            v
+        };
+        let sub = |dir: &str, name: &str, values: &str| {
+            vec![
+                f(
+                    &format!("charts/{dir}/Chart.yaml"),
+                    &format!("apiVersion: v2\nname: {name}\nversion: 1.0.0\n"),
+                ),
+                f(&format!("charts/{dir}/values.yaml"), values),
+            ]
+        };
+        let broken_sub = vec![f("charts/zz/README.md", "no chart here")];
+        let cases = vec![
+            top(good, Vec::new()),
+            top(bad, Vec::new()),
+            top("", Vec::new()),
+            top("- a\n", Vec::new()),
+            top(good, sub("one", "one", good)),
+            top(
+                good,
+                [sub("one", "one", good), sub("two", "two", "b: 2\n")].concat(),
+            ),
+            top(good, sub("one", "one", bad)),
+            top(bad, sub("one", "one", bad)),
+            top(good, [sub("one", "one", bad), broken_sub.clone()].concat()),
+            top(
+                good,
+                [vec![f("charts/aa/README.md", "x")], sub("one", "one", bad)].concat(),
+            ),
+            top(bad, broken_sub.clone()),
+            top(
+                good,
+                [sub("_skip", "skip", bad), sub("one", "one", good)].concat(),
+            ),
+            vec![f("values.yaml", bad)],
+            vec![f("values.yaml", bad), f("Chart.yaml", "name: [\n")],
+            vec![f("values.yaml", bad), f("Chart.yaml", "name: x\n")],
+            [vec![f("Chart.lock", "x: [\n")], top(bad, Vec::new())].concat(),
+            [top(bad, Vec::new()), vec![f("requirements.lock", "x: [\n")]].concat(),
+        ];
+        for (i, files) in cases.into_iter().enumerate() {
+            let now = load_files(files.clone());
+            let later = load_deferred(files);
+            match (&now, &later) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "case {i}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "case {i}"),
+                _ => panic!("case {i}: {now:?} vs {later:?}"),
+            }
+        }
     }
 }

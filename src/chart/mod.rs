@@ -21,6 +21,9 @@ pub mod snapshot;
 
 pub use build::{chart_from_manifests, chart_from_manifests_with, BuildError, BuildOptions};
 pub use component::{chart_from_component, Component, ComponentError, HandlebarsComponent, Stage};
-pub use load::{load, load_archive, load_dir, load_file, load_files, load_mapped, LoadError};
+pub use load::{
+    load, load_archive, load_dir, load_file, load_files, load_inspecting, load_mapped,
+    load_mapped_inspecting, LoadError,
+};
 pub use model::{Chart, ChartFile, Dependency, FileData, Lock, Maintainer, Metadata};
 pub use package::{package_bytes, save, save_dir, PackageError};

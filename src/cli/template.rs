@@ -190,11 +190,6 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
         return Err(Failure::from(format!("path \"{chart_path}\" not found")));
     }
     let user = user_values(a)?;
-    // SAFETY: this process only renders the chart and exits. It assumes
-    // nobody edits or truncates the chart's files during the few
-    // milliseconds that takes (an edit could change the output, a
-    // truncation would kill the process).
-    let chart = unsafe { rudder::chart::load_mapped(&chart_path) }?;
     let namespace = a
         .namespace
         .clone()
@@ -224,8 +219,14 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
         show_only: a.show_only.clone(),
     };
     // The engine is built here rather than inside `render::render` so that
-    // it can be leaked with the chart and the result below.
+    // it parses the templates while the chart's values load, and can be
+    // leaked with the chart and the result below.
     let mut engine = rudder::render::engine_for(&opts);
+    // SAFETY: this process only renders the chart and exits. It assumes
+    // nobody edits or truncates the chart's files during the few
+    // milliseconds that takes (an edit could change the output, a
+    // truncation would kill the process).
+    let chart = unsafe { rudder::render::load_mapped_for(&mut engine, &chart_path) }?;
     let result = rudder::render::render_with(&mut engine, &chart, &user, &opts);
     // The process ends right after printing: freeing the parse trees, the
     // chart and the rendered objects one by one is wasted work (3-7% of a

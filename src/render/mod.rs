@@ -18,5 +18,8 @@ pub mod values;
 
 pub use engine::{engine_for, render};
 pub use manifests::{Head, Hook, HookEvent, Manifest};
-pub use pipeline::{render_with, CrdFile, RenderError, RenderOptions, Rendered, TemplateSet};
+pub use pipeline::{
+    load_for, load_mapped_for, render_with, CrdFile, RenderError, RenderOptions, Rendered,
+    TemplateSet,
+};
 pub mod output;

@@ -15,7 +15,7 @@ use super::objects::{
     node_to_value, release_value, template_value, Capabilities, ChartObject, Files, KubeVersion,
 };
 use super::values::{coalesce_values, process_dependencies, Map, ValuesError, Warnings};
-use crate::chart::{Chart, FileData};
+use crate::chart::{Chart, FileData, LoadError};
 use crate::template::value::{MapKind, MapRef, Value};
 use crate::template::Source;
 use crate::yaml::Node;
@@ -480,6 +480,54 @@ fn likely_templates(chart: &Chart) -> Vec<(String, Source)> {
     walk(chart, &chart.metadata.name, &mut out);
     out.sort_by_cached_key(|(name, _)| helm_template_order(name));
     out
+}
+
+/// Loads the chart at `path` ([`crate::chart::load`]) to render it through
+/// `engine`: the engine starts parsing the chart's templates
+/// ([`TemplateSet::parse_ahead`]) as soon as they are read, while the
+/// values files decode, and a later [`render_with`] on the same engine
+/// takes those parses. The chart (or the error) is `load`'s.
+///
+/// ```
+/// use rudder::render::{engine_for, load_for, render_with, RenderOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// # std::fs::create_dir(dir.path().join("templates")).unwrap();
+/// # std::fs::write(dir.path().join("Chart.yaml"), "apiVersion: v2\nname: demo\nversion: 0.1.0\n").unwrap();
+/// # std::fs::write(dir.path().join("values.yaml"), "name: web\n").unwrap();
+/// # std::fs::write(dir.path().join("templates/cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name }}\n").unwrap();
+/// let opts = RenderOptions::default();
+/// let mut engine = engine_for(&opts);
+/// let chart = load_for(&mut engine, dir.path())?;
+/// let rendered = render_with(&mut engine, &chart, &Default::default(), &opts)?;
+/// assert!(rendered.manifests[0].content.contains("name: web"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn load_for(
+    engine: &mut dyn TemplateSet,
+    path: impl AsRef<std::path::Path>,
+) -> Result<Chart, LoadError> {
+    crate::chart::load_inspecting(path, &mut |chart| {
+        engine.parse_ahead(likely_templates(chart))
+    })
+}
+
+/// [`load_for`] with the files of a chart directory mapped, as
+/// [`crate::chart::load_mapped`] maps them.
+///
+/// # Safety
+///
+/// As for [`crate::chart::load_mapped`]: the chart's files must not change
+/// while the chart, or anything sharing its bytes (the engine's parsed
+/// templates included), is alive.
+#[allow(unsafe_code)]
+pub unsafe fn load_mapped_for(
+    engine: &mut dyn TemplateSet,
+    path: impl AsRef<std::path::Path>,
+) -> Result<Chart, LoadError> {
+    // The caller vouched for the files (see Safety).
+    crate::chart::load_mapped_inspecting(path, &mut |chart| {
+        engine.parse_ahead(likely_templates(chart))
+    })
 }
 
 /// Checks, values, and the execution of every non-partial template.

@@ -185,6 +185,15 @@ impl Ahead {
         (bytes_id(queued) == bytes_id(source)).then_some(k)
     }
 
+    /// Whether `files` are exactly the queued files (same names, same
+    /// bytes), in any order.
+    pub(super) fn holds_exactly(&self, files: &[(String, Source)]) -> bool {
+        files.len() == self.queue.files.len()
+            && files
+                .iter()
+                .all(|(name, source)| self.find(name, source).is_some())
+    }
+
     /// Whether the file at queue position `k` may define templates (as
     /// [`may_define`] found when it was queued).
     pub(super) fn may_define(&self, k: usize) -> bool {

@@ -233,8 +233,16 @@ impl Engine {
     /// the same name and the same bytes (shared, not copied), parses the
     /// others itself, and stops the helpers; a wrong guess costs time,
     /// never a different result. Small batches (or a single core) start
-    /// nothing.
+    /// nothing. A call with the very files already being parsed ahead (same
+    /// names, same bytes) lets that parse go on; any other replaces it.
     pub fn parse_ahead(&mut self, likely: Vec<(String, Source)>) {
+        if self
+            .ahead
+            .as_ref()
+            .is_some_and(|a| a.holds_exactly(&likely))
+        {
+            return;
+        }
         let total: usize = likely.iter().map(|(_, s)| s.len()).sum();
         let helpers = crate::par::threads().saturating_sub(1);
         self.ahead = None;
