@@ -153,6 +153,22 @@ fn count_newlines(s: &str) -> usize {
     s.bytes().filter(|&b| b == b'\n').count()
 }
 
+/// Whether `b` may continue a word: an ASCII letter, digit or `_` (other
+/// characters go through [`is_alnum`]).
+fn is_word_byte(b: u8) -> bool {
+    const TABLE: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut i = 0;
+        while i < 256 {
+            let c = i as u8;
+            t[i] = c == b'_' || c.is_ascii_alphanumeric();
+            i += 1;
+        }
+        t
+    };
+    TABLE[b as usize]
+}
+
 /// Byte offset of the next `{{` in `s`.
 fn find_left_delim(s: &str) -> Option<usize> {
     let b = s.as_bytes();
@@ -184,11 +200,11 @@ pub fn lex(input: &str, items: &mut Vec<Item>) -> Option<String> {
         });
         return Some("template is 4 GiB or longer".into());
     }
-    // Up to about 16 tokens per action (`{{ include "x" . | nindent 4 }}`
-    // is 15, spaces included) and a text between actions: room that is
-    // never written is never touched, while growing copies every token.
-    let actions = memchr::memmem::find_iter(input.as_bytes(), LEFT).count();
-    let room = actions * 16 + 2;
+    // Room for a token per four bytes: templates average one per nine (a
+    // text between actions counts one), so the buffer rarely grows (which
+    // copies every token), and room that is never written is never touched.
+    // Counting the actions first cost a substring search per action.
+    let room = input.len() / 4 + 2;
     if items.capacity() < room {
         // A fresh buffer, not `reserve`: growing an empty vector still
         // copies its whole old capacity, mostly never-written room, and
@@ -509,7 +525,7 @@ impl<'a> Lexer<'a> {
     /// (left unread), if any.
     fn skip_alnum(&mut self) -> Option<char> {
         loop {
-            self.skip_ascii(|b| b == b'_' || b.is_ascii_alphanumeric());
+            self.skip_ascii(is_word_byte);
             match self.peek() {
                 Some(c) if !c.is_ascii() && is_alnum(c) => self.pos += c.len_utf8(),
                 other => return other,

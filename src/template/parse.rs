@@ -161,6 +161,10 @@ fn unquote(tok: &Item, src: &str) -> Result<String, String> {
     let s = tok.text(src);
     if tok.typ == Tok::RawString {
         let inner = s.get(1..s.len().saturating_sub(1)).unwrap_or("");
+        // Go drops carriage returns from raw strings; most have none.
+        if memchr::memchr(b'\r', inner.as_bytes()).is_none() {
+            return Ok(inner.to_string());
+        }
         return Ok(inner.replace('\r', ""));
     }
     unquote_go(s)
