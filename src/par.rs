@@ -1,13 +1,15 @@
 //! Order-preserving parallel map over slices, on scoped std threads.
 //!
-//! Two steps of a render are embarrassingly parallel and gain from threads
-//! (parsing template files, writing the `--output-dir` tree; decoding
-//! rendered documents and reading chart files were measured not to gain on
-//! two cores and stay sequential). Each uses [`map_ordered`]: the input is cut into contiguous runs of about
-//! equal weight, one per core, and the results come back in input order, so
-//! callers keep reporting the first error exactly where a sequential loop
-//! would. Small inputs stay on the calling thread: starting a thread costs
-//! more than a small chart's whole step.
+//! Some steps of a render are embarrassingly parallel and gain from threads
+//! (parsing template files, writing the `--output-dir` tree, reading the
+//! files of a large mapped chart directory; decoding rendered documents was
+//! measured not to gain on two cores and stays sequential). They use
+//! [`map_ordered`], which cuts the input into contiguous runs of about
+//! equal weight, one per core, or [`map_claimed`], where threads claim the
+//! items one at a time when their cost is not known. Either way the results
+//! come back in input order, so callers keep reporting the first error
+//! exactly where a sequential loop would. Small inputs stay on the calling
+//! thread: starting a thread costs more than a small chart's whole step.
 
 /// The most threads one step uses.
 const MAX_THREADS: usize = 4;
@@ -79,9 +81,56 @@ where
     })
 }
 
+/// `items.iter().map(f).collect()`, with the items claimed one at a time,
+/// in order, by this thread and up to [`threads`]` - 1` helpers, when there
+/// are at least `min_items`: for work whose cost per item is unknown
+/// beforehand (a directory may hold one file or hundreds), where cutting
+/// the input into equal runs could leave one thread with all of it.
+pub(crate) fn map_claimed<T, R, F>(items: &[T], min_items: usize, f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+{
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    if items.len() < min_items.max(2) {
+        return items.iter().map(f).collect();
+    }
+    let threads = threads().min(items.len());
+    if threads < 2 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return done;
+            };
+            done.push((i, f(item)));
+        }
+    };
+    let mut all: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut all = work();
+        for h in helpers {
+            match h.join() {
+                Ok(part) => all.extend(part),
+                // A panic in `f` is a bug; let it surface as it would have
+                // on this thread.
+                Err(payload) => std::panic::resume_unwind(payload),
+            }
+        }
+        all
+    });
+    all.sort_unstable_by_key(|&(i, _)| i);
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::map_ordered;
+    use super::{map_claimed, map_ordered};
     use proptest::prelude::*;
 
     #[test]
@@ -100,6 +149,13 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn claimed_same_as_sequential(v in proptest::collection::vec(0usize..1000, 0..200), min in 0usize..50) {
+            let par = map_claimed(&v, min, |x| x.wrapping_mul(31) ^ 7);
+            let seq: Vec<usize> = v.iter().map(|x| x.wrapping_mul(31) ^ 7).collect();
+            prop_assert_eq!(par, seq);
+        }
+
         #[test]
         fn same_as_sequential(v in proptest::collection::vec(0usize..1000, 0..200)) {
             let par = map_ordered(&v, |x| *x, 0, |x| x.wrapping_mul(31) ^ 7);

@@ -739,8 +739,166 @@ fn dir_files(dir: &Path, mode: ReadMode) -> Result<Vec<ChartFile>, LoadError> {
     {
         stack.push(id);
     }
-    walk_dir(&top, "", &rules, mode, &mut files, &mut stack)?;
+    if mode == ReadMode::Read {
+        walk_dir(&top, "", &rules, mode, &mut files, &stack)?;
+        return Ok(files);
+    }
+    walk_shared(&top, &rules, mode, &stack, SHARED_WALK_MIN_FILES)
+}
+
+/// A piece of a directory walk that can be done apart from the rest: one
+/// file (or symlink to one) with its chart-relative directory and the
+/// directories above it; or the error the walk meets there.
+enum WalkUnit {
+    Entry {
+        dir: std::path::PathBuf,
+        rel: String,
+        name: std::ffi::OsString,
+        stack: Vec<DirId>,
+    },
+    Failed(LoadError),
+}
+
+/// Below this many files a walk stays on one thread: a small chart reads
+/// faster than a thread starts.
+const SHARED_WALK_MIN_FILES: usize = 12;
+
+/// [`walk_dir`] from `top` with the reading shared among threads: one pass
+/// lists the directories (in walk order, taking file types from the
+/// directory entries), then the files are read, claimed one at a time by
+/// whichever thread is free (a mapped chart's walk is mostly system calls
+/// and page-cache copies, which two cores do side by side). The files and
+/// the first error in walk order are the ones [`walk_dir`] gives. Fewer
+/// than `min_files` files are read on this thread.
+fn walk_shared(
+    top: &Path,
+    rules: &Rules,
+    mode: ReadMode,
+    stack: &[DirId],
+    min_files: usize,
+) -> Result<Vec<ChartFile>, LoadError> {
+    let mut units = Vec::new();
+    if let Err(e) = list_files(top, "", rules, stack, &mut units) {
+        units.push(WalkUnit::Failed(e));
+    }
+    let read = crate::par::map_claimed(&units, min_files, |u| match u {
+        WalkUnit::Entry {
+            dir,
+            rel,
+            name,
+            stack,
+        } => {
+            let mut files = Vec::new();
+            walk_entry(dir, rel, name, rules, mode, &mut files, stack).map(|()| files)
+        }
+        WalkUnit::Failed(_) => Ok(Vec::new()),
+    });
+    let mut files = Vec::with_capacity(units.len());
+    for (unit, r) in units.into_iter().zip(read) {
+        if let WalkUnit::Failed(e) = unit {
+            return Err(e);
+        }
+        files.extend(r?);
+    }
     Ok(files)
+}
+
+/// Appends the files under `dir` to `units` in walk order, descending into
+/// directories as [`walk_entry`] does; stops at the first error, which
+/// comes after the files before it.
+fn list_files(
+    dir: &Path,
+    rel: &str,
+    rules: &Rules,
+    stack: &[DirId],
+    units: &mut Vec<WalkUnit>,
+) -> Result<(), LoadError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| io_err("open", dir, &e))?;
+    let mut entries = Vec::new();
+    for e in rd {
+        let e = e.map_err(|e| io_err("readdirent", dir, &e))?;
+        // A file type the entry does not tell is asked below.
+        let is_dir = e.file_type().ok().map(|t| t.is_dir());
+        let is_file = e.file_type().ok().map(|t| t.is_file());
+        entries.push((e.file_name(), is_dir, is_file));
+    }
+    entries.sort_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
+    for (name, is_dir, is_file) in entries {
+        if is_file == Some(true) {
+            units.push(WalkUnit::Entry {
+                dir: dir.to_path_buf(),
+                rel: rel.to_string(),
+                name,
+                stack: stack.to_vec(),
+            });
+            continue;
+        }
+        let path = dir.join(&name);
+        let n = if rel.is_empty() {
+            name.to_string_lossy().into_owned()
+        } else {
+            format!("{rel}/{}", name.to_string_lossy())
+        };
+        let meta = if is_dir == Some(true) {
+            std::fs::metadata(&path).map_err(|e| io_err("lstat", &path, &e))?
+        } else {
+            entry_meta(&path)?
+        };
+        if !meta.is_dir() {
+            units.push(WalkUnit::Entry {
+                dir: dir.to_path_buf(),
+                rel: rel.to_string(),
+                name,
+                stack: stack.to_vec(),
+            });
+            continue;
+        }
+        if rules.ignore(&n, true) {
+            continue;
+        }
+        let below = enter_dir(&path, &meta, stack)?;
+        list_files(&path, &n, rules, &below, units)?;
+    }
+    Ok(())
+}
+
+/// The names in `dir`, in byte order (Go's `filepath.Walk` order).
+fn sorted_names(dir: &Path) -> Result<Vec<std::ffi::OsString>, LoadError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| io_err("open", dir, &e))?;
+    let mut names: Vec<std::ffi::OsString> = Vec::new();
+    for e in rd {
+        names.push(e.map_err(|e| io_err("readdirent", dir, &e))?.file_name());
+    }
+    names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+    Ok(names)
+}
+
+/// The metadata of a walked path, symlinks followed.
+fn entry_meta(path: &Path) -> Result<std::fs::Metadata, LoadError> {
+    let lmeta = std::fs::symlink_metadata(path).map_err(|e| io_err("lstat", path, &e))?;
+    if !lmeta.file_type().is_symlink() {
+        return Ok(lmeta);
+    }
+    std::fs::metadata(path).map_err(|e| LoadError::BrokenSymlink {
+        path: path.display().to_string(),
+        message: io_message(&e),
+    })
+}
+
+/// The directories above `path`'s entries: `stack` and `path` itself,
+/// unless `path` is one of them (a symlink cycle).
+fn enter_dir(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    stack: &[DirId],
+) -> Result<Vec<DirId>, LoadError> {
+    let canon = dir_id(path, meta).map_err(|e| io_err("stat", path, &e))?;
+    if stack.contains(&canon) {
+        return Err(LoadError::SymlinkCycle(path.display().to_string()));
+    }
+    let mut below = stack.to_vec();
+    below.push(canon);
+    Ok(below)
 }
 
 /// What identifies a directory on the walk's current path, to find symlink
@@ -786,91 +944,81 @@ fn walk_dir(
     rules: &Rules,
     mode: ReadMode,
     files: &mut Vec<ChartFile>,
-    stack: &mut Vec<DirId>,
+    stack: &[DirId],
 ) -> Result<(), LoadError> {
-    let rd = std::fs::read_dir(dir).map_err(|e| io_err("open", dir, &e))?;
-    let mut names: Vec<std::ffi::OsString> = Vec::new();
-    for e in rd {
-        names.push(e.map_err(|e| io_err("readdirent", dir, &e))?.file_name());
+    for name in sorted_names(dir)? {
+        walk_entry(dir, rel, &name, rules, mode, files, stack)?;
     }
-    names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
-    for name in names {
-        let path = dir.join(&name);
-        let n = if rel.is_empty() {
-            name.to_string_lossy().into_owned()
-        } else {
-            format!("{rel}/{}", name.to_string_lossy())
-        };
-        let lmeta = std::fs::symlink_metadata(&path).map_err(|e| io_err("lstat", &path, &e))?;
-        let meta = if lmeta.file_type().is_symlink() {
-            match std::fs::metadata(&path) {
-                Ok(m) => m,
-                Err(e) => {
-                    return Err(LoadError::BrokenSymlink {
-                        path: path.display().to_string(),
-                        message: io_message(&e),
-                    })
-                }
-            }
-        } else {
-            lmeta
-        };
-        if meta.is_dir() {
-            if rules.ignore(&n, true) {
-                continue;
-            }
-            let canon = dir_id(&path, &meta).map_err(|e| io_err("stat", &path, &e))?;
-            if stack.contains(&canon) {
-                return Err(LoadError::SymlinkCycle(path.display().to_string()));
-            }
-            stack.push(canon);
-            walk_dir(&path, &n, rules, mode, files, stack)?;
-            stack.pop();
-            continue;
+    Ok(())
+}
+
+/// Walks entry `name` of `dir` (whose chart-relative path is `rel`): reads
+/// the file, or walks the directory.
+fn walk_entry(
+    dir: &Path,
+    rel: &str,
+    name: &std::ffi::OsStr,
+    rules: &Rules,
+    mode: ReadMode,
+    files: &mut Vec<ChartFile>,
+    stack: &[DirId],
+) -> Result<(), LoadError> {
+    let path = dir.join(name);
+    let n = if rel.is_empty() {
+        name.to_string_lossy().into_owned()
+    } else {
+        format!("{rel}/{}", name.to_string_lossy())
+    };
+    let meta = entry_meta(&path)?;
+    if meta.is_dir() {
+        if rules.ignore(&n, true) {
+            return Ok(());
         }
-        if rules.ignore(&n, false) {
-            continue;
-        }
-        if !meta.is_file() {
-            return Err(LoadError::IrregularFile(path.display().to_string()));
-        }
-        if meta.len() > MAX_DECOMPRESSED_FILE_SIZE {
-            return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
-        }
-        let f = std::fs::File::open(&path).map_err(|e| io_err("open", &path, &e))?;
-        #[allow(unsafe_code)]
-        if mode == ReadMode::Map && meta.len() >= MAP_MIN_BYTES {
-            // SAFETY: ReadMode::Map comes only from `load_mapped`, whose
-            // caller promised that the chart's files stay unchanged while
-            // their bytes are in use. A file that cannot be mapped is read.
-            if let Ok(map) = unsafe { memmap2::Mmap::map(&f) } {
-                if map.len() as u64 > MAX_DECOMPRESSED_FILE_SIZE {
-                    return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
-                }
-                let start = if starts_with_bom(&f, &map) {
-                    BOM.len()
-                } else {
-                    0
-                };
-                files.push(ChartFile {
-                    name: n,
-                    data: super::model::FileData::from_map(map, start),
-                });
-                continue;
-            }
-        }
-        let mut data = Vec::with_capacity(meta.len() as usize + 1);
-        f.take(MAX_DECOMPRESSED_FILE_SIZE + 1)
-            .read_to_end(&mut data)
-            .map_err(|e| io_err("read", &path, &e))?;
-        if data.len() as u64 > MAX_DECOMPRESSED_FILE_SIZE {
-            return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
-        }
-        files.push(ChartFile {
-            name: n,
-            data: strip_bom(data).into(),
-        });
+        let below = enter_dir(&path, &meta, stack)?;
+        return walk_dir(&path, &n, rules, mode, files, &below);
     }
+    if rules.ignore(&n, false) {
+        return Ok(());
+    }
+    if !meta.is_file() {
+        return Err(LoadError::IrregularFile(path.display().to_string()));
+    }
+    if meta.len() > MAX_DECOMPRESSED_FILE_SIZE {
+        return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
+    }
+    let f = std::fs::File::open(&path).map_err(|e| io_err("open", &path, &e))?;
+    #[allow(unsafe_code)]
+    if mode == ReadMode::Map && meta.len() >= MAP_MIN_BYTES {
+        // SAFETY: ReadMode::Map comes only from `load_mapped`, whose
+        // caller promised that the chart's files stay unchanged while
+        // their bytes are in use. A file that cannot be mapped is read.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&f) } {
+            if map.len() as u64 > MAX_DECOMPRESSED_FILE_SIZE {
+                return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
+            }
+            let start = if starts_with_bom(&f, &map) {
+                BOM.len()
+            } else {
+                0
+            };
+            files.push(ChartFile {
+                name: n,
+                data: super::model::FileData::from_map(map, start),
+            });
+            return Ok(());
+        }
+    }
+    let mut data = Vec::with_capacity(meta.len() as usize + 1);
+    f.take(MAX_DECOMPRESSED_FILE_SIZE + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| io_err("read", &path, &e))?;
+    if data.len() as u64 > MAX_DECOMPRESSED_FILE_SIZE {
+        return Err(LoadError::FileTooLarge(name.to_string_lossy().into_owned()));
+    }
+    files.push(ChartFile {
+        name: n,
+        data: strip_bom(data).into(),
+    });
     Ok(())
 }
 
@@ -1052,6 +1200,86 @@ pub fn chart_paths(c: &Chart) -> BTreeSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both walks of `dir`: one file at a time, and shared among threads
+    /// (whatever the size). Each is the files' names and sizes, or the error.
+    fn both_walks(dir: &Path, mode: ReadMode) -> [Result<Vec<(String, usize)>, String>; 2] {
+        let rules = {
+            let ignore = dir.join(".helmignore");
+            let mut r = match std::fs::read(&ignore) {
+                Ok(text) => Rules::parse(&String::from_utf8_lossy(&text)).unwrap(),
+                Err(_) => Rules::empty(),
+            };
+            r.add_defaults();
+            r
+        };
+        let id = dir_id(dir, &std::fs::metadata(dir).unwrap()).unwrap();
+        let summary = |r: Result<Vec<ChartFile>, LoadError>| {
+            r.map(|files| {
+                files
+                    .iter()
+                    .map(|f| (f.name.clone(), f.data.len()))
+                    .collect()
+            })
+            .map_err(|e| e.to_string())
+        };
+        let mut seq = Vec::new();
+        let one = walk_dir(dir, "", &rules, mode, &mut seq, &[id]).map(|()| seq);
+        // Threads whatever the size.
+        let shared = walk_shared(dir, &rules, mode, &[id], 0);
+        [summary(one), summary(shared)]
+    }
+
+    /// The shared walk gives the files (in order) and the first error of
+    /// the sequential one: ignore rules, symlinks to files and directories,
+    /// symlink cycles, broken symlinks and irregular files.
+    #[cfg(unix)]
+    #[test]
+    fn shared_walk_matches_sequential_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |p: &str, text: &str| {
+            let path = root.join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("Chart.yaml", "name: x\n");
+        write(".helmignore", "ignored/\n*.skip\n");
+        write("values.yaml", &"a: b\n".repeat(5000));
+        for i in 0..20 {
+            write(&format!("templates/t{i:02}.yaml"), &"x".repeat(i * 1000));
+            write(&format!("charts/sub{}/templates/u{i}.yaml", i % 3), "u");
+        }
+        write("templates/deep/a/b/c.yaml", "c");
+        write("ignored/secret.yaml", "s");
+        write("templates/drop.skip", "d");
+        std::os::unix::fs::symlink(root.join("templates/t01.yaml"), root.join("link.yaml"))
+            .unwrap();
+        std::os::unix::fs::symlink(root.join("charts/sub1"), root.join("linked-dir")).unwrap();
+        for mode in [ReadMode::Read, ReadMode::Map] {
+            let [a, b] = both_walks(root, mode);
+            assert!(a.as_ref().is_ok_and(|f| f.len() == 52), "{a:?}");
+            assert_eq!(a, b);
+        }
+        // Errors, each after some files: a cycle, a broken link, a fifo.
+        std::os::unix::fs::symlink(root, root.join("charts/sub0/loop")).unwrap();
+        let [a, b] = both_walks(root, ReadMode::Map);
+        assert!(a.as_ref().is_err_and(|e| e.contains("cycle")), "{a:?}");
+        assert_eq!(a, b);
+        std::fs::remove_file(root.join("charts/sub0/loop")).unwrap();
+        std::os::unix::fs::symlink(root.join("missing"), root.join("templates/t05b.yaml")).unwrap();
+        let [a, b] = both_walks(root, ReadMode::Map);
+        assert!(a.is_err(), "{a:?}");
+        assert_eq!(a, b);
+        std::fs::remove_file(root.join("templates/t05b.yaml")).unwrap();
+        let fifo = root.join("templates/t10b.yaml");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let [a, b] = both_walks(root, ReadMode::Map);
+            assert!(a.as_ref().is_err_and(|e| e.contains("t10b")), "{a:?}");
+            assert_eq!(a, b);
+        }
+    }
 
     #[test]
     #[allow(unsafe_code)]
