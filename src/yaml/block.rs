@@ -425,8 +425,12 @@ fn finish(b: &[u8], after: Value, next: usize, parent: usize) -> Option<usize> {
 }
 
 /// The continuation lines of a plain scalar: each more indented than
-/// `parent`, not starting with an indicator, without `: `, ` #` or a
-/// trailing `:`. Blank lines may come between.
+/// `parent`, without tabs, `: `, ` #` or a trailing `:`. Blank lines may
+/// come between. A continuation line may start with an indicator (`-`,
+/// `"`, `[`, ...): libyaml reads indicators only where a token starts, and
+/// inside a plain scalar only `: `, ` #`, a comment line and a less
+/// indented line end it (kubebuilder's CRDs wrap descriptions before a
+/// quote or a dash).
 fn plain_end(b: &[u8], start: usize, parent: usize) -> Option<usize> {
     let mut pos = start;
     let mut last_end = start;
@@ -439,27 +443,7 @@ fn plain_end(b: &[u8], start: usize, parent: usize) -> Option<usize> {
             if ind <= parent || rest[0] == b'#' {
                 break;
             }
-            if matches!(
-                rest[0],
-                b'-' | b'?'
-                    | b':'
-                    | b','
-                    | b'['
-                    | b']'
-                    | b'{'
-                    | b'}'
-                    | b'&'
-                    | b'*'
-                    | b'!'
-                    | b'|'
-                    | b'>'
-                    | b'\''
-                    | b'"'
-                    | b'%'
-                    | b'@'
-                    | b'`'
-                    | b'\t'
-            ) || rest.contains(&b'\t')
+            if rest.contains(&b'\t')
                 || rest.last() == Some(&b':')
                 || rest.windows(2).any(|w| w == b": " || w == b" #")
             {
@@ -871,12 +855,34 @@ mod tests {
             "a: |2\n  x\n",             // explicit indentation
             "a: |\n    x\n  y\nb: 1\n", // text less indented than its block
             "a: -\n",                   // block entry as a value
-            "a:\n- b\n - c\n",          // sequence items between levels
             "a: 1\r\n",                 // CR
             "\"a\\\"b\": 1\n",          // quoted key with an escape
         ] {
             assert!(keys(doc).is_none(), "accepted {doc:?}");
         }
+    }
+
+    /// Inside a plain scalar, a continuation line may start with what would
+    /// be an indicator at the start of a token (checked against Helm 3.17:
+    /// `fromYaml` of this text gives these strings).
+    #[test]
+    fn continuation_lines_starting_with_indicators() {
+        use crate::yaml::Node;
+        let doc = "a:\n- b\n - c\nd: one\n  \"two\", [three]\n  - four\n  {five} &six *seven !eight |nine >ten %x @y `z ?q\ne:\n  - x\n    - y\n    \"z\"\n";
+        assert_eq!(keys(doc).expect("accepted").len(), 3);
+        let fast = super::decode_plain(doc).expect("decoded");
+        assert_eq!(fast, crate::yaml::parse::parse_full(doc).unwrap());
+        let Node::Map(m) = fast else {
+            panic!("{fast:?}")
+        };
+        assert_eq!(
+            m["d"],
+            Node::Str(
+                "one \"two\", [three] - four {five} &six *seven !eight |nine >ten %x @y `z ?q"
+                    .into()
+            )
+        );
+        assert_eq!(m["a"], Node::Seq(vec![Node::Str("b - c".into())]));
     }
 
     #[test]
