@@ -9,7 +9,7 @@ use super::funcs::Registry;
 use super::parse;
 use foldhash::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// A file's parse: its trees, or its error.
 pub(super) type ParseResult = Result<Vec<Tree>, parse::ParseError>;
@@ -50,8 +50,13 @@ impl Slot {
 
 /// Files to parse, claimed one at a time by whichever thread is free.
 struct Queue {
-    /// In claim order: files that may define templates first.
+    /// In the order given (positions name the files everywhere).
     files: Vec<(String, Source)>,
+    /// The claim order, worked out by the first thread that claims a file
+    /// (a helper, normally, so that scanning every file for `define` does
+    /// not hold up the thread that started the parse).
+    plan: OnceLock<Plan>,
+    /// How many files have been claimed (an index into the plan's order).
     next: AtomicUsize,
     /// Set when the owner is gone: helpers stop claiming.
     stop: AtomicBool,
@@ -62,7 +67,26 @@ struct Queue {
     registry: Arc<Registry>,
 }
 
+/// In what order a queue's files are parsed.
+struct Plan {
+    /// Positions: the files that may define templates first, then the
+    /// others, each group in the given order.
+    order: Vec<usize>,
+    /// By position: whether the file may define templates ([`may_define`]).
+    defines: Vec<bool>,
+}
+
 impl Queue {
+    fn plan(&self) -> &Plan {
+        self.plan.get_or_init(|| {
+            let defines: Vec<bool> = self.files.iter().map(|(_, s)| may_define(s)).collect();
+            let (mut order, rest): (Vec<usize>, Vec<usize>) =
+                (0..self.files.len()).partition(|&k| defines[k]);
+            order.extend(rest);
+            Plan { order, defines }
+        })
+    }
+
     fn lock(&self) -> MutexGuard<'_, Vec<Slot>> {
         // Nothing panics while holding the lock.
         self.done.lock().unwrap_or_else(PoisonError::into_inner)
@@ -74,7 +98,8 @@ impl Queue {
         if helper && self.stop.load(Ordering::Relaxed) {
             return None;
         }
-        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        let claim = self.next.fetch_add(1, Ordering::Relaxed);
+        let k = *self.plan().order.get(claim)?;
         let (name, source) = self.files.get(k)?;
         let registry = &self.registry;
         // A panic would leave the file's owner waiting forever; it becomes
@@ -130,8 +155,6 @@ pub(super) struct Ahead {
     queue: Arc<Queue>,
     /// Position in the queue by file name.
     index: HashMap<String, usize>,
-    /// How many queued files (the first ones) may define templates.
-    defining: usize,
 }
 
 impl Drop for Ahead {
@@ -148,18 +171,15 @@ impl Ahead {
         files: Vec<(String, Source)>,
         helpers: usize,
     ) -> Ahead {
-        let (mut first, rest): (Vec<_>, Vec<_>) =
-            files.into_iter().partition(|(_, s)| may_define(s));
-        let defining = first.len();
-        first.extend(rest);
-        let index = first
+        let index = files
             .iter()
             .enumerate()
             .map(|(k, (name, _))| (name.clone(), k))
             .collect();
         let queue = Arc::new(Queue {
-            done: Mutex::new(first.iter().map(|_| Slot::Pending).collect()),
-            files: first,
+            done: Mutex::new(files.iter().map(|_| Slot::Pending).collect()),
+            files,
+            plan: OnceLock::new(),
             next: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             ready: Condvar::new(),
@@ -171,11 +191,7 @@ impl Ahead {
             let _ =
                 std::thread::Builder::new().spawn(move || while q.parse_next(true).is_some() {});
         }
-        Ahead {
-            queue,
-            index,
-            defining,
-        }
+        Ahead { queue, index }
     }
 
     /// The queue position of `name` when it is queued with these bytes.
@@ -195,9 +211,9 @@ impl Ahead {
     }
 
     /// Whether the file at queue position `k` may define templates (as
-    /// [`may_define`] found when it was queued).
+    /// [`may_define`] finds).
     pub(super) fn may_define(&self, k: usize) -> bool {
-        k < self.defining
+        self.queue.plan().defines.get(k).copied().unwrap_or(true)
     }
 
     /// The parse of queue position `k` (see [`Queue::take`]); each position
