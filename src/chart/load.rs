@@ -817,14 +817,26 @@ fn list_files(
     let mut entries = Vec::new();
     for e in rd {
         let e = e.map_err(|e| io_err("readdirent", dir, &e))?;
-        // A file type the entry does not tell is asked below.
-        let is_dir = e.file_type().ok().map(|t| t.is_dir());
-        let is_file = e.file_type().ok().map(|t| t.is_file());
-        entries.push((e.file_name(), is_dir, is_file));
+        entries.push((e.file_name(), e.file_type().ok()));
     }
     entries.sort_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    for (name, is_dir, is_file) in entries {
-        if is_file == Some(true) {
+    for (name, kind) in entries {
+        // A regular file costs no system call here (the directory entry
+        // tells its type); anything else is asked whether it is a directory.
+        let subdir = match kind {
+            Some(t) if t.is_file() => None,
+            _ => {
+                let path = dir.join(&name);
+                let meta = match kind {
+                    Some(t) if t.is_dir() => {
+                        std::fs::metadata(&path).map_err(|e| io_err("lstat", &path, &e))?
+                    }
+                    _ => entry_meta(&path)?,
+                };
+                meta.is_dir().then_some((path, meta))
+            }
+        };
+        let Some((path, meta)) = subdir else {
             units.push(WalkUnit::Entry {
                 dir: dir.to_path_buf(),
                 rel: rel.to_string(),
@@ -832,27 +844,8 @@ fn list_files(
                 stack: stack.to_vec(),
             });
             continue;
-        }
-        let path = dir.join(&name);
-        let n = if rel.is_empty() {
-            name.to_string_lossy().into_owned()
-        } else {
-            format!("{rel}/{}", name.to_string_lossy())
         };
-        let meta = if is_dir == Some(true) {
-            std::fs::metadata(&path).map_err(|e| io_err("lstat", &path, &e))?
-        } else {
-            entry_meta(&path)?
-        };
-        if !meta.is_dir() {
-            units.push(WalkUnit::Entry {
-                dir: dir.to_path_buf(),
-                rel: rel.to_string(),
-                name,
-                stack: stack.to_vec(),
-            });
-            continue;
-        }
+        let n = rel_name(rel, &name);
         if rules.ignore(&n, true) {
             continue;
         }
@@ -860,6 +853,15 @@ fn list_files(
         list_files(&path, &n, rules, &below, units)?;
     }
     Ok(())
+}
+
+/// The chart-relative path of entry `name` of the directory at `rel`.
+fn rel_name(rel: &str, name: &std::ffi::OsStr) -> String {
+    if rel.is_empty() {
+        name.to_string_lossy().into_owned()
+    } else {
+        format!("{rel}/{}", name.to_string_lossy())
+    }
 }
 
 /// The names in `dir`, in byte order (Go's `filepath.Walk` order).
@@ -964,11 +966,7 @@ fn walk_entry(
     stack: &[DirId],
 ) -> Result<(), LoadError> {
     let path = dir.join(name);
-    let n = if rel.is_empty() {
-        name.to_string_lossy().into_owned()
-    } else {
-        format!("{rel}/{}", name.to_string_lossy())
-    };
+    let n = rel_name(rel, name);
     let meta = entry_meta(&path)?;
     if meta.is_dir() {
         if rules.ignore(&n, true) {
