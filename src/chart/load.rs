@@ -746,17 +746,14 @@ fn dir_files(dir: &Path, mode: ReadMode) -> Result<Vec<ChartFile>, LoadError> {
     walk_shared(&top, &rules, mode, &stack, SHARED_WALK_MIN_FILES)
 }
 
-/// A piece of a directory walk that can be done apart from the rest: one
-/// file (or symlink to one) with its chart-relative directory and the
-/// directories above it; or the error the walk meets there.
-enum WalkUnit {
-    Entry {
-        dir: std::path::PathBuf,
-        rel: String,
-        name: std::ffi::OsString,
-        stack: Vec<DirId>,
-    },
-    Failed(LoadError),
+/// A file of a directory walk, read apart from the rest: its name in the
+/// directory at `dir` (chart-relative path `rel`) and the directories above
+/// it (for symlink cycles).
+struct WalkUnit {
+    dir: std::path::PathBuf,
+    rel: String,
+    name: std::ffi::OsString,
+    stack: Vec<DirId>,
 }
 
 /// Below this many files a walk stays on one thread: a small chart reads
@@ -777,30 +774,19 @@ fn walk_shared(
     stack: &[DirId],
     min_files: usize,
 ) -> Result<Vec<ChartFile>, LoadError> {
+    // The listing stops at its first error, which comes after every file
+    // listed: a file's error is met first.
     let mut units = Vec::new();
-    if let Err(e) = list_files(top, "", rules, stack, &mut units) {
-        units.push(WalkUnit::Failed(e));
-    }
-    let read = crate::par::map_claimed(&units, min_files, |u| match u {
-        WalkUnit::Entry {
-            dir,
-            rel,
-            name,
-            stack,
-        } => {
-            let mut files = Vec::new();
-            walk_entry(dir, rel, name, rules, mode, &mut files, stack).map(|()| files)
-        }
-        WalkUnit::Failed(_) => Ok(Vec::new()),
+    let listed = list_files(top, "", rules, stack, &mut units);
+    let read = crate::par::map_claimed(&units, min_files, |u| {
+        let mut files = Vec::new();
+        walk_entry(&u.dir, &u.rel, &u.name, rules, mode, &mut files, &u.stack).map(|()| files)
     });
     let mut files = Vec::with_capacity(units.len());
-    for (unit, r) in units.into_iter().zip(read) {
-        if let WalkUnit::Failed(e) = unit {
-            return Err(e);
-        }
+    for r in read {
         files.extend(r?);
     }
-    Ok(files)
+    listed.map(|()| files)
 }
 
 /// Appends the files under `dir` to `units` in walk order, descending into
@@ -813,14 +799,7 @@ fn list_files(
     stack: &[DirId],
     units: &mut Vec<WalkUnit>,
 ) -> Result<(), LoadError> {
-    let rd = std::fs::read_dir(dir).map_err(|e| io_err("open", dir, &e))?;
-    let mut entries = Vec::new();
-    for e in rd {
-        let e = e.map_err(|e| io_err("readdirent", dir, &e))?;
-        entries.push((e.file_name(), e.file_type().ok()));
-    }
-    entries.sort_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    for (name, kind) in entries {
+    for (name, kind) in sorted_entries(dir)? {
         // A regular file costs no system call here (the directory entry
         // tells its type); anything else is asked whether it is a directory.
         let subdir = match kind {
@@ -837,7 +816,7 @@ fn list_files(
             }
         };
         let Some((path, meta)) = subdir else {
-            units.push(WalkUnit::Entry {
+            units.push(WalkUnit {
                 dir: dir.to_path_buf(),
                 rel: rel.to_string(),
                 name,
@@ -864,15 +843,19 @@ fn rel_name(rel: &str, name: &std::ffi::OsStr) -> String {
     }
 }
 
-/// The names in `dir`, in byte order (Go's `filepath.Walk` order).
-fn sorted_names(dir: &Path) -> Result<Vec<std::ffi::OsString>, LoadError> {
+/// The entries of `dir` in byte order (Go's `filepath.Walk` order), each
+/// with its file type when the directory entry tells it.
+fn sorted_entries(
+    dir: &Path,
+) -> Result<Vec<(std::ffi::OsString, Option<std::fs::FileType>)>, LoadError> {
     let rd = std::fs::read_dir(dir).map_err(|e| io_err("open", dir, &e))?;
-    let mut names: Vec<std::ffi::OsString> = Vec::new();
+    let mut entries = Vec::new();
     for e in rd {
-        names.push(e.map_err(|e| io_err("readdirent", dir, &e))?.file_name());
+        let e = e.map_err(|e| io_err("readdirent", dir, &e))?;
+        entries.push((e.file_name(), e.file_type().ok()));
     }
-    names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
-    Ok(names)
+    entries.sort_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
+    Ok(entries)
 }
 
 /// The metadata of a walked path, symlinks followed.
@@ -948,7 +931,7 @@ fn walk_dir(
     files: &mut Vec<ChartFile>,
     stack: &[DirId],
 ) -> Result<(), LoadError> {
-    for name in sorted_names(dir)? {
+    for (name, _) in sorted_entries(dir)? {
         walk_entry(dir, rel, &name, rules, mode, files, stack)?;
     }
     Ok(())
