@@ -75,13 +75,16 @@ pub enum Tok {
     With,
 }
 
-/// One token: its kind, byte range in the template text and 1-based line.
-/// Tokens hold no text of their own (use [`Item::text`]), so a token list
-/// can be reused from one template to the next. An `Error` token's range
-/// is empty; the message is returned by [`lex`] beside the tokens.
+/// One token: its kind and byte range in the template text. Tokens hold no
+/// text of their own (use [`Item::text`]), so a token list can be reused
+/// from one template to the next. An `Error` token's range is empty; the
+/// message is returned by [`lex`] beside the tokens.
 ///
-/// Offsets and lines are 32-bit ([`lex`] refuses longer texts), which keeps
-/// a token at 16 bytes: a large template has tens of thousands.
+/// Offsets are 32-bit ([`lex`] refuses longer texts), which keeps a token
+/// at 12 bytes: a large template has tens of thousands. A token's line is
+/// not stored: only error messages need it, and [`Item::line`] counts it
+/// from the offset (Go's lexer keeps its line count exactly in step with
+/// its position, so the two agree).
 #[derive(Debug, Clone, Copy)]
 pub struct Item {
     /// Kind.
@@ -90,8 +93,6 @@ pub struct Item {
     pub pos: u32,
     /// Byte offset just past the token.
     pub end: u32,
-    /// The line the token starts on.
-    pub line: u32,
 }
 
 impl Item {
@@ -102,6 +103,11 @@ impl Item {
     /// The byte offset of the token, as an index.
     pub fn offset(&self) -> usize {
         self.pos as usize
+    }
+
+    /// The 1-based line the token starts on in `src`.
+    pub fn line(&self, src: &str) -> usize {
+        line_at(src, self.offset())
     }
 
     /// Go's `item.String()`, used in parse error messages.
@@ -148,9 +154,11 @@ fn is_alnum(c: char) -> bool {
     c.is_alphabetic() || c.is_numeric()
 }
 
-/// Newlines in `s` (a plain byte count, which the compiler vectorizes).
-fn count_newlines(s: &str) -> usize {
-    s.bytes().filter(|&b| b == b'\n').count()
+/// The 1-based line of byte offset `pos` in `src`: one more than the
+/// newlines before it.
+pub fn line_at(src: &str, pos: usize) -> usize {
+    let head = src.as_bytes().get(..pos).unwrap_or(src.as_bytes());
+    1 + memchr::memchr_iter(b'\n', head).count()
 }
 
 /// Whether `b` may continue a word: an ASCII letter, digit or `_` (other
@@ -179,8 +187,6 @@ struct Lexer<'a> {
     input: &'a str,
     pos: usize,
     start: usize,
-    line: usize,
-    start_line: usize,
     paren_depth: i32,
     items: &'a mut Vec<Item>,
     error: Option<String>,
@@ -196,7 +202,6 @@ pub fn lex(input: &str, items: &mut Vec<Item>) -> Option<String> {
             typ: Tok::Error,
             pos: 0,
             end: 0,
-            line: 1,
         });
         return Some("template is 4 GiB or longer".into());
     }
@@ -216,8 +221,6 @@ pub fn lex(input: &str, items: &mut Vec<Item>) -> Option<String> {
         input,
         pos: 0,
         start: 0,
-        line: 1,
-        start_line: 1,
         paren_depth: 0,
         items,
         error: None,
@@ -250,16 +253,10 @@ impl<'a> Lexer<'a> {
     fn next(&mut self) -> Option<char> {
         let c = self.peek()?;
         self.pos += c.len_utf8();
-        if c == '\n' {
-            self.line += 1;
-        }
         Some(c)
     }
     fn backup(&mut self, c: char) {
         self.pos -= c.len_utf8();
-        if c == '\n' {
-            self.line -= 1;
-        }
     }
     /// Skips ASCII bytes that satisfy `f` (never a newline).
     fn skip_ascii(&mut self, f: impl Fn(u8) -> bool) {
@@ -269,27 +266,23 @@ impl<'a> Lexer<'a> {
         }
     }
     /// Appends a token. `lex` refuses texts of 4 GiB or more, so offsets
-    /// and lines fit in 32 bits.
-    fn push(&mut self, typ: Tok, pos: usize, end: usize, line: usize) {
+    /// fit in 32 bits.
+    fn push(&mut self, typ: Tok, pos: usize, end: usize) {
         self.items.push(Item {
             typ,
             pos: pos as u32,
             end: end as u32,
-            line: line as u32,
         });
     }
     fn emit(&mut self, typ: Tok) {
-        self.push(typ, self.start, self.pos, self.start_line);
+        self.push(typ, self.start, self.pos);
         self.start = self.pos;
-        self.start_line = self.line;
     }
     fn ignore(&mut self) {
-        self.line += count_newlines(&self.input[self.start..self.pos]);
         self.start = self.pos;
-        self.start_line = self.line;
     }
     fn error(&mut self, msg: String) -> State {
-        self.push(Tok::Error, self.start, self.start, self.start_line);
+        self.push(Tok::Error, self.start, self.start);
         self.error = Some(msg);
         State::Done
     }
@@ -331,23 +324,19 @@ impl<'a> Lexer<'a> {
                             .len();
                 }
                 let end = self.pos - trim;
-                self.line += count_newlines(&self.input[self.start..self.pos]);
                 if end > self.start {
-                    self.push(Tok::Text, self.start, end, self.start_line);
+                    self.push(Tok::Text, self.start, end);
                 }
                 self.start = self.pos;
-                self.start_line = self.line;
             }
             return State::LeftDelim;
         }
         self.pos = self.input.len();
         if self.pos > self.start {
-            self.line += count_newlines(&self.input[self.start..self.pos]);
-            self.push(Tok::Text, self.start, self.pos, self.start_line);
+            self.push(Tok::Text, self.start, self.pos);
             self.start = self.pos;
-            self.start_line = self.line;
         }
-        self.push(Tok::Eof, self.pos, self.pos, self.line);
+        self.push(Tok::Eof, self.pos, self.pos);
         State::Done
     }
 
@@ -498,13 +487,9 @@ impl<'a> Lexer<'a> {
             self.pos += 1;
         }
         let n = self.pos - from;
-        self.line += count_newlines(&self.input[from..self.pos]);
         let before = &self.input[self.pos - 1..];
         if has_right_trim(before) && before[2..].starts_with(RIGHT) {
             self.pos -= 1;
-            if b[self.pos] == b'\n' {
-                self.line -= 1;
-            }
             if n == 1 {
                 return self.lex_right_delim();
             }
@@ -705,11 +690,9 @@ impl<'a> Lexer<'a> {
     fn lex_raw_quote(&mut self) -> State {
         let b = self.input.as_bytes();
         let Some(i) = memchr::memchr(b'`', &b[self.pos..]) else {
-            self.line += count_newlines(&self.input[self.pos..]);
             self.pos = b.len();
             return self.error("unterminated raw quoted string".into());
         };
-        self.line += count_newlines(&self.input[self.pos..self.pos + i]);
         self.pos += i + 1;
         self.emit(Tok::RawString);
         State::Inside
@@ -738,7 +721,7 @@ mod tests {
 
     #[test]
     fn tokens_stay_small() {
-        assert_eq!(std::mem::size_of::<Item>(), 16);
+        assert_eq!(std::mem::size_of::<Item>(), 12);
     }
 
     fn kinds(s: &str) -> Vec<Tok> {

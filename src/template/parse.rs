@@ -4,7 +4,7 @@ use super::ast::{
     arg_pos, is_empty_list, Action, Arg, Chain, Command, Control, List, Name, Node, Number, Pipe,
     Source, StringLit, TemplateCall, TextSpan, Tree,
 };
-use super::lexer::{lex, Item, Tok};
+use super::lexer::{lex, line_at, Item, Tok};
 use std::sync::Arc;
 
 /// How deeply parentheses and control structures may nest. Real templates
@@ -40,7 +40,8 @@ struct Parser<'a> {
     names: Interner,
     range_depth: usize,
     depth: usize,
-    action_line: u32,
+    /// Where the action being parsed starts (its `{{`), if any.
+    action_pos: Option<usize>,
     parse_name: Arc<str>,
     text: &'a str,
     source: Source,
@@ -88,7 +89,7 @@ pub fn parse_source(
         names: NAMES.with(|n| std::mem::take(&mut *n.borrow_mut())),
         range_depth: 0,
         depth: 0,
-        action_line: 0,
+        action_pos: None,
         parse_name: Arc::from(name),
         text,
         source: source.clone(),
@@ -487,7 +488,7 @@ impl<'a> Parser<'a> {
         let line = self
             .items
             .get(self.furthest.min(self.items.len().saturating_sub(1)))
-            .map(|i| i.line as usize)
+            .map(|i| i.line(self.text))
             .unwrap_or(1);
         ParseError {
             name: self.parse_name.to_string(),
@@ -531,10 +532,11 @@ impl<'a> Parser<'a> {
     fn unexpected(&self, it: &Item, context: &str) -> ParseError {
         if it.typ == Tok::Error {
             let mut extra = String::new();
-            if self.action_line != 0 && self.action_line != it.line {
+            let action_line = self.action_pos.map(|pos| line_at(self.text, pos));
+            if let Some(action_line) = action_line.filter(|&l| l != it.line(self.text)) {
                 extra = format!(
                     " in action started at {}:{}",
-                    self.parse_name, self.action_line
+                    self.parse_name, action_line
                 );
                 if self.lex_error.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
@@ -657,9 +659,9 @@ impl<'a> Parser<'a> {
                 None => Err(self.errorf("template text too large")),
             },
             Tok::LeftDelim => {
-                self.action_line = tok.line;
+                self.action_pos = Some(tok.offset());
                 let r = self.action();
-                self.action_line = 0;
+                self.action_pos = None;
                 r
             }
             _ => Err(self.unexpected(&tok, "input")),
