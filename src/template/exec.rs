@@ -577,10 +577,13 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
         recv: Tv,
     ) -> R<Tv> {
         let strict = self.sh.engine.options.strict;
-        let typ = if recv.iface {
-            "interface {}".to_string()
-        } else {
-            recv.v.type_name()
+        // Only the errors name the receiver's type.
+        let typ = || {
+            if recv.iface {
+                "interface {}".to_string()
+            } else {
+                recv.v.type_name()
+            }
         };
         let has_args = args.len() > 1 || fin.is_some();
         match &recv.v {
@@ -651,10 +654,10 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                         self.cur = Cur::Arg(node);
                         self.errorf(format!("error calling {name}: {e}"))
                     }
-                    None => self.errorf(format!("can't evaluate field {name} in type {typ}")),
+                    None => self.errorf(format!("can't evaluate field {name} in type {}", typ())),
                 }
             }
-            _ => self.errorf(format!("can't evaluate field {name} in type {typ}")),
+            _ => self.errorf(format!("can't evaluate field {name} in type {}", typ())),
         }
     }
 

@@ -54,6 +54,8 @@ struct Parser<'a> {
     node_stack: Vec<Node>,
     cmd_stack: Vec<Command>,
     arg_stack: Vec<Arg>,
+    /// The names of the field chain being parsed.
+    name_stack: Vec<Name>,
 }
 
 /// Parses `text` as template `name`: returns the file's own tree first, then
@@ -98,6 +100,7 @@ pub fn parse_source(
         node_stack: Vec::new(),
         cmd_stack: Vec::new(),
         arg_stack: Vec::new(),
+        name_stack: Vec::new(),
     };
     let root = p.parse_top();
     // Hand the token buffer back for the next template (unless a huge one
@@ -933,17 +936,19 @@ impl<'a> Parser<'a> {
         match self.term()? {
             // Field and variable terms already took their own fields.
             Some(node @ (Arg::Field(..) | Arg::Variable(..))) => Ok(Some(node)),
-            Some(node) => self.with_fields(node, Vec::new()),
+            Some(node) => self.with_fields(node, None),
             None => Ok(None),
         }
     }
 
     /// `node` followed by the field tokens that come next: a field or
-    /// variable gets them appended to `names` (its own names so far), any
-    /// other term becomes a chain. The names are boxed once, at their final
-    /// length.
-    fn with_fields(&mut self, node: Arg, mut names: Vec<Name>) -> PResult<Option<Arg>> {
-        let had = names.len();
+    /// variable gets them after `first` (its own name), any other term
+    /// becomes a chain. The names gather on a stack shared by all chains and
+    /// are boxed once, at their final length.
+    fn with_fields(&mut self, node: Arg, first: Option<Name>) -> PResult<Option<Arg>> {
+        let base = self.name_stack.len();
+        let had = usize::from(first.is_some());
+        self.name_stack.extend(first);
         let cpos = if self.peek().typ == Tok::Field {
             self.peek().offset()
         } else {
@@ -951,8 +956,11 @@ impl<'a> Parser<'a> {
         };
         while self.peek().typ == Tok::Field {
             let t = self.next();
-            names.push(self.name(&t, 1));
+            let name = self.name(&t, 1);
+            self.name_stack.push(name);
         }
+        // An exactly sized copy: one allocation (none for no names).
+        let names = self.name_stack.split_off(base).into_boxed_slice();
         // A field or variable that took more fields sits where they start.
         let at = |pos| {
             if names.len() > had {
@@ -962,8 +970,8 @@ impl<'a> Parser<'a> {
             }
         };
         Ok(Some(match node {
-            Arg::Field(pos, _) => Arg::Field(at(pos), names.into_boxed_slice()),
-            Arg::Variable(pos, _) => Arg::Variable(at(pos), names.into_boxed_slice()),
+            Arg::Field(pos, _) => Arg::Field(at(pos), names),
+            Arg::Variable(pos, _) => Arg::Variable(at(pos), names),
             node if names.is_empty() => node,
             Arg::Bool(..) | Arg::String(..) | Arg::Number(..) | Arg::Nil(_) | Arg::Dot(_) => {
                 let q = super::gofmt::quote_go(&node.to_string());
@@ -973,7 +981,7 @@ impl<'a> Parser<'a> {
                 arg_pos(cpos),
                 Box::new(Chain {
                     node: other,
-                    fields: names.into_boxed_slice(),
+                    fields: names,
                 }),
             ),
         }))
@@ -1008,11 +1016,11 @@ impl<'a> Parser<'a> {
                     )));
                 }
                 let first = self.name(&tok, 0);
-                return self.with_fields(Arg::Variable(tok.pos, Box::new([])), vec![first]);
+                return self.with_fields(Arg::Variable(tok.pos, Box::new([])), Some(first));
             }
             Tok::Field => {
                 let first = self.name(&tok, 1);
-                return self.with_fields(Arg::Field(tok.pos, Box::new([])), vec![first]);
+                return self.with_fields(Arg::Field(tok.pos, Box::new([])), Some(first));
             }
             Tok::Bool => Arg::Bool(tok.pos, self.val(&tok) == "true"),
             Tok::CharConstant | Tok::Complex | Tok::Number => {

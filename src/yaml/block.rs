@@ -24,7 +24,7 @@
 //! parser.
 
 use super::parse::{maybe_non_finite, plain_node};
-use super::resolve::{resolve_plain, Scalar};
+use super::resolve::{resolve_plain, starts_string, Scalar};
 use super::Node;
 use std::collections::BTreeMap;
 
@@ -253,10 +253,13 @@ fn key_at(rest: &[u8]) -> Option<(&[u8], usize)> {
         return None;
     }
     let key = &rest[..len];
-    // ASCII by construction.
-    let text = std::str::from_utf8(key).ok()?;
-    if !matches!(resolve_plain(text), Scalar::Str | Scalar::Timestamp) {
-        return None;
+    // Most keys start with a byte that makes any plain scalar a string;
+    // the others are resolved (ASCII by construction).
+    if !starts_string(first) {
+        let text = std::str::from_utf8(key).ok()?;
+        if !matches!(resolve_plain(text), Scalar::Str | Scalar::Timestamp) {
+            return None;
+        }
     }
     Some((key, len + 1))
 }

@@ -43,9 +43,20 @@ fn lookup_word(s: &str) -> Option<Scalar> {
     })
 }
 
+/// Whether every plain scalar starting with byte `first` resolves to a
+/// string (yaml.v2's hint for it is "always a string").
+pub(crate) fn starts_string(first: u8) -> bool {
+    hint_byte(Some(first)) == 0
+}
+
 /// The hint yaml.v2 takes from the first byte: 0 means "always a string".
 fn hint(s: &str) -> u8 {
-    match s.as_bytes().first() {
+    hint_byte(s.as_bytes().first().copied())
+}
+
+/// [`hint`] of a first byte (`None`: the empty scalar).
+fn hint_byte(first: Option<u8>) -> u8 {
+    match first {
         None => b'N',
         Some(b'+' | b'-') => b'S',
         Some(b'0'..=b'9') => b'D',
