@@ -99,7 +99,8 @@ fn show_t(n: &Node) -> String {
 /// `coalesceTablesFullKey`: `dst` has precedence; `merge` keeps nulls.
 pub fn coalesce_tables(w: &mut Warnings, dst: &mut Map, src: &Map, prefix: &str, merge: bool) {
     for (key, val) in src {
-        let full = concat_prefix(prefix, key);
+        // The key's full path: only nested tables and warnings need it.
+        let full = || concat_prefix(prefix, key);
         match dst.get_mut(key) {
             Some(Node::Null) if !merge => {
                 dst.remove(key);
@@ -110,16 +111,18 @@ pub fn coalesce_tables(w: &mut Warnings, dst: &mut Map, src: &Map, prefix: &str,
             Some(dv) => {
                 if let Node::Map(sv) = val {
                     if let Node::Map(dm) = dv {
-                        coalesce_tables(w, dm, sv, &full, merge);
+                        coalesce_tables(w, dm, sv, &full(), merge);
                     } else {
                         w.push(format!(
-                            "warning: cannot overwrite table with non table for {full} ({})",
+                            "warning: cannot overwrite table with non table for {} ({})",
+                            full(),
                             show(val)
                         ));
                     }
                 } else if matches!(dv, Node::Map(_)) && !matches!(val, Node::Null) {
                     w.push(format!(
-                        "warning: destination for {full} is a table. Ignoring non-table value ({})",
+                        "warning: destination for {} is a table. Ignoring non-table value ({})",
+                        full(),
                         show(val)
                     ));
                 }

@@ -248,11 +248,12 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 let v = self.eval_pipeline(dot, &a.pipe)?;
                 if a.pipe.decl.is_empty() {
                     self.cur = Cur::Node(node);
-                    let text = match &v {
-                        Value::Nil => "<no value>".to_string(),
-                        other => other.to_string(),
-                    };
-                    self.write(out, &text)?;
+                    match &v {
+                        Value::Nil => self.write(out, "<no value>")?,
+                        // A string prints as itself: no formatted copy.
+                        Value::Str(s) => self.write(out, s)?,
+                        other => self.write(out, &other.to_string())?,
+                    }
                 }
                 Ok(())
             }
