@@ -135,8 +135,9 @@ impl std::ops::Deref for TextSpan {
 /// A list of nodes.
 #[derive(Debug, Default)]
 pub struct List {
-    /// The nodes.
-    pub nodes: Vec<Node>,
+    /// The nodes (boxed at their final number: a parse tree holds tens of
+    /// thousands of lists and nodes, so no spare room).
+    pub nodes: Box<[Node]>,
 }
 
 /// A body node.
@@ -164,7 +165,7 @@ pub enum Node {
 #[derive(Debug)]
 pub struct Action {
     /// Position.
-    pub pos: usize,
+    pub pos: u32,
     /// The pipeline.
     pub pipe: Pipe,
 }
@@ -173,7 +174,7 @@ pub struct Action {
 #[derive(Debug)]
 pub struct Control {
     /// Position of the pipeline.
-    pub pos: usize,
+    pub pos: u32,
     /// The condition or range pipeline.
     pub pipe: Pipe,
     /// The body.
@@ -186,7 +187,7 @@ pub struct Control {
 #[derive(Debug)]
 pub struct TemplateCall {
     /// Position of the name.
-    pub pos: usize,
+    pub pos: u32,
     /// The template name.
     pub name: String,
     /// The argument pipeline.
@@ -202,22 +203,22 @@ pub type Name = Arc<str>;
 #[derive(Debug)]
 pub struct Pipe {
     /// Position.
-    pub pos: usize,
+    pub pos: u32,
     /// `=` instead of `:=`.
     pub is_assign: bool,
     /// Declared variables (names with `$`).
-    pub decl: Vec<Name>,
+    pub decl: Box<[Name]>,
     /// The commands.
-    pub cmds: Vec<Command>,
+    pub cmds: Box<[Command]>,
 }
 
 /// One command: an operand followed by arguments.
 #[derive(Debug)]
 pub struct Command {
     /// Position.
-    pub pos: usize,
+    pub pos: u32,
     /// The words.
-    pub args: Vec<Arg>,
+    pub args: Box<[Arg]>,
 }
 
 /// A parsed number constant with Go's interpretations.
@@ -302,7 +303,7 @@ impl Arg {
             | Arg::Bool(p, _)
             | Arg::Number(p, _)
             | Arg::String(p, _) => *p as usize,
-            Arg::Pipe(p) => p.pos,
+            Arg::Pipe(p) => p.pos as usize,
         }
     }
 }

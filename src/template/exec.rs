@@ -168,19 +168,19 @@ impl<'t> Cur<'t> {
         match self {
             Cur::None => None,
             Cur::Arg(a) => Some((a.pos(), a.to_string())),
-            Cur::Cmd(c) => Some((c.pos, c.to_string())),
-            Cur::Pipe(p) => Some((p.pos, p.to_string())),
+            Cur::Cmd(c) => Some((c.pos as usize, c.to_string())),
+            Cur::Pipe(p) => Some((p.pos as usize, p.to_string())),
             Cur::Node(n) => Some((node_pos(n), n.to_string())),
-            Cur::Tmpl(t) => Some((t.pos, t.to_string())),
+            Cur::Tmpl(t) => Some((t.pos as usize, t.to_string())),
         }
     }
 }
 
 fn node_pos(n: &Node) -> usize {
     match n {
-        Node::Action(a) => a.pos,
-        Node::If(c) | Node::With(c) | Node::Range(c) => c.pos,
-        Node::Template(t) => t.pos,
+        Node::Action(a) => a.pos as usize,
+        Node::If(c) | Node::With(c) | Node::Range(c) => c.pos as usize,
+        Node::Template(t) => t.pos as usize,
         _ => 0,
     }
 }

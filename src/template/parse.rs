@@ -161,6 +161,19 @@ impl Interner {
     }
 }
 
+/// Moves `stack[base..]` into a box of exactly that length, leaving the
+/// stack's buffer in place for the next list, command or chain.
+fn take_tail<T>(stack: &mut Vec<T>, base: usize) -> Box<[T]> {
+    if base == 0 {
+        // `split_off(0)` would hand over the whole buffer (spare room
+        // included) and allocate a new one for the stack.
+        let mut all = Vec::with_capacity(stack.len());
+        all.append(stack);
+        return all.into_boxed_slice();
+    }
+    stack.split_off(base).into_boxed_slice()
+}
+
 fn unquote(tok: &Item, src: &str) -> Result<String, String> {
     let s = tok.text(src);
     if tok.typ == Tok::RawString {
@@ -537,10 +550,7 @@ impl<'a> Parser<'a> {
             let mut extra = String::new();
             let action_line = self.action_pos.map(|pos| line_at(self.text, pos));
             if let Some(action_line) = action_line.filter(|&l| l != it.line(self.text)) {
-                extra = format!(
-                    " in action started at {}:{}",
-                    self.parse_name, action_line
-                );
+                extra = format!(" in action started at {}:{}", self.parse_name, action_line);
                 if self.lex_error.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
@@ -569,7 +579,7 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_top(&mut self) -> PResult<List> {
-        let mut root = List::default();
+        let mut nodes = Vec::new();
         loop {
             let pk = self.peek();
             if pk.typ == Tok::Eof {
@@ -585,13 +595,15 @@ impl<'a> Parser<'a> {
                 self.idx = save;
             }
             match self.text_or_action()? {
-                TA::Node(n) => root.nodes.push(n),
+                TA::Node(n) => nodes.push(n),
                 TA::End => return Err(self.errorf("unexpected {{end}}")),
                 TA::Else => return Err(self.errorf("unexpected {{else}}")),
                 TA::None => {}
             }
         }
-        Ok(root)
+        Ok(List {
+            nodes: nodes.into_boxed_slice(),
+        })
     }
 
     fn add_tree(&mut self, name: String, root: List) -> PResult<()> {
@@ -648,7 +660,7 @@ impl<'a> Parser<'a> {
                 TA::Else => Ended::Else,
                 TA::None => continue,
             };
-            let nodes = self.node_stack.drain(base..).collect();
+            let nodes = take_tail(&mut self.node_stack, base);
             return Ok((List { nodes }, ended));
         }
         Err(self.errorf("unexpected EOF"))
@@ -716,7 +728,7 @@ impl<'a> Parser<'a> {
         let tok = self.peek();
         let pipe = self.pipeline("command", Tok::RightDelim)?;
         Ok(TA::Node(Node::Action(Box::new(Action {
-            pos: tok.offset(),
+            pos: tok.pos,
             pipe,
         }))))
     }
@@ -747,13 +759,13 @@ impl<'a> Parser<'a> {
                 self.next();
                 let c = self.control("if")?;
                 else_list = Some(List {
-                    nodes: vec![Node::If(c)],
+                    nodes: Box::new([Node::If(c)]),
                 });
             } else if context == "with" && pk.typ == Tok::With {
                 self.next();
                 let c = self.control("with")?;
                 else_list = Some(List {
-                    nodes: vec![Node::With(c)],
+                    nodes: Box::new([Node::With(c)]),
                 });
             } else {
                 let (l, n2) = self.item_list()?;
@@ -788,7 +800,7 @@ impl<'a> Parser<'a> {
             pipe = Some(self.pipeline(context, Tok::RightDelim)?);
         }
         Ok(Node::Template(Box::new(TemplateCall {
-            pos: tok.offset(),
+            pos: tok.pos,
             name,
             pipe,
         })))
@@ -810,7 +822,7 @@ impl<'a> Parser<'a> {
         }
         self.add_tree(name.clone(), list)?;
         Ok(Node::Template(Box::new(TemplateCall {
-            pos: tok.offset(),
+            pos: tok.pos,
             name,
             pipe: Some(pipe),
         })))
@@ -819,11 +831,12 @@ impl<'a> Parser<'a> {
     fn pipeline(&mut self, context: &str, end: Tok) -> PResult<Pipe> {
         let tok = self.peek_non_space();
         let mut pipe = Pipe {
-            pos: tok.offset(),
+            pos: tok.pos,
             is_assign: false,
-            decl: Vec::new(),
-            cmds: Vec::new(),
+            decl: Box::default(),
+            cmds: Box::default(),
         };
+        let mut decl = Vec::new();
         let cmd_base = self.cmd_stack.len();
         // declarations
         loop {
@@ -839,15 +852,15 @@ impl<'a> Parser<'a> {
                 pipe.is_assign = nx.typ == Tok::Assign;
                 self.next_non_space();
                 let name = self.name(&v, 0);
-                pipe.decl.push(Name::clone(&name));
+                decl.push(Name::clone(&name));
                 self.vars.push(name);
                 break;
             } else if nx.typ == Tok::Char && self.val(&nx) == "," {
                 self.next_non_space();
                 let name = self.name(&v, 0);
-                pipe.decl.push(Name::clone(&name));
+                decl.push(Name::clone(&name));
                 self.vars.push(name);
-                if context == "range" && pipe.decl.len() < 2 {
+                if context == "range" && decl.len() < 2 {
                     let pk = self.peek_non_space();
                     match pk.typ {
                         Tok::Variable | Tok::RightDelim | Tok::RightParen => continue,
@@ -864,7 +877,8 @@ impl<'a> Parser<'a> {
         loop {
             let tok = self.next_non_space();
             if tok.typ == end {
-                pipe.cmds = self.cmd_stack.drain(cmd_base..).collect();
+                pipe.decl = decl.into_boxed_slice();
+                pipe.cmds = take_tail(&mut self.cmd_stack, cmd_base);
                 self.check_pipeline(&pipe, context)?;
                 return Ok(pipe);
             }
@@ -909,7 +923,7 @@ impl<'a> Parser<'a> {
     }
 
     fn command(&mut self) -> PResult<Command> {
-        let pos = self.peek_non_space().offset();
+        let pos = self.peek_non_space().pos;
         let arg_base = self.arg_stack.len();
         loop {
             self.peek_non_space();
@@ -928,7 +942,7 @@ impl<'a> Parser<'a> {
         if self.arg_stack.len() == arg_base {
             return Err(self.errorf("empty command"));
         }
-        let args = self.arg_stack.drain(arg_base..).collect();
+        let args = take_tail(&mut self.arg_stack, arg_base);
         Ok(Command { pos, args })
     }
 
@@ -960,7 +974,7 @@ impl<'a> Parser<'a> {
             self.name_stack.push(name);
         }
         // An exactly sized copy: one allocation (none for no names).
-        let names = self.name_stack.split_off(base).into_boxed_slice();
+        let names = take_tail(&mut self.name_stack, base);
         // A field or variable that took more fields sits where they start.
         let at = |pos| {
             if names.len() > had {
