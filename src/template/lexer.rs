@@ -82,9 +82,8 @@ pub enum Tok {
 ///
 /// Offsets are 32-bit ([`lex`] refuses longer texts), which keeps a token
 /// at 12 bytes: a large template has tens of thousands. A token's line is
-/// not stored: only error messages need it, and [`Item::line`] counts it
-/// from the offset (Go's lexer keeps its line count exactly in step with
-/// its position, so the two agree).
+/// not stored: only error messages need it, and [`Lexed::line`] works it
+/// out from the offset.
 #[derive(Debug, Clone, Copy)]
 pub struct Item {
     /// Kind.
@@ -103,11 +102,6 @@ impl Item {
     /// The byte offset of the token, as an index.
     pub fn offset(&self) -> usize {
         self.pos as usize
-    }
-
-    /// The 1-based line the token starts on in `src`.
-    pub fn line(&self, src: &str) -> usize {
-        line_at(src, self.offset())
     }
 
     /// Go's `item.String()`, used in parse error messages.
@@ -154,11 +148,31 @@ fn is_alnum(c: char) -> bool {
     c.is_alphabetic() || c.is_numeric()
 }
 
-/// The 1-based line of byte offset `pos` in `src`: one more than the
-/// newlines before it.
-pub fn line_at(src: &str, pos: usize) -> usize {
-    let head = src.as_bytes().get(..pos).unwrap_or(src.as_bytes());
-    1 + memchr::memchr_iter(b'\n', head).count()
+/// What [`lex`] returns besides the tokens.
+#[derive(Debug, Default)]
+pub struct Lexed {
+    /// The message of the lexical error the tokens stop at, if any.
+    pub error: Option<String>,
+    /// For each comment with newlines in it: the offset just past its
+    /// `*/` and the newlines in this and all earlier comments. Go's lexer
+    /// counts every newline except those inside comments.
+    comment_newlines: Vec<(u32, u32)>,
+}
+
+impl Lexed {
+    /// The 1-based line Go's lexer gives byte offset `pos` of `src` (the
+    /// lexed text): one more than the newlines before it, not counting
+    /// those inside comments.
+    pub fn line(&self, src: &str, pos: usize) -> usize {
+        let head = src.as_bytes().get(..pos).unwrap_or(src.as_bytes());
+        let skipped = self
+            .comment_newlines
+            .iter()
+            .take_while(|&&(end, _)| end as usize <= pos)
+            .last()
+            .map_or(0, |&(_, n)| n as usize);
+        1 + memchr::memchr_iter(b'\n', head).count() - skipped
+    }
 }
 
 /// Whether `b` may continue a word: an ASCII letter, digit or `_` (other
@@ -189,13 +203,13 @@ struct Lexer<'a> {
     start: usize,
     paren_depth: i32,
     items: &'a mut Vec<Item>,
-    error: Option<String>,
+    lexed: Lexed,
 }
 
 /// Tokenizes a whole template into `items` (cleared first). The last item
 /// is `Eof`, or `Error` when lexing stopped at an error, whose message is
-/// returned.
-pub fn lex(input: &str, items: &mut Vec<Item>) -> Option<String> {
+/// returned in [`Lexed::error`].
+pub fn lex(input: &str, items: &mut Vec<Item>) -> Lexed {
     items.clear();
     if input.len() >= u32::MAX as usize {
         items.push(Item {
@@ -203,7 +217,10 @@ pub fn lex(input: &str, items: &mut Vec<Item>) -> Option<String> {
             pos: 0,
             end: 0,
         });
-        return Some("template is 4 GiB or longer".into());
+        return Lexed {
+            error: Some("template is 4 GiB or longer".into()),
+            ..Lexed::default()
+        };
     }
     // Room for a token per four bytes: templates average one per nine (a
     // text between actions counts one), so the buffer rarely grows (which
@@ -223,10 +240,10 @@ pub fn lex(input: &str, items: &mut Vec<Item>) -> Option<String> {
         start: 0,
         paren_depth: 0,
         items,
-        error: None,
+        lexed: Lexed::default(),
     };
     l.run();
-    l.error
+    l.lexed
 }
 
 enum State {
@@ -283,7 +300,7 @@ impl<'a> Lexer<'a> {
     }
     fn error(&mut self, msg: String) -> State {
         self.push(Tok::Error, self.start, self.start);
-        self.error = Some(msg);
+        self.lexed.error = Some(msg);
         State::Done
     }
     fn accept(&mut self, valid: &str) -> bool {
@@ -372,6 +389,15 @@ impl<'a> Lexer<'a> {
             return self.error("unclosed comment".into());
         };
         self.pos += x + 2;
+        // Go's lexer skips the comment without counting its newlines.
+        let newlines =
+            memchr::memchr_iter(b'\n', &self.input.as_bytes()[self.start..self.pos]).count();
+        if newlines > 0 {
+            let before = self.lexed.comment_newlines.last().map_or(0, |&(_, n)| n);
+            self.lexed
+                .comment_newlines
+                .push((self.pos as u32, before + newlines as u32));
+        }
         let (delim, trim) = self.at_right_delim();
         if !delim {
             return self.error("comment ends before closing delimiter".into());
@@ -734,7 +760,7 @@ mod tests {
     fn trims_and_fields() {
         let src = "a  {{- .x.y -}}  b";
         let mut items = Vec::new();
-        assert_eq!(lex(src, &mut items), None);
+        assert_eq!(lex(src, &mut items).error, None);
         assert_eq!(items[0].text(src), "a");
         assert_eq!(items[2].text(src), ".x");
         assert_eq!(items[3].text(src), ".y");
@@ -753,7 +779,7 @@ mod tests {
     #[test]
     fn bad_number() {
         let mut items = Vec::new();
-        let error = lex("{{3-}}", &mut items);
+        let error = lex("{{3-}}", &mut items).error;
         assert_eq!(items.last().map(|i| i.typ), Some(Tok::Error));
         assert_eq!(error.as_deref(), Some("bad number syntax: \"3-\""));
     }

@@ -4,7 +4,7 @@ use super::ast::{
     arg_pos, is_empty_list, Action, Arg, Chain, Command, Control, List, Name, Node, Number, Pipe,
     Source, StringLit, TemplateCall, TextSpan, Tree,
 };
-use super::lexer::{lex, line_at, Item, Tok};
+use super::lexer::{lex, Item, Lexed, Tok};
 use std::sync::Arc;
 
 /// How deeply parentheses and control structures may nest. Real templates
@@ -34,6 +34,8 @@ type PResult<T> = Result<T, ParseError>;
 struct Parser<'a> {
     items: Vec<Item>,
     lex_error: String,
+    /// The lexer's account of the text, for error lines.
+    lexed: Lexed,
     idx: usize,
     furthest: usize,
     vars: Vec<Name>,
@@ -81,10 +83,12 @@ pub fn parse_source(
         }
     };
     let mut items = TOKENS.with(|t| std::mem::take(&mut *t.borrow_mut()));
-    let lex_error = lex(text, &mut items).unwrap_or_default();
+    let mut lexed = lex(text, &mut items);
+    let lex_error = lexed.error.take().unwrap_or_default();
     let mut p = Parser {
         items,
         lex_error,
+        lexed,
         idx: 0,
         furthest: 0,
         vars: vec!["$".into()],
@@ -496,6 +500,10 @@ enum Ended {
 }
 
 impl<'a> Parser<'a> {
+    /// The line of byte offset `pos`, as Go's lexer counts it.
+    fn line(&self, pos: usize) -> usize {
+        self.lexed.line(self.text, pos)
+    }
     /// A token's text.
     fn val(&self, it: &Item) -> &str {
         it.text(self.text)
@@ -504,7 +512,7 @@ impl<'a> Parser<'a> {
         let line = self
             .items
             .get(self.furthest.min(self.items.len().saturating_sub(1)))
-            .map(|i| i.line(self.text))
+            .map(|i| self.line(i.offset()))
             .unwrap_or(1);
         ParseError {
             name: self.parse_name.to_string(),
@@ -548,8 +556,8 @@ impl<'a> Parser<'a> {
     fn unexpected(&self, it: &Item, context: &str) -> ParseError {
         if it.typ == Tok::Error {
             let mut extra = String::new();
-            let action_line = self.action_pos.map(|pos| line_at(self.text, pos));
-            if let Some(action_line) = action_line.filter(|&l| l != it.line(self.text)) {
+            let action_line = self.action_pos.map(|pos| self.line(pos));
+            if let Some(action_line) = action_line.filter(|&l| l != self.line(it.offset())) {
                 extra = format!(" in action started at {}:{}", self.parse_name, action_line);
                 if self.lex_error.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
@@ -1081,6 +1089,52 @@ mod tests {
 
     fn p(s: &str) -> Result<Vec<Tree>, String> {
         parse("t", s, &|n| n != "nope").map_err(|e| e.go_text())
+    }
+
+    /// Error lines are counted from token offsets; these cases put
+    /// newlines in trimmed text, raw strings, comments and spaces before
+    /// the error (lines and messages as Helm 3.17 prints them: Go's lexer
+    /// does not count the newlines inside a comment).
+    #[test]
+    fn error_lines_count_newlines_outside_comments() {
+        let cases = [
+            (
+                "a\n{{ `x\ny\nz` }}\n{{ /* c\nd */ }}",
+                "t:5: unexpected \"/\" in command",
+            ),
+            ("{{- \"a\"\n -}}\n\n{{ if }}", "t:4: missing value for if"),
+            (
+                "{{ print\n\n `q\nr` \n  1 | nope }}",
+                "t:5: function \"nope\" not defined",
+            ),
+            (
+                "line1\n{{ print (1\n\n }}",
+                "t:4: unclosed left paren in action started at t:2",
+            ),
+            (
+                "a\n{{/* c\nd */}}\n{{ .x }} {{ nope }}",
+                "t:3: function \"nope\" not defined",
+            ),
+            (
+                "{{ 3 \n -}}\n{{ \"unterminated\n}}",
+                "t:3: unterminated quoted string",
+            ),
+            (
+                "{{- /* a\nb */ -}}\n\n{{ if }}",
+                "t:3: missing value for if",
+            ),
+            (
+                "x{{/* 1\n2 */}}\n{{/* 3\n4\n5 */}}{{ print (1\n }}",
+                "t:3: unclosed left paren in action started at t:2",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(
+                p(text).unwrap_err(),
+                format!("template: {want}"),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]
