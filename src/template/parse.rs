@@ -33,8 +33,7 @@ type PResult<T> = Result<T, ParseError>;
 
 struct Parser<'a> {
     items: Vec<Item>,
-    lex_error: String,
-    /// The lexer's account of the text, for error lines.
+    /// The lexer's account of the text: its error, and what error lines need.
     lexed: Lexed,
     idx: usize,
     furthest: usize,
@@ -83,11 +82,9 @@ pub fn parse_source(
         }
     };
     let mut items = TOKENS.with(|t| std::mem::take(&mut *t.borrow_mut()));
-    let mut lexed = lex(text, &mut items);
-    let lex_error = lexed.error.take().unwrap_or_default();
+    let lexed = lex(text, &mut items);
     let mut p = Parser {
         items,
-        lex_error,
         lexed,
         idx: 0,
         furthest: 0,
@@ -555,15 +552,16 @@ impl<'a> Parser<'a> {
     }
     fn unexpected(&self, it: &Item, context: &str) -> ParseError {
         if it.typ == Tok::Error {
+            let lex_error = self.lexed.error.as_deref().unwrap_or_default();
             let mut extra = String::new();
             let action_line = self.action_pos.map(|pos| self.line(pos));
             if let Some(action_line) = action_line.filter(|&l| l != self.line(it.offset())) {
                 extra = format!(" in action started at {}:{}", self.parse_name, action_line);
-                if self.lex_error.ends_with(" action") {
+                if lex_error.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
             }
-            return self.errorf(format!("{}{extra}", self.lex_error));
+            return self.errorf(format!("{lex_error}{extra}"));
         }
         self.errorf(format!(
             "unexpected {} in {}",

@@ -49,12 +49,8 @@ pub(crate) fn starts_string(first: u8) -> bool {
     hint_byte(Some(first)) == 0
 }
 
-/// The hint yaml.v2 takes from the first byte: 0 means "always a string".
-fn hint(s: &str) -> u8 {
-    hint_byte(s.as_bytes().first().copied())
-}
-
-/// [`hint`] of a first byte (`None`: the empty scalar).
+/// The hint yaml.v2 takes from a scalar's first byte (`None`: the empty
+/// scalar): 0 means "always a string".
 fn hint_byte(first: Option<u8>) -> u8 {
     match first {
         None => b'N',
@@ -68,7 +64,7 @@ fn hint_byte(first: Option<u8>) -> u8 {
 
 /// Resolves an untagged plain scalar.
 pub(crate) fn resolve_plain(s: &str) -> Scalar {
-    let h = hint(s);
+    let h = hint_byte(s.as_bytes().first().copied());
     if h == 0 {
         return Scalar::Str;
     }
