@@ -1,0 +1,249 @@
+//! A shared Kubernetes test bed (`scripts/testbed`) for integration tests.
+//!
+//! Use from a test crate root:
+//!
+//! ```ignore
+//! mod common;          // tests/common/mod.rs: `missing()`, Helm helpers
+//! mod testbed_common;  // this file
+//! let Some(tb) = testbed_common::testbed() else { return };
+//! let ns = tb.fresh_namespace("mytest");
+//! ```
+//!
+//! [`testbed()`] builds the binaries once per machine (`scripts/testbed build`, answered from
+//! `~/.cache/rudder-testbed` when cached) and starts one control plane per test binary, in
+//! `target/tmp/testbed/<crate>` (`scripts/testbed up DIR`). A bed left running by an earlier run
+//! of the same binary is reused as is. The bed is not stopped by the test code itself: `up` gets
+//! `RUDDER_TESTBED_WATCH_PID` (this process), and a small detached watcher runs
+//! `scripts/testbed down DIR` once the test binary has exited. `scripts/testbed down DIR` stops
+//! it by hand.
+//!
+//! When Go or the build is missing, [`testbed()`] reports it through `common::missing` (a visible
+//! `SKIPPED:` line, or a panic under `RUDDER_REQUIRE_ORACLE=1`) and returns `None`.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::common::missing;
+
+/// A running control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok.
+#[derive(Debug)]
+pub struct Testbed {
+    /// The state directory given to `scripts/testbed up`.
+    pub dir: PathBuf,
+    /// Admin kubeconfig (client certificate in `system:masters`).
+    pub kubeconfig: PathBuf,
+    /// The built `kubectl` matching the server version.
+    pub kubectl_bin: PathBuf,
+}
+
+/// `scripts/testbed` in this checkout.
+pub fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/testbed")
+}
+
+/// Runs `scripts/testbed ARGS`, capturing its output.
+pub fn run_script(args: &[&str], watch: bool) -> std::io::Result<Output> {
+    let mut cmd = Command::new("bash");
+    cmd.arg(script()).args(args).stdin(Stdio::null());
+    if watch {
+        cmd.env("RUDDER_TESTBED_WATCH_PID", std::process::id().to_string());
+    }
+    cmd.output()
+}
+
+fn describe(out: &Output) -> String {
+    let tail = |b: &[u8]| {
+        let s = String::from_utf8_lossy(b);
+        let lines: Vec<&str> = s.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    };
+    format!(
+        "exit {}\n--- stdout:\n{}\n--- stderr:\n{}",
+        out.status,
+        tail(&out.stdout),
+        tail(&out.stderr)
+    )
+}
+
+/// Builds the binaries (fast when cached). `Err` explains why the bed cannot exist here.
+pub fn build() -> Result<(), String> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            if Command::new("go").arg("version").output().is_err()
+                && run_script(&["path", "kube-apiserver"], false)
+                    .map(|o| !o.status.success())
+                    .unwrap_or(true)
+            {
+                return Err("Go (to build the test bed: scripts/testbed build)".into());
+            }
+            let out = run_script(&["build"], false)
+                .map_err(|e| format!("scripts/testbed build (could not run bash: {e})"))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "a built test bed (scripts/testbed build failed: {})",
+                    describe(&out)
+                ))
+            }
+        })
+        .clone()
+}
+
+impl Testbed {
+    /// Builds if needed and runs `scripts/testbed up DIR`.
+    pub fn start(dir: &Path) -> Result<Testbed, String> {
+        build()?;
+        let d = dir.to_str().ok_or("test bed dir is not UTF-8")?;
+        let out = run_script(&["up", d], true)
+            .map_err(|e| format!("scripts/testbed up (could not run bash: {e})"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "a running test bed (scripts/testbed up {d} failed: {})",
+                describe(&out)
+            ));
+        }
+        let path = run_script(&["path", "kubectl"], false).map_err(|e| e.to_string())?;
+        if !path.status.success() {
+            return Err(format!("kubectl from the test bed ({})", describe(&path)));
+        }
+        Ok(Testbed {
+            dir: dir.to_path_buf(),
+            kubeconfig: dir.join("kubeconfig"),
+            kubectl_bin: PathBuf::from(String::from_utf8_lossy(&path.stdout).trim()),
+        })
+    }
+
+    /// Runs `scripts/testbed up` again on this bed's directory.
+    pub fn up(&self) -> Result<(), String> {
+        let out =
+            run_script(&["up", self.dir.to_str().unwrap()], true).map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(describe(&out))
+        }
+    }
+
+    /// Runs `scripts/testbed down` on this bed's directory.
+    pub fn down(&self) -> Result<(), String> {
+        let out =
+            run_script(&["down", self.dir.to_str().unwrap()], false).map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(describe(&out))
+        }
+    }
+
+    /// A `kubectl` command against this bed.
+    pub fn kubectl(&self) -> Command {
+        let mut cmd = Command::new(&self.kubectl_bin);
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--request-timeout=30s")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `kubectl ARGS`, panicking with its output unless it succeeds; returns stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl().args(args).output().expect("run kubectl");
+        assert!(
+            out.status.success(),
+            "kubectl {} failed: {}",
+            args.join(" "),
+            describe(&out)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl apply -n NS -f -` with the given manifest.
+    pub fn apply(&self, ns: &str, manifest: &str) -> String {
+        use std::io::Write;
+        let mut child = self
+            .kubectl()
+            .args(["apply", "-n", ns, "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl apply");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(manifest.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl apply failed: {}",
+            describe(&out)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Creates a namespace with a unique name starting with `prefix` and waits until its
+    /// `default` ServiceAccount exists (pods are refused before that).
+    pub fn fresh_namespace(&self, prefix: &str) -> String {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            % 1_000_000_000;
+        let mut name: String = prefix
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        name.truncate(30);
+        let name = format!(
+            "{}-{}-{}-{}",
+            name.trim_matches('-'),
+            std::process::id(),
+            stamp,
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        self.kubectl_ok(&["create", "namespace", &name]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = self
+                .kubectl()
+                .args(["get", "serviceaccount", "default", "-n", &name])
+                .output()
+                .unwrap();
+            if out.status.success() {
+                break name;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "ServiceAccount {name}/default did not appear within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// The directory of this test binary's shared bed.
+pub fn shared_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("testbed")
+        .join(env!("CARGO_CRATE_NAME"))
+}
+
+/// The shared test bed of this test binary, started on first use; `None` (after a visible skip
+/// message) when it cannot be built or started, a panic instead under `RUDDER_REQUIRE_ORACLE=1`.
+pub fn testbed() -> Option<&'static Testbed> {
+    static TB: OnceLock<Result<Testbed, String>> = OnceLock::new();
+    match TB.get_or_init(|| Testbed::start(&shared_dir())) {
+        Ok(tb) => Some(tb),
+        Err(what) => missing(what),
+    }
+}
