@@ -12,7 +12,10 @@
 //! | 2 | [`chart`] | the chart model; building charts from manifests and components; load, validate, lint, package |
 //! | 3 | [`template`] | the Go `text/template` engine with Sprig and Helm's functions |
 //! | 4 | [`render`] | chart + values -> manifests, exactly as `helm template` |
-//! | 5 | [`release`] | Helm-compatible release records and their stores |
+//! | 5 | [`cluster`] | the [`cluster::Cluster`] interface: the simulated cluster, and the Kubernetes one (feature `kube`) |
+//! | 6 | [`release`] | Helm-compatible release records and their stores |
+//! | 7 | [`plan`] | upgrade plans as data: what changes, in which order, what to wait for |
+//! | 8 | [`exec`] | the executor: applies plans, waits, rolls back, journals every write |
 //!
 //! The `rudder` binary is a thin shell over these modules.
 //!
@@ -45,8 +48,12 @@
 #![warn(missing_docs)]
 
 pub mod chart;
+pub mod cluster;
+pub mod duration;
+pub mod exec;
 pub mod manifest;
 mod par;
+pub mod plan;
 pub mod release;
 pub mod render;
 pub mod template;

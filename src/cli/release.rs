@@ -9,9 +9,6 @@ use std::process::ExitCode;
 /// Where records are and which namespace to look in.
 #[derive(Debug, Args)]
 pub struct StoreArgs {
-    /// Release store: `file:DIR` (embedded, the default), `memory:` or `postgresql://...`.
-    #[arg(long, default_value = "file:.rudder")]
-    store: String,
     /// Namespace of the release.
     #[arg(short = 'n', long, default_value = "default")]
     namespace: String,
@@ -191,8 +188,35 @@ fn finish(r: Result<String, String>) -> ExitCode {
     }
 }
 
-fn open(s: &StoreArgs) -> Result<Box<dyn release::Store>, String> {
-    release::open(&s.store).map_err(|e| e.to_string())
+/// An open store and the URL it was opened from (for warnings).
+struct Opened {
+    store: Box<dyn release::Store>,
+    url: String,
+}
+
+impl Opened {
+    fn releases(&self) -> Releases<'_> {
+        Releases::new(self.store.as_ref())
+    }
+
+    /// Says on stderr which records a read skipped, and why.
+    fn warn(&self, skipped: &[release::store::Skipped]) {
+        for s in skipped {
+            eprintln!("warning: store {}: {s}", self.url);
+        }
+    }
+}
+
+fn open(_s: &StoreArgs) -> Result<Opened, String> {
+    let g = super::global();
+    let url = g.store_url()?;
+    let store = if release::store::needs_cluster(&url) {
+        let cluster = rudder::cluster::open(&g.cluster_url()?).map_err(|e| e.to_string())?;
+        release::store::open_in(&url, std::sync::Arc::from(cluster)).map_err(|e| e.to_string())?
+    } else {
+        release::open(&url).map_err(|e| e.to_string())?
+    };
+    Ok(Opened { store, url })
 }
 
 /// Runs `rudder list`.
@@ -231,9 +255,11 @@ pub fn list(a: ListArgs) -> ExitCode {
             limit: a.max,
             offset: a.offset,
         };
-        let rels = Releases::new(store.as_ref())
-            .list(&q)
+        let (rels, skipped) = store
+            .releases()
+            .list_reporting(&q)
             .map_err(|e| e.to_string())?;
+        store.warn(&skipped);
         if a.short {
             let names: Vec<&str> = rels.iter().map(|r| r.name.as_str()).collect();
             return Ok(match fmt {
@@ -251,9 +277,11 @@ pub fn history(a: HistoryArgs) -> ExitCode {
     finish((|| {
         let fmt = a.out.format()?;
         let store = open(&a.store)?;
-        let h = Releases::new(store.as_ref())
-            .history(&a.store.namespace, &a.name)
+        let (h, skipped) = store
+            .releases()
+            .history_reporting(&a.store.namespace, &a.name)
             .map_err(|e| e.to_string())?;
+        store.warn(&skipped);
         Ok(view::history(&h, a.max, fmt))
     })())
 }
@@ -263,9 +291,11 @@ pub fn status(a: StatusArgs) -> ExitCode {
     finish((|| {
         let fmt = a.out.format()?;
         let store = open(&a.store)?;
-        let r = Releases::new(store.as_ref())
-            .get(&a.store.namespace, &a.name, a.revision)
+        let (r, skipped) = store
+            .releases()
+            .get_reporting(&a.store.namespace, &a.name, a.revision)
             .map_err(|e| e.to_string())?;
+        store.warn(&skipped);
         Ok(view::status(
             &r,
             fmt,
@@ -279,9 +309,12 @@ pub fn status(a: StatusArgs) -> ExitCode {
 
 fn load(c: &GetCommon) -> Result<release::Release, String> {
     let store = open(&c.store)?;
-    Releases::new(store.as_ref())
-        .get(&c.store.namespace, &c.name, c.revision)
-        .map_err(|e| e.to_string())
+    let (r, skipped) = store
+        .releases()
+        .get_reporting(&c.store.namespace, &c.name, c.revision)
+        .map_err(|e| e.to_string())?;
+    store.warn(&skipped);
+    Ok(r)
 }
 
 /// Runs `rudder get`.

@@ -2,10 +2,8 @@
 //! `helm template`'s flags, output and exit codes.
 use clap::Args;
 use rudder::render::output::{debug_dump, template_stdout, write_output_dir, OutputOptions};
-use rudder::render::strvals::{parse_into, parse_literal_into, Mode};
-use rudder::render::values::{merge_maps, Map};
 use rudder::render::{RenderError, RenderOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -34,24 +32,8 @@ pub struct TemplateArgs {
     /// chart directory or `.tgz`.
     #[arg(required = true, num_args = 1..)]
     args: Vec<String>,
-    /// Values files (repeatable, or comma-separated).
-    #[arg(short = 'f', long = "values", value_delimiter = ',')]
-    values: Vec<String>,
-    /// `key=value` pairs (typed).
-    #[arg(long = "set")]
-    set: Vec<String>,
-    /// `key=value` pairs, always strings.
-    #[arg(long = "set-string")]
-    set_string: Vec<String>,
-    /// `key=<json>` pairs.
-    #[arg(long = "set-json")]
-    set_json: Vec<String>,
-    /// `key=path` pairs; the value is the file's content.
-    #[arg(long = "set-file")]
-    set_file: Vec<String>,
-    /// `key=value`, the whole value one literal string.
-    #[arg(long = "set-literal")]
-    set_literal: Vec<String>,
+    #[command(flatten)]
+    values: super::values::ValuesArgs,
     /// The release namespace.
     #[arg(short = 'n', long = "namespace")]
     namespace: Option<String>,
@@ -112,60 +94,6 @@ impl<T: std::fmt::Display> From<T> for Failure {
     }
 }
 
-fn read_input(path: &str) -> Result<Vec<u8>, String> {
-    if path == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .map_err(|e| e.to_string())?;
-        return Ok(buf);
-    }
-    std::fs::read(path).map_err(|e| {
-        let reason = match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
-            _ => e.to_string(),
-        };
-        format!("open {path}: {reason}")
-    })
-}
-
-/// Helm's `values.Options.MergeValues`.
-fn user_values(a: &TemplateArgs) -> Result<Map, String> {
-    let mut base = Map::new();
-    for f in &a.values {
-        let bytes = read_input(f)?;
-        let text = String::from_utf8_lossy(&bytes);
-        match rudder::render::values::parse_values_file(&text) {
-            Ok(m) => merge_maps(&mut base, m),
-            Err(e) => return Err(format!("failed to parse {f}: {e}")),
-        }
-    }
-    for s in &a.set_json {
-        parse_into(s, &mut base, Mode::Json, None)
-            .map_err(|e| format!("failed parsing --set-json data: {e}"))?;
-    }
-    for s in &a.set {
-        parse_into(s, &mut base, Mode::Typed, None)
-            .map_err(|e| format!("failed parsing --set data: {e}"))?;
-    }
-    for s in &a.set_string {
-        parse_into(s, &mut base, Mode::String, None)
-            .map_err(|e| format!("failed parsing --set-string data: {e}"))?;
-    }
-    let reader = |p: &str| -> Result<String, String> {
-        read_input(p).map(|b| String::from_utf8_lossy(&b).into_owned())
-    };
-    for s in &a.set_file {
-        parse_into(s, &mut base, Mode::File, Some(&reader))
-            .map_err(|e| format!("failed parsing --set-file data: {e}"))?;
-    }
-    for s in &a.set_literal {
-        parse_literal_into(s, &mut base)
-            .map_err(|e| format!("failed parsing --set-literal data: {e}"))?;
-    }
-    Ok(base)
-}
-
 fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
     let kube_version = match &a.kube_version {
         Some(k) if !k.is_empty() => Some(
@@ -189,7 +117,7 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
     if !std::path::Path::new(&chart_path).exists() {
         return Err(Failure::from(format!("path \"{chart_path}\" not found")));
     }
-    let user = user_values(a)?;
+    let user = a.values.user_values()?;
     let namespace = a
         .namespace
         .clone()

@@ -43,11 +43,19 @@ enum Stop {
     Eof,
 }
 
+/// A mirror of Go's `strvals` parser (and its `literalParser` when `literal`).
+///
+/// Go's maps are references and its slices share backing arrays, so the Go
+/// parser's partial writes survive an `io.EOF` that ends the input early
+/// (`a[0]=1,a[0].b=` keeps `b`). Maps are therefore edited in place here, and
+/// a list handed to [`Parser::list_item`] keeps, on error, exactly the
+/// in-place changes Go would have made to the shared array (never growth).
 struct Parser<'a> {
     chars: Vec<char>,
     pos: usize,
     mode: Mode,
     files: Option<FileReader<'a>>,
+    literal: bool,
 }
 
 /// Sentinel errors of the Go parser: end of input, or "this is not a `{}` list".
@@ -63,6 +71,10 @@ impl From<StrvalsError> for PErr {
     }
 }
 
+fn perr(m: impl Into<String>) -> PErr {
+    PErr::Err(StrvalsError(m.into()))
+}
+
 fn go_type(n: Option<&Node>) -> &'static str {
     match n {
         None | Some(Node::Null) => "nil",
@@ -72,6 +84,72 @@ fn go_type(n: Option<&Node>) -> &'static str {
         Some(Node::Str(_)) => "string",
         Some(Node::Seq(_)) => "[]interface {}",
         Some(Node::Map(_)) => "map[string]interface {}",
+    }
+}
+
+/// The message of the panic Go's failed type assertion raises, as the
+/// parser's `recover` reports it.
+fn conversion(found: Option<&Node>, want: &str) -> PErr {
+    perr(format!(
+        "unable to parse key: interface conversion: interface {{}} is {}, not {want}",
+        go_type(found)
+    ))
+}
+
+/// Go's `%q` of a string.
+fn quote(s: &str) -> String {
+    crate::template::gofmt::quote_go(s)
+}
+
+/// Go's `%q` of a `[]rune`: `['a' 'b']`.
+fn quote_runes(s: &str) -> String {
+    let runes: Vec<String> = s
+        .chars()
+        .map(|c| {
+            let q = quote(&c.to_string());
+            let inner = q.get(1..q.len().saturating_sub(1)).unwrap_or("");
+            match c {
+                '"' => "'\"'".to_string(),
+                '\'' => "'\\''".to_string(),
+                _ => format!("'{inner}'"),
+            }
+        })
+        .collect();
+    format!("[{}]", runes.join(" "))
+}
+
+/// Go's `strconv.Atoi`, with its error text.
+fn atoi(s: &str) -> Result<i64, String> {
+    let syntax = || format!("strconv.Atoi: parsing {}: invalid syntax", quote(s));
+    let range = || format!("strconv.Atoi: parsing {}: value out of range", quote(s));
+    let (neg, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return Err(syntax());
+    }
+    let mut n: u64 = 0;
+    for b in digits.bytes() {
+        if !b.is_ascii_digit() {
+            return Err(syntax());
+        }
+        n = match n
+            .checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(b - b'0')))
+        {
+            Some(n) => n,
+            None => return Err(range()),
+        };
+    }
+    if neg {
+        if n > 1u64 << 63 {
+            return Err(range());
+        }
+        Ok((n as i128).wrapping_neg() as i64)
+    } else {
+        i64::try_from(n).map_err(|_| range())
     }
 }
 
@@ -117,6 +195,96 @@ fn json_numbers_to_float(n: Node) -> Node {
     }
 }
 
+/// The length of the JSON number at the start of `s` as Go's scanner ends it
+/// (at the first byte that cannot continue it), or an error when it stops
+/// in the middle (`1.`, `-`, `1e+`).
+fn json_number_len(s: &[u8]) -> Result<usize, String> {
+    let digits = |from: usize| s[from..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let bad = |at: usize, ctx: &str| match s.get(at) {
+        Some(&c) => Err(format!("invalid character {:?} {ctx}", c as char)),
+        None => Err("unexpected EOF".to_string()),
+    };
+    let mut i = 0;
+    if s.first() == Some(&b'-') {
+        i = 1;
+    }
+    match s.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i += digits(i),
+        _ => return bad(i, "in numeric literal"),
+    }
+    if s.get(i) == Some(&b'.') {
+        i += 1;
+        let n = digits(i);
+        if n == 0 {
+            return bad(i, "after decimal point in numeric literal");
+        }
+        i += n;
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(s.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let n = digits(i);
+        if n == 0 {
+            return bad(i, "in exponent of numeric literal");
+        }
+        i += n;
+    }
+    Ok(i)
+}
+
+/// Decodes the first JSON value of `rest` as Go's `json.Decoder` does:
+/// the value and the bytes it used (leading blanks included).
+fn decode_json(rest: &str) -> Result<(Node, usize), String> {
+    let bytes = rest.as_bytes();
+    let lead = bytes
+        .iter()
+        .take_while(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        .count();
+    let body = &rest[lead..];
+    match body.as_bytes().first() {
+        None => Err("EOF".to_string()),
+        Some(b'{' | b'[' | b'"') => {
+            let mut stream = serde_json::Deserializer::from_str(body).into_iter::<Node>();
+            match stream.next() {
+                Some(Ok(v)) => Ok((json_numbers_to_float(v), lead + stream.byte_offset())),
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err("unexpected EOF".to_string()),
+            }
+        }
+        Some(b'-' | b'0'..=b'9') => {
+            let n = json_number_len(body.as_bytes())?;
+            let text = &body[..n];
+            match text.parse::<f64>() {
+                Ok(f) if f.is_finite() => Ok((Node::Float(f), lead + n)),
+                _ => Err(format!(
+                    "json: cannot unmarshal number {text} into Go value of type float64"
+                )),
+            }
+        }
+        Some(_) => {
+            for (word, node) in [
+                ("true", Node::Bool(true)),
+                ("false", Node::Bool(false)),
+                ("null", Node::Null),
+            ] {
+                if body.starts_with(&word[..1]) {
+                    if body.starts_with(word) {
+                        return Ok((node, lead + word.len()));
+                    }
+                    return Err(format!("invalid character in literal {word}"));
+                }
+            }
+            let c = body.chars().next().unwrap_or(' ');
+            Err(format!(
+                "invalid character {c:?} looking for beginning of value"
+            ))
+        }
+    }
+}
+
 impl<'a> Parser<'a> {
     fn read(&mut self) -> Option<char> {
         let c = self.chars.get(self.pos).copied();
@@ -130,20 +298,27 @@ impl<'a> Parser<'a> {
         self.pos = self.pos.saturating_sub(1);
     }
 
-    /// Reads until a stop rune (consumed) with `\` escapes.
+    /// Reads until a stop rune (consumed); `\` escapes unless literal.
     fn runes_until(&mut self, stop: &[char]) -> (String, Stop) {
         let mut v = String::new();
         loop {
             match self.read() {
                 None => return (v, Stop::Eof),
                 Some(r) if stop.contains(&r) => return (v, Stop::Rune(r)),
-                Some('\\') => match self.read() {
+                Some('\\') if !self.literal => match self.read() {
                     None => return (v, Stop::Eof),
                     Some(n) => v.push(n),
                 },
                 Some(r) => v.push(r),
             }
         }
+    }
+
+    /// The rest of the input (the literal parser's value).
+    fn rest(&mut self) -> String {
+        let v: String = self.chars[self.pos..].iter().collect();
+        self.pos = self.chars.len();
+        v
     }
 
     fn reader(&self, rs: String) -> Result<Node, StrvalsError> {
@@ -185,44 +360,65 @@ impl<'a> Parser<'a> {
 
     fn json_value(&mut self) -> Result<Node, PErr> {
         let rest: String = self.chars[self.pos..].iter().collect();
-        let mut stream = serde_json::Deserializer::from_str(&rest).into_iter::<Node>();
-        let v = match stream.next() {
-            Some(Ok(v)) => v,
-            Some(Err(e)) => return Err(PErr::Err(StrvalsError(e.to_string()))),
-            None => return Err(PErr::Err(StrvalsError("unexpected EOF".into()))),
-        };
-        let consumed = rest[..stream.byte_offset()].chars().count();
-        self.pos += consumed;
-        Ok(json_numbers_to_float(v))
+        let (v, used) = decode_json(&rest).map_err(perr)?;
+        self.pos += rest.get(..used).map_or(0, |s| s.chars().count());
+        Ok(v)
+    }
+
+    /// `keyIndex`, with `key`'s and `listItem`'s wrapping of its error.
+    fn key_index(&mut self) -> Result<i64, PErr> {
+        let (v, stop) = self.runes_until(&[']']);
+        if let Stop::Eof = stop {
+            return Err(perr("error parsing index: EOF"));
+        }
+        atoi(&v).map_err(|e| perr(format!("error parsing index: {e}")))
+    }
+
+    /// The value after `=`: `Ok(None)` is Go's `io.EOF` from `valList`
+    /// (nothing after the `=`), which sets an empty string.
+    fn value(&mut self) -> Result<Node, PErr> {
+        match self.val_list() {
+            Ok(vl) => Ok(Node::Seq(vl)),
+            Err(PErr::NotList) => {
+                let (rs, _) = self.runes_until(&[',']);
+                Ok(self.reader(rs)?)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn key(&mut self, data: &mut BTreeMap<String, Node>, level: usize) -> Result<(), PErr> {
-        let (k, last) = self.runes_until(&['=', '[', ',', '.']);
+        let stop: &[char] = if self.literal {
+            &['=', '[', '.']
+        } else {
+            &['=', '[', ',', '.']
+        };
+        let (k, last) = self.runes_until(stop);
         match last {
             Stop::Eof => {
                 if k.is_empty() {
                     Err(PErr::Eof)
                 } else {
-                    Err(PErr::Err(StrvalsError(format!("key {k:?} has no value"))))
+                    Err(perr(format!("key {} has no value", quote(&k))))
                 }
             }
             Stop::Rune('[') => {
                 let i = self.key_index()?;
-                let list = match data.get(&k) {
+                let mut list = match data.get(&k) {
                     None => Vec::new(),
                     Some(Node::Seq(l)) => l.clone(),
-                    Some(other) => {
-                        return Err(PErr::Err(StrvalsError(format!(
-                            "unable to parse key: interface conversion: interface {{}} is {}, not []interface {{}}",
-                            go_type(Some(other))
-                        ))))
-                    }
+                    Some(other) => return Err(conversion(Some(other), "[]interface {}")),
                 };
-                let (list, res) = self.list_item(list, i, level);
+                let res = self.list_item(&mut list, i, level);
                 set(data, &k, Node::Seq(list));
                 res
             }
             Stop::Rune('=') => {
+                if self.literal {
+                    let v = self.rest();
+                    set(data, &k, Node::Str(v));
+                    return Ok(());
+                }
                 if self.mode == Mode::Json {
                     if self.empty_val() {
                         set(data, &k, Node::Null);
@@ -233,161 +429,136 @@ impl<'a> Parser<'a> {
                     self.empty_val();
                     return Ok(());
                 }
-                match self.val_list() {
-                    Ok(vl) => {
-                        set(data, &k, Node::Seq(vl));
+                match self.value() {
+                    Ok(v) => {
+                        set(data, &k, v);
                         Ok(())
                     }
                     Err(PErr::Eof) => {
                         set(data, &k, Node::Str(String::new()));
                         Err(PErr::Eof)
                     }
-                    Err(PErr::NotList) => {
-                        let (rs, _) = self.runes_until(&[',']);
-                        let v = self.reader(rs)?;
-                        set(data, &k, v);
-                        Ok(())
-                    }
                     Err(e) => Err(e),
                 }
             }
             Stop::Rune(',') => {
                 set(data, &k, Node::Str(String::new()));
-                Err(PErr::Err(StrvalsError(format!(
-                    "key {k:?} has no value (cannot end with ,)"
-                ))))
+                Err(perr(format!(
+                    "key {} has no value (cannot end with ,)",
+                    quote(&k)
+                )))
             }
             Stop::Rune(_) => {
                 // '.'
                 let level = level + 1;
                 if level > MAX_NESTED_NAME_LEVEL {
-                    return Err(PErr::Err(StrvalsError(format!(
+                    return Err(perr(format!(
                         "value name nested level is greater than maximum supported nested level of {MAX_NESTED_NAME_LEVEL}"
-                    ))));
+                    )));
                 }
-                let mut inner = match data.get(&k) {
-                    None => BTreeMap::new(),
-                    Some(Node::Map(m)) => m.clone(),
-                    Some(other) => {
-                        return Err(PErr::Err(StrvalsError(format!(
-                            "unable to parse key: interface conversion: interface {{}} is {}, not map[string]interface {{}}",
-                            go_type(Some(other))
-                        ))))
+                match data.get_mut(&k) {
+                    Some(Node::Map(inner)) => {
+                        // Go edits the map already there.
+                        let e = self.key(inner, level);
+                        if e.is_ok() && inner.is_empty() {
+                            return Err(perr(format!("key map {} has no value", quote(&k))));
+                        }
+                        e
                     }
-                };
-                let e = self.key(&mut inner, level);
-                if e.is_ok() && inner.is_empty() {
-                    return Err(PErr::Err(StrvalsError(format!(
-                        "key map {k:?} has no value"
-                    ))));
+                    Some(other) => Err(conversion(Some(other), "map[string]interface {}")),
+                    None => {
+                        let mut inner = BTreeMap::new();
+                        let e = self.key(&mut inner, level);
+                        if e.is_ok() && inner.is_empty() {
+                            return Err(perr(format!("key map {} has no value", quote(&k))));
+                        }
+                        if !inner.is_empty() {
+                            set(data, &k, Node::Map(inner));
+                        }
+                        e
+                    }
                 }
-                if !inner.is_empty() {
-                    set(data, &k, Node::Map(inner));
-                }
-                e
             }
         }
     }
 
-    fn key_index(&mut self) -> Result<i64, PErr> {
-        let (v, stop) = self.runes_until(&[']']);
-        if let Stop::Eof = stop {
-            return Err(PErr::Eof);
-        }
-        v.parse::<i64>().map_err(|_| {
-            PErr::Err(StrvalsError(format!(
-                "error parsing index: strconv.Atoi: parsing {v:?}: invalid syntax"
-            )))
-        })
-    }
-
-    fn list_item(
-        &mut self,
-        mut list: Vec<Node>,
-        i: i64,
-        level: usize,
-    ) -> (Vec<Node>, Result<(), PErr>) {
+    /// `listItem`: on success `list` is the new list; on error it keeps only
+    /// the in-place changes Go makes to the shared backing array.
+    fn list_item(&mut self, list: &mut Vec<Node>, i: i64, level: usize) -> Result<(), PErr> {
         if i < 0 {
-            return (
-                list,
-                Err(PErr::Err(StrvalsError(format!(
-                    "negative {i} index not allowed"
-                )))),
-            );
+            return Err(perr(format!("negative {i} index not allowed")));
         }
+        // An index past the list (or past usize) is "not in the list".
+        let at = usize::try_from(i).ok().filter(|&n| n < list.len());
         let (k, last) = self.runes_until(&['[', '.', '=']);
         if !k.is_empty() {
-            return (
-                list,
-                Err(PErr::Err(StrvalsError(format!(
-                    "unexpected data at end of array index: {k:?}"
-                )))),
-            );
+            return Err(perr(format!(
+                "unexpected data at end of array index: {}",
+                quote_runes(&k)
+            )));
         }
         match last {
-            Stop::Eof => (list, Err(PErr::Eof)),
+            Stop::Eof => Err(PErr::Eof),
             Stop::Rune('=') => {
+                if self.literal {
+                    let v = self.rest();
+                    return set_index(list, i, Node::Str(v));
+                }
                 if self.mode == Mode::Json {
                     if self.empty_val() {
                         return set_index(list, i, Node::Null);
                     }
-                    let v = match self.json_value() {
-                        Ok(v) => v,
-                        Err(e) => return (list, Err(e)),
-                    };
-                    let (list, r) = set_index(list, i, v);
-                    if r.is_err() {
-                        return (list, r);
-                    }
+                    let v = self.json_value()?;
+                    set_index(list, i, v)?;
                     self.empty_val();
-                    return (list, Ok(()));
+                    return Ok(());
                 }
-                match self.val_list() {
-                    Ok(vl) => set_index(list, i, Node::Seq(vl)),
+                match self.value() {
+                    Ok(v) => set_index(list, i, v),
                     Err(PErr::Eof) => set_index(list, i, Node::Str(String::new())),
-                    Err(PErr::NotList) => {
-                        let (rs, _) = self.runes_until(&[',']);
-                        match self.reader(rs) {
-                            Ok(v) => set_index(list, i, v),
-                            Err(e) => (list, Err(e.into())),
-                        }
-                    }
-                    Err(e) => (list, Err(e)),
+                    Err(e) => Err(e),
                 }
             }
             Stop::Rune('[') => {
-                let next = match self.key_index() {
-                    Ok(n) => n,
-                    Err(e) => return (list, Err(e)),
-                };
-                let cur = match list.get(i as usize) {
+                let next = self.key_index()?;
+                let mut crt = match at.map(|n| &list[n]) {
+                    None | Some(Node::Null) => Vec::new(),
                     Some(Node::Seq(l)) => l.clone(),
-                    _ => Vec::new(),
+                    Some(other) => return Err(conversion(Some(other), "[]interface {}")),
                 };
-                let (l2, r) = self.list_item(cur, next, level);
-                if r.is_err() {
-                    return (list, r);
+                match self.list_item(&mut crt, next, level) {
+                    Ok(()) => set_index(list, i, Node::Seq(crt)),
+                    Err(e) => {
+                        // The nested list shares its array with list[i].
+                        if let Some(n) = at {
+                            if matches!(list[n], Node::Seq(_)) {
+                                list[n] = Node::Seq(crt);
+                            }
+                        }
+                        Err(e)
+                    }
                 }
-                set_index(list, i, Node::Seq(l2))
             }
-            Stop::Rune('.') => {
-                let mut inner = match list.get(i as usize) {
-                    Some(Node::Map(m)) => m.clone(),
-                    _ => BTreeMap::new(),
-                };
-                if let Err(e) = self.key(&mut inner, level) {
-                    return (list, Err(e));
+            Stop::Rune(_) => {
+                // '.'
+                match at {
+                    Some(n) => {
+                        if !matches!(list[n], Node::Map(_)) {
+                            // Go: "indices out of order", an empty map in place.
+                            list[n] = Node::Map(BTreeMap::new());
+                        }
+                        match &mut list[n] {
+                            Node::Map(inner) => self.key(inner, level),
+                            _ => Ok(()),
+                        }
+                    }
+                    None => {
+                        let mut inner = BTreeMap::new();
+                        self.key(&mut inner, level)?;
+                        set_index(list, i, Node::Map(inner))
+                    }
                 }
-                let (l, r) = set_index(std::mem::take(&mut list), i, Node::Map(inner));
-                (l, r)
             }
-            Stop::Rune(r) => (
-                Vec::new(),
-                Err(PErr::Err(StrvalsError(format!(
-                    "parse error: unexpected token {}",
-                    r as u32
-                )))),
-            ),
         }
     }
 
@@ -404,11 +575,7 @@ impl<'a> Parser<'a> {
         loop {
             let (rs, last) = self.runes_until(&[',', '}']);
             match last {
-                Stop::Eof => {
-                    return Err(PErr::Err(StrvalsError(
-                        "list must terminate with '}'".into(),
-                    )))
-                }
+                Stop::Eof => return Err(perr("list must terminate with '}'")),
                 Stop::Rune('}') => {
                     if let Some(r) = self.read() {
                         if r != ',' {
@@ -430,33 +597,30 @@ fn set(data: &mut BTreeMap<String, Node>, key: &str, val: Node) {
     }
 }
 
-fn set_index(mut list: Vec<Node>, i: i64, val: Node) -> (Vec<Node>, Result<(), PErr>) {
+/// Go's `setIndex`.
+fn set_index(list: &mut Vec<Node>, i: i64, val: Node) -> Result<(), PErr> {
     if i < 0 {
-        return (
-            list,
-            Err(PErr::Err(StrvalsError(format!(
-                "negative {i} index not allowed"
-            )))),
-        );
+        return Err(perr(format!("negative {i} index not allowed")));
     }
     if i > MAX_INDEX {
-        return (
-            list,
-            Err(PErr::Err(StrvalsError(format!(
-                "index of {i} is greater than maximum supported index of {MAX_INDEX}"
-            )))),
-        );
+        return Err(perr(format!(
+            "index of {i} is greater than maximum supported index of {MAX_INDEX}"
+        )));
     }
-    let i = i as usize;
+    let Ok(i) = usize::try_from(i) else {
+        return Err(perr(format!("error processing index {i}")));
+    };
     if list.len() <= i {
         list.resize(i + 1, Node::Null);
     }
     list[i] = val;
-    (list, Ok(()))
+    Ok(())
 }
 
 /// Parses one `--set*` argument into `base` (Helm's `strvals.ParseInto` and
 /// friends).
+///
+/// As in Go, an error can leave part of the argument applied to `base`.
 pub fn parse_into(
     s: &str,
     base: &mut BTreeMap<String, Node>,
@@ -468,37 +632,102 @@ pub fn parse_into(
         pos: 0,
         mode,
         files,
+        literal: false,
     };
     p.parse(base)
 }
 
-/// `--set-literal`: the whole right-hand side is one string.
+/// `--set-literal` (Helm's `strvals.ParseLiteralInto`): keys as in
+/// [`parse_into`] but without `\` escapes or `,`, and everything after the
+/// first `=` one string.
 pub fn parse_literal_into(s: &str, base: &mut BTreeMap<String, Node>) -> Result<(), StrvalsError> {
-    let Some((key, value)) = s.split_once('=') else {
-        return err(format!("key {s:?} has no value"));
+    let mut p = Parser {
+        chars: s.chars().collect(),
+        pos: 0,
+        mode: Mode::String,
+        files: None,
+        literal: true,
     };
-    let parts: Vec<&str> = key.split('.').collect();
-    if parts.len() > MAX_NESTED_NAME_LEVEL + 1 {
-        return err(format!(
-            "value name nested level is greater than maximum supported nested level of {MAX_NESTED_NAME_LEVEL}"
-        ));
+    p.parse(base)
+}
+
+/// The error Go's `url.Parse` gives for a `--set-file` or `-f` path, which
+/// Helm parses as a URL before reading it (`parse "a\tb": net/url: invalid
+/// control character in URL`). Covers the control-character, scheme,
+/// first-segment-colon and `%` escape checks; host parsing is not modelled.
+pub fn check_file_url(raw: &str) -> Result<(), String> {
+    let (u, frag) = match raw.split_once('#') {
+        Some((u, f)) => (u, Some(f)),
+        None => (raw, None),
+    };
+    let fail = |url: &str, m: String| Err(format!("parse {}: {m}", quote(url)));
+    let escapes = |s: &str| -> Result<(), String> {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' {
+                let ok =
+                    i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit();
+                if !ok {
+                    let end = (i + 3).min(b.len());
+                    let bad = String::from_utf8_lossy(&b[i..end]).into_owned();
+                    return Err(format!("invalid URL escape {}", quote(&bad)));
+                }
+                i += 3;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    };
+    if u.bytes().any(|b| b < 0x20 || b == 0x7f) {
+        return fail(u, "net/url: invalid control character in URL".into());
     }
-    let mut cur = base;
-    for (i, part) in parts.iter().enumerate() {
-        if i + 1 == parts.len() {
-            cur.insert(part.to_string(), Node::Str(value.to_string()));
-            break;
+    if u != "*" {
+        // getScheme
+        let mut scheme = "";
+        let mut rest = u;
+        for (i, c) in u.bytes().enumerate() {
+            match c {
+                b'a'..=b'z' | b'A'..=b'Z' => {}
+                b'0'..=b'9' | b'+' | b'-' | b'.' if i > 0 => {}
+                b':' if i == 0 => return fail(u, "missing protocol scheme".into()),
+                b':' => {
+                    scheme = &u[..i];
+                    rest = &u[i + 1..];
+                    break;
+                }
+                _ => break,
+            }
         }
-        let entry = cur
-            .entry(part.to_string())
-            .or_insert_with(|| Node::Map(BTreeMap::new()));
-        if !matches!(entry, Node::Map(_)) {
-            *entry = Node::Map(BTreeMap::new());
+        if rest.ends_with('?') && rest.matches('?').count() == 1 {
+            rest = &rest[..rest.len() - 1];
+        } else if let Some((r, _)) = rest.split_once('?') {
+            rest = r;
         }
-        let Node::Map(m) = entry else {
-            return err("unreachable");
+        if !rest.starts_with('/') {
+            if !scheme.is_empty() {
+                // Opaque: `mailto:x`.
+                return frag.map_or(Ok(()), |f| escapes(f).or_else(|e| fail(raw, e)));
+            }
+            let segment = rest.split('/').next().unwrap_or("");
+            if segment.contains(':') {
+                return fail(u, "first path segment in URL cannot contain colon".into());
+            }
+        }
+        let path = if (!scheme.is_empty() || !rest.starts_with("///")) && rest.starts_with("//") {
+            rest[2..].find('/').map_or("", |n| &rest[2 + n..])
+        } else {
+            rest
         };
-        cur = m;
+        if let Err(e) = escapes(path) {
+            return fail(u, e);
+        }
+    }
+    if let Some(f) = frag {
+        if let Err(e) = escapes(f) {
+            return fail(raw, e);
+        }
     }
     Ok(())
 }

@@ -48,6 +48,16 @@ pub fn parse_values_file(text: &str) -> Result<Map, String> {
     }
 }
 
+/// [`parse_values_file`] of a file's bytes: bytes that are not UTF-8 are
+/// Helm's YAML reader error (`error converting YAML to JSON: yaml: invalid
+/// leading UTF-8 octet`) rather than U+FFFD.
+pub fn parse_values_bytes(data: &[u8]) -> Result<Map, String> {
+    if let Some(e) = crate::chart::load::yaml_utf8_error(data) {
+        return Err(format!("error converting YAML to JSON: yaml: {e}"));
+    }
+    parse_values_file(&String::from_utf8_lossy(data))
+}
+
 /// Helm's `mergeMaps` for `-f` files: maps merge deeply, everything else
 /// (lists, scalars, null) replaces.
 pub fn merge_maps(base: &mut Map, new: Map) {

@@ -101,6 +101,33 @@ impl FaultInjector {
     }
 }
 
+/// A record that exists but could not be read, which listings skip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The storage key, `sh.helm.release.v1.<name>.v<version>`.
+    pub key: String,
+    /// The release namespace.
+    pub namespace: String,
+    /// The release name (from the key).
+    pub name: String,
+    /// The revision (from the key).
+    pub version: u64,
+    /// Where the record is: a file path, or the store's own address.
+    pub location: String,
+    /// Why it could not be read.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "skipped unreadable release record {} ({}): {}",
+            self.key, self.location, self.reason
+        )
+    }
+}
+
 /// The file store. See the module documentation for the format.
 #[derive(Debug)]
 pub struct FileStore {
@@ -111,10 +138,10 @@ pub struct FileStore {
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl FileStore {
-    /// Opens (and creates) a store directory.
+    /// Opens a store directory. Nothing is created until the first write:
+    /// reading a store that does not exist finds no records.
     pub fn open(dir: impl AsRef<Path>) -> Result<FileStore, StoreError> {
         let root = dir.as_ref().to_path_buf();
-        fs::create_dir_all(&root).map_err(|e| StoreError::io("create directory", &root, e))?;
         Ok(FileStore { root, faults: None })
     }
 
@@ -218,8 +245,14 @@ impl FileStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(StoreError::io("read", path, e)),
         };
-        let rec: RecordFile = serde_json::from_slice(&data).map_err(codec::CodecError::from)?;
-        let mut rel = codec::decode(&rec.body)?;
+        let undecodable =
+            |e: String| StoreError::io("decode record", path, std::io::Error::other(e));
+        if data.iter().all(u8::is_ascii_whitespace) {
+            return Err(undecodable("the file is empty".into()));
+        }
+        let rec: RecordFile =
+            serde_json::from_slice(&data).map_err(|e| undecodable(e.to_string()))?;
+        let mut rel = codec::decode(&rec.body).map_err(|e| undecodable(e.to_string()))?;
         rel.labels = rec.labels;
         Ok(Some(rel))
     }
@@ -235,30 +268,54 @@ impl FileStore {
         }
     }
 
-    fn read_dir_records(&self, dir: &Path, name: Option<&str>) -> Result<Vec<Release>, StoreError> {
+    fn read_dir_records(
+        &self,
+        dir: &Path,
+        name: Option<&str>,
+        skipped: &mut Vec<Skipped>,
+    ) -> Result<Vec<Release>, StoreError> {
         let rd = match fs::read_dir(dir) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
             Err(e) => return Err(StoreError::io("read directory", dir, e)),
         };
+        let namespace = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let mut out = Vec::new();
         for e in rd {
             let e = e.map_err(|err| StoreError::io("read directory", dir, err))?;
             let fname = e.file_name().to_string_lossy().into_owned();
-            let Some((n, _)) = codec::parse_key(&fname) else {
+            let Some((n, version)) = codec::parse_key(&fname) else {
                 continue;
             };
             if name.is_some_and(|want| want != n) {
                 continue;
             }
             // As Helm's drivers do, a record that does not decode is skipped
-            // in listings rather than hiding every other release.
-            if let Ok(Some(r)) = Self::read_record(&e.path()) {
-                out.push(r);
+            // in listings rather than hiding every other release, but it is
+            // reported to the caller.
+            let path = e.path();
+            match Self::read_record(&path) {
+                Ok(Some(r)) => out.push(r),
+                Ok(None) => {}
+                Err(err) => skipped.push(Skipped {
+                    key: fname.clone(),
+                    namespace: namespace.clone(),
+                    name: n.to_string(),
+                    version,
+                    location: path.display().to_string(),
+                    reason: match err {
+                        StoreError::Io { source, .. } => source.to_string(),
+                        other => other.to_string(),
+                    },
+                }),
             }
         }
         // Directory order is the filesystem's; make listings deterministic.
         out.sort_by(|a, b| a.name.cmp(&b.name).then(a.version.cmp(&b.version)));
+        skipped.sort_by(|a, b| a.name.cmp(&b.name).then(a.version.cmp(&b.version)));
         Ok(out)
     }
 }
@@ -312,21 +369,43 @@ impl Store for FileStore {
     }
 
     fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
-        check_name(name)?;
-        let mut v = self.read_dir_records(&self.ns_dir(namespace)?, Some(name))?;
-        v.retain(|r| r.name == name);
-        sort_by_version(&mut v);
-        Ok(v)
+        Ok(self.history_reporting(namespace, name)?.0)
     }
 
     fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
+        Ok(self.list_all_reporting(namespace)?.0)
+    }
+
+    fn history_reporting(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        check_name(name)?;
+        let mut skipped = Vec::new();
+        let mut v = self.read_dir_records(&self.ns_dir(namespace)?, Some(name), &mut skipped)?;
+        v.retain(|r| r.name == name);
+        sort_by_version(&mut v);
+        Ok((v, skipped))
+    }
+
+    fn list_all_reporting(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        let mut skipped = Vec::new();
         match namespace {
-            Some(ns) => self.read_dir_records(&self.ns_dir(ns)?, None),
+            Some(ns) => {
+                let v = self.read_dir_records(&self.ns_dir(ns)?, None, &mut skipped)?;
+                Ok((v, skipped))
+            }
             None => {
                 let mut out = Vec::new();
                 let rd = match fs::read_dir(&self.root) {
                     Ok(rd) => rd,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Ok((out, skipped))
+                    }
                     Err(e) => return Err(StoreError::io("read directory", &self.root, e)),
                 };
                 let mut dirs: Vec<PathBuf> = rd
@@ -337,9 +416,9 @@ impl Store for FileStore {
                     .collect();
                 dirs.sort();
                 for d in dirs {
-                    out.extend(self.read_dir_records(&d, None)?);
+                    out.extend(self.read_dir_records(&d, None, &mut skipped)?);
                 }
-                Ok(out)
+                Ok((out, skipped))
             }
         }
     }

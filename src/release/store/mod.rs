@@ -9,7 +9,9 @@
 //!
 //! - [`memory::MemoryStore`]: in process, for tests and dry runs;
 //! - [`file::FileStore`]: the embedded default (`file:.rudder`), crash-safe;
-//! - [`postgres::PgStore`]: Helm's SQL driver schema (`postgresql://...`).
+//! - [`postgres::PgStore`]: Helm's SQL driver schema (`postgresql://...`);
+//! - [`objects::ObjectStore`]: Helm's Secrets and ConfigMaps drivers
+//!   (`secret`, `configmap`) in a cluster, real or simulated ([`open_in`]).
 //!
 //! The record lifecycle (install, upgrade, rollback, uninstall, history
 //! pruning) is in [`ops`], on top of any store.
@@ -18,7 +20,9 @@ use super::model::Release;
 use std::collections::BTreeMap;
 
 pub mod file;
+pub use file::Skipped;
 pub mod memory;
+pub mod objects;
 pub mod ops;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -101,6 +105,23 @@ pub trait Store: Send + Sync {
 
     /// Removes a revision and returns it.
     fn delete(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError>;
+
+    /// [`Store::history`], plus the records it skipped as unreadable.
+    fn history_reporting(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        Ok((self.history(ns, name)?, Vec::new()))
+    }
+
+    /// [`Store::list_all`], plus the records it skipped as unreadable.
+    fn list_all_reporting(
+        &self,
+        ns: Option<&str>,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        Ok((self.list_all(ns)?, Vec::new()))
+    }
 }
 
 /// Whether two reads are the same stored record: same JSON body and same
@@ -133,6 +154,11 @@ pub(crate) fn check_name(s: &str) -> Result<(), StoreError> {
 /// takes every parameter from the `PG*` variables, and libpq's
 /// `host=... dbname=...` form).
 pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
+    if needs_cluster(url) {
+        return Err(StoreError::InvalidUrl(format!(
+            "{url} (the Secrets and ConfigMaps drivers need a cluster: open them with open_in)"
+        )));
+    }
     if let Some(dir) = url.strip_prefix("file:") {
         let dir = dir.strip_prefix("//").unwrap_or(dir);
         if dir.is_empty() {
@@ -165,6 +191,26 @@ pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
     Ok(Box::new(file::FileStore::open(url)?))
 }
 
+/// Whether a store URL names a driver that keeps records in a cluster:
+/// `secret`, `secrets`, `configmap`, `configmaps` (Helm's `HELM_DRIVER`
+/// spellings).
+pub fn needs_cluster(url: &str) -> bool {
+    objects::Driver::from_url(url).is_some()
+}
+
+/// Opens a store from a URL as [`open`] does, with the Secrets and
+/// ConfigMaps drivers (`secret`, `secrets`, `configmap`, `configmaps`)
+/// keeping their records as objects in `cluster`.
+pub fn open_in(
+    url: &str,
+    cluster: std::sync::Arc<dyn crate::cluster::Cluster>,
+) -> Result<Box<dyn Store>, StoreError> {
+    match objects::Driver::from_url(url) {
+        Some(d) => Ok(Box::new(objects::ObjectStore::new(cluster, d))),
+        None => open(url),
+    }
+}
+
 /// Sorts records by version, oldest first.
 pub(crate) fn sort_by_version(v: &mut [Release]) {
     v.sort_by_key(|r| r.version);
@@ -172,6 +218,7 @@ pub(crate) fn sort_by_version(v: &mut [Release]) {
 
 /// Labels as Helm's SQL driver returns them from `List`: the user labels
 /// plus the system labels rebuilt from the record.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) fn with_system_labels(mut rel: Release) -> Release {
     let mut l: BTreeMap<String, String> = codec::user_labels(&rel.labels);
     l.insert("name".into(), rel.name.clone());

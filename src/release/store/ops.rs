@@ -8,7 +8,7 @@
 //! read, so two concurrent upgraders of one release cannot both proceed: the
 //! loser gets [`OpError::Store`] with [`StoreError::AlreadyExists`] or
 //! [`StoreError::Conflict`].
-use super::{Store, StoreError};
+use super::{Skipped, Store, StoreError};
 use crate::chart::Chart;
 use crate::release::codec::{self, CodecError};
 use crate::release::model::{Hook, Info, Release, Status};
@@ -46,6 +46,10 @@ pub enum OpError {
     /// `--filter` is not a valid regular expression.
     #[error("{0}")]
     Filter(String),
+    /// A revision exists but cannot be read (for the newest revision, or
+    /// one asked for by number).
+    #[error("release record {} ({}) cannot be read: {}", .0.key, .0.location, .0.reason)]
+    Unreadable(Box<Skipped>),
     /// Pruning old revisions failed.
     #[error("encountered {count} deletion errors. First is: {first}")]
     Prune {
@@ -118,6 +122,11 @@ impl Default for HistoryMax {
     }
 }
 
+/// The skipped record with the highest revision.
+fn newest_skipped(skipped: &[Skipped]) -> Option<&Skipped> {
+    skipped.iter().max_by_key(|s| s.version)
+}
+
 /// Release records of one store, read and written as Helm does.
 pub struct Releases<'a> {
     store: &'a dyn Store,
@@ -129,28 +138,84 @@ impl<'a> Releases<'a> {
         Releases { store }
     }
 
-    /// Every revision, oldest first; `release: not found` when there is none.
+    /// Every readable revision, oldest first; `release: not found` when
+    /// there is none. Unreadable records are skipped: see
+    /// [`Releases::history_reporting`] to learn which.
     pub fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, OpError> {
-        let h = self.store.history(namespace, name)?;
-        if h.is_empty() {
-            return Err(StoreError::NotFound.into());
-        }
-        Ok(h)
+        Ok(self.history_reporting(namespace, name)?.0)
     }
 
-    /// The newest revision (any status).
+    /// [`Releases::history`], plus the records that exist but could not be
+    /// read, for the caller to report. When no revision is readable at all,
+    /// the newest unreadable one is the error.
+    pub fn history_reporting(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), OpError> {
+        let (h, skipped) = self.store.history_reporting(namespace, name)?;
+        if h.is_empty() {
+            return Err(match newest_skipped(&skipped) {
+                Some(s) => OpError::Unreadable(Box::new(s.clone())),
+                None => StoreError::NotFound.into(),
+            });
+        }
+        Ok((h, skipped))
+    }
+
+    /// Every revision, oldest first, for a writer or planner to build on:
+    /// [`OpError::Unreadable`] when the newest revision in the store cannot
+    /// be read (building on the one before it would rewrite history), and
+    /// `release: not found` when there is none. Older unreadable revisions
+    /// are returned in the second element, for the caller to report.
+    pub fn history_checked_reporting(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), OpError> {
+        let (h, skipped) = self.history_reporting(namespace, name)?;
+        let newest = h.last().map_or(0, |r| r.version);
+        if let Some(s) = newest_skipped(&skipped).filter(|s| s.version > newest) {
+            return Err(OpError::Unreadable(Box::new(s.clone())));
+        }
+        Ok((h, skipped))
+    }
+
+    /// [`Releases::history_checked_reporting`] without the report.
+    pub fn history_checked(&self, namespace: &str, name: &str) -> Result<Vec<Release>, OpError> {
+        Ok(self.history_checked_reporting(namespace, name)?.0)
+    }
+
+    /// The newest revision (any status); [`OpError::Unreadable`] when that
+    /// revision's record cannot be read.
     pub fn last(&self, namespace: &str, name: &str) -> Result<Release, OpError> {
-        self.history(namespace, name)?
+        self.history_checked(namespace, name)?
             .pop()
             .ok_or_else(|| OpError::NoRevision(name.to_string()))
     }
 
     /// One revision; `version` 0 means the newest (as `helm get --revision`).
+    /// An unreadable record is an error naming it.
     pub fn get(&self, namespace: &str, name: &str, version: u64) -> Result<Release, OpError> {
+        Ok(self.get_reporting(namespace, name, version)?.0)
+    }
+
+    /// [`Releases::get`], plus the unreadable records skipped on the way
+    /// (older revisions, when looking for the newest).
+    pub fn get_reporting(
+        &self,
+        namespace: &str,
+        name: &str,
+        version: u64,
+    ) -> Result<(Release, Vec<Skipped>), OpError> {
         if version == 0 {
-            return self.last(namespace, name);
+            let (mut h, skipped) = self.history_checked_reporting(namespace, name)?;
+            let last = h
+                .pop()
+                .ok_or_else(|| OpError::NoRevision(name.to_string()))?;
+            return Ok((last, skipped));
         }
-        Ok(self.store.get(namespace, name, version)?)
+        Ok((self.store.get(namespace, name, version)?, Vec::new()))
     }
 
     /// Every deployed revision, newest first.
@@ -176,7 +241,12 @@ impl<'a> Releases<'a> {
     /// `helm list`: the newest revision of each release, filtered by status,
     /// sorted by name (then namespace).
     pub fn list(&self, q: &ListQuery) -> Result<Vec<Release>, OpError> {
-        let mut all = self.store.list_all(q.namespace.as_deref())?;
+        Ok(self.list_reporting(q)?.0)
+    }
+
+    /// [`Releases::list`], plus the records skipped as unreadable.
+    pub fn list_reporting(&self, q: &ListQuery) -> Result<(Vec<Release>, Vec<Skipped>), OpError> {
+        let (mut all, skipped) = self.store.list_all_reporting(q.namespace.as_deref())?;
         if let Some(f) = &q.filter {
             let re = regex::Regex::new(f).map_err(|e| OpError::Filter(e.to_string()))?;
             all.retain(|r| re.is_match(&r.name));
@@ -221,13 +291,13 @@ impl<'a> Releases<'a> {
             out.reverse();
         }
         if q.offset >= out.len() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), skipped));
         }
         let mut out = out.split_off(q.offset);
         if q.limit > 0 {
             out.truncate(q.limit);
         }
-        Ok(out)
+        Ok((out, skipped))
     }
 
     fn record(&self, read: &Release, mut new: Release) -> Result<Release, OpError> {

@@ -1,0 +1,729 @@
+//! The write commands: `install`, `upgrade`, `rollback`, `uninstall` (with
+//! helm v3.17's flags, output and exit codes) and `apply` (a releases file
+//! or a saved plan). Each plans with the library's planner and runs the
+//! library's executor; nothing here decides what to write.
+use super::values::ValuesArgs;
+use clap::Args;
+use rudder::exec::{self, Event, ExecOptions, Executor, Journal, WallClock};
+use rudder::plan::input::parse_duration;
+use rudder::plan::planner::{PlanOptions, Planner};
+use rudder::plan::{DesiredRelease, Plan, ReleaseOptions, WaitStrategy};
+use rudder::release::view::{self, Format, StatusOptions};
+use rudder::release::{Releases, Status, Store};
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+/// Flags shared by install and upgrade (Helm's names).
+#[derive(Debug, Args, Clone)]
+pub struct ReleaseFlags {
+    /// Namespace of the release.
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+    #[command(flatten)]
+    values: ValuesArgs,
+    /// Wait until every object is ready before marking the release deployed.
+    #[arg(long)]
+    wait: bool,
+    /// Readiness rules: `legacy` (Helm 3) or `kstatus` (Helm 4's watcher).
+    #[arg(long, default_value = "legacy")]
+    wait_strategy: String,
+    /// Also wait for Jobs to complete.
+    #[arg(long)]
+    wait_for_jobs: bool,
+    /// One deadline for the whole release (a Go duration).
+    #[arg(long, default_value = "5m0s")]
+    timeout: String,
+    /// Roll back (upgrade) or uninstall (install) on failure; implies --wait.
+    #[arg(long, visible_alias = "rollback-on-failure")]
+    atomic: bool,
+    /// Delete the objects this run created when it fails (always done with --atomic).
+    #[arg(long)]
+    cleanup_on_fail: bool,
+    /// Revisions to keep (0: no limit).
+    #[arg(long, default_value_t = 10)]
+    history_max: usize,
+    /// Create the release namespace if it is missing.
+    #[arg(long)]
+    create_namespace: bool,
+    /// Print what would be done, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// A custom description for the release.
+    #[arg(long)]
+    description: Option<String>,
+    /// Adopt existing objects whatever their ownership.
+    #[arg(long)]
+    take_ownership: bool,
+    /// Take over fields that other field managers own (Helm 4).
+    #[arg(long)]
+    force_conflicts: bool,
+    /// Output format of the result: table, json or yaml.
+    #[arg(short = 'o', long, default_value = "table")]
+    output: String,
+}
+
+/// `rudder install NAME CHART`.
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// Release name.
+    name: String,
+    /// Chart directory or `.tgz`.
+    chart: String,
+    #[command(flatten)]
+    flags: ReleaseFlags,
+    /// Reuse the name of an uninstalled or failed release.
+    #[arg(long)]
+    replace: bool,
+}
+
+/// `rudder upgrade [--install] NAME CHART`.
+#[derive(Debug, Args)]
+pub struct UpgradeArgs {
+    /// Release name.
+    name: String,
+    /// Chart directory or `.tgz`.
+    chart: String,
+    #[command(flatten)]
+    flags: ReleaseFlags,
+    /// Install the release when it does not exist.
+    #[arg(short = 'i', long)]
+    install: bool,
+    /// Merge the last release's values with the new ones (and keep its chart defaults).
+    #[arg(long)]
+    reuse_values: bool,
+    /// Use only the new values and the chart's defaults.
+    #[arg(long)]
+    reset_values: bool,
+    /// Reset to the new chart's defaults, then merge the last release's values.
+    #[arg(long)]
+    reset_then_reuse_values: bool,
+}
+
+/// `rudder rollback NAME [REVISION]`.
+#[derive(Debug, Args)]
+pub struct RollbackArgs {
+    /// Release name.
+    name: String,
+    /// The revision to return to (default: the one before the last).
+    revision: Option<u64>,
+    /// Namespace of the release.
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+    /// Wait until every object is ready.
+    #[arg(long)]
+    wait: bool,
+    /// Also wait for Jobs.
+    #[arg(long)]
+    wait_for_jobs: bool,
+    /// Deadline (a Go duration).
+    #[arg(long, default_value = "5m0s")]
+    timeout: String,
+    /// Revisions to keep.
+    #[arg(long, default_value_t = 10)]
+    history_max: usize,
+    /// Delete new objects when the rollback fails.
+    #[arg(long)]
+    cleanup_on_fail: bool,
+    /// Print what would be done, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Take over fields that other field managers own.
+    #[arg(long)]
+    force_conflicts: bool,
+}
+
+/// `rudder uninstall NAME`.
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// Release names.
+    #[arg(required = true)]
+    names: Vec<String>,
+    /// Namespace of the release.
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+    /// Keep the release history (status `uninstalled`).
+    #[arg(long)]
+    keep_history: bool,
+    /// A custom description.
+    #[arg(long)]
+    description: Option<String>,
+    /// Succeed when the release does not exist.
+    #[arg(long)]
+    ignore_not_found: bool,
+    /// Print what would be done, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// `rudder apply FILE | --plan plan.json`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The releases file.
+    #[arg(required_unless_present = "plan")]
+    file: Option<String>,
+    /// Execute a saved plan instead (`rudder plan --save`).
+    #[arg(long)]
+    plan: Option<String>,
+    /// Progress as JSON events on stdout.
+    #[arg(short = 'o', long, default_value = "table")]
+    output: String,
+    /// Take over fields that other field managers own.
+    #[arg(long)]
+    force_conflicts: bool,
+    /// When a release fails, also roll back the releases this run completed.
+    #[arg(long)]
+    rollback_completed: bool,
+}
+
+/// Progress on stderr: one updating line on a terminal, plain lines
+/// otherwise, or JSON events.
+struct Printer {
+    tty: bool,
+    json: bool,
+    line_open: Mutex<bool>,
+}
+
+impl Printer {
+    fn new(json: bool) -> Printer {
+        Printer {
+            tty: std::io::stderr().is_terminal() && !json,
+            json,
+            line_open: Mutex::new(false),
+        }
+    }
+
+    fn finish_line(&self) {
+        if let Ok(mut open) = self.line_open.lock() {
+            if *open {
+                eprintln!();
+                *open = false;
+            }
+        }
+    }
+}
+
+impl exec::Progress for Printer {
+    fn event(&self, e: &Event) {
+        if self.json {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", serde_json::to_string(e).unwrap_or_default());
+            return;
+        }
+        let text = match e {
+            Event::ReleaseStarted {
+                release,
+                action,
+                revision,
+            } => format!("{release}: {action} to revision {revision}"),
+            Event::ObjectWritten { .. } => return,
+            Event::Waiting {
+                release,
+                object,
+                message,
+            } => {
+                let line = format!("{release}: waiting for {object}: {message}");
+                if self.tty {
+                    eprint!("\r\x1b[2K{line}");
+                    let _ = std::io::stderr().flush();
+                    if let Ok(mut open) = self.line_open.lock() {
+                        *open = true;
+                    }
+                    return;
+                }
+                line
+            }
+            Event::Recovered { release, what } => {
+                format!("{release}: recovered an interrupted run: {what}")
+            }
+            Event::ReleaseDone { release, outcome } => format!("{release}: {outcome}"),
+        };
+        if self.tty {
+            if let Ok(mut open) = self.line_open.lock() {
+                if *open {
+                    eprint!("\r\x1b[2K");
+                    *open = false;
+                }
+            }
+        }
+        eprintln!("{text}");
+    }
+}
+
+struct Targets {
+    store: Box<dyn Store>,
+    store_url: String,
+    cluster: Box<dyn rudder::cluster::Cluster>,
+    cluster_url: String,
+    journal: Journal,
+}
+
+fn open_targets() -> Result<Targets, String> {
+    let g = super::global();
+    let store_url = g.store_url()?;
+    let cluster_url = g.cluster_url()?;
+    let cluster: std::sync::Arc<dyn rudder::cluster::Cluster> =
+        std::sync::Arc::from(rudder::cluster::open(&cluster_url).map_err(|e| e.to_string())?);
+    let store =
+        rudder::release::store::open_in(&store_url, cluster.clone()).map_err(|e| e.to_string())?;
+    let cluster: Box<dyn rudder::cluster::Cluster> = Box::new(cluster);
+    let journal = journal_for(&store_url);
+    Ok(Targets {
+        store,
+        store_url,
+        cluster,
+        cluster_url,
+        journal,
+    })
+}
+
+/// The journal lives next to the store: `DIR/journal` for `file:DIR`,
+/// in memory for `memory:`, `.rudder/journal` otherwise.
+fn journal_for(store_url: &str) -> Journal {
+    if let Some(dir) = store_url.strip_prefix("file:") {
+        let dir = dir.strip_prefix("//").unwrap_or(dir);
+        return Journal::at(Path::new(dir).join("journal"));
+    }
+    if store_url.starts_with("memory:") {
+        return Journal::in_memory();
+    }
+    Journal::at(".rudder/journal")
+}
+
+fn options(f: &ReleaseFlags) -> Result<ReleaseOptions, String> {
+    let timeout = parse_duration(&f.timeout).map_err(|e| {
+        format!(
+            "invalid argument {:?} for \"--timeout\" flag: {e}",
+            f.timeout
+        )
+    })?;
+    let wait_strategy = match f.wait_strategy.as_str() {
+        "legacy" => WaitStrategy::Legacy,
+        "kstatus" | "watcher" => WaitStrategy::Kstatus,
+        other => {
+            return Err(format!(
+                "invalid wait strategy {other:?}: want legacy or kstatus"
+            ))
+        }
+    };
+    Ok(ReleaseOptions {
+        atomic: f.atomic,
+        wait: f.wait || f.atomic,
+        wait_strategy,
+        wait_for_jobs: f.wait_for_jobs,
+        timeout,
+        history_max: f.history_max,
+        create_namespace: f.create_namespace,
+        take_ownership: f.take_ownership,
+        description: f.description.clone().unwrap_or_default(),
+    })
+}
+
+fn print_release(rel: &rudder::release::Release, output: &str) -> Result<(), String> {
+    let format = Format::parse(output).ok_or("invalid format type")?;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(view::status(rel, format, StatusOptions::default()).as_bytes());
+    Ok(())
+}
+
+/// Plans one release and executes it; returns the executor's report.
+fn plan_and_run(
+    t: &Targets,
+    d: DesiredRelease,
+    force_conflicts: bool,
+    printer: &Printer,
+    dry_run: bool,
+) -> Result<(Plan, Option<exec::Report>), String> {
+    let plan = Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
+        .with_options(PlanOptions {
+            always_revision: true,
+            ..PlanOptions::default()
+        })
+        .plan(std::slice::from_ref(&d))
+        .map_err(|e| e.to_string())?;
+    if let Some(b) = plan.blocked().next() {
+        return Err(b.blocked.clone().unwrap_or_default());
+    }
+    if dry_run {
+        return Ok((plan, None));
+    }
+    let clock = WallClock::default();
+    let report = Executor::new(
+        t.store.as_ref(),
+        &t.store_url,
+        t.cluster.as_ref(),
+        t.journal.clone(),
+        &clock,
+    )
+    .with_progress(printer)
+    .with_options(ExecOptions {
+        force_conflicts,
+        ..ExecOptions::default()
+    })
+    .apply(&plan)
+    .map_err(|e| e.to_string());
+    printer.finish_line();
+    Ok((plan, Some(report?)))
+}
+
+fn recover_first(t: &Targets, ns: &str, name: &str, printer: &Printer) -> Result<(), String> {
+    let clock = WallClock::default();
+    let ex = Executor::new(
+        t.store.as_ref(),
+        &t.store_url,
+        t.cluster.as_ref(),
+        t.journal.clone(),
+        &clock,
+    )
+    .with_progress(printer);
+    ex.recover(ns, name).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn fail(prefix: &str, e: &str) -> ExitCode {
+    eprintln!("Error: {prefix}{e}");
+    ExitCode::FAILURE
+}
+
+fn announce(t: &Targets) {
+    eprintln!("Using cluster {} and store {}", t.cluster_url, t.store_url);
+}
+
+/// Runs `rudder install`.
+pub fn install(a: InstallArgs) -> ExitCode {
+    let printer = Printer::new(false);
+    let run = || -> Result<(), String> {
+        let t = open_targets()?;
+        announce(&t);
+        let f = &a.flags;
+        let hist = t
+            .store
+            .history(&f.namespace, &a.name)
+            .map_err(|e| e.to_string())?;
+        if let Some(last) = hist.iter().max_by_key(|r| r.version) {
+            let reusable = matches!(last.info.status, Status::Uninstalled | Status::Failed);
+            if !(a.replace && reusable) {
+                return Err("cannot re-use a name that is still in use".into());
+            }
+        }
+        let chart = rudder::chart::load(&a.chart).map_err(|e| e.to_string())?;
+        let mut d = DesiredRelease::new(&a.name, &f.namespace, chart);
+        d.values = f.values.user_values()?;
+        d.options = options(f)?;
+        let (plan, report) = plan_and_run(&t, d, f.force_conflicts, &printer, f.dry_run)?;
+        finish(&t, &plan, report, &f.namespace, &a.name, &f.output, None)
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail("INSTALLATION FAILED: ", &e),
+    }
+}
+
+fn finish(
+    t: &Targets,
+    plan: &Plan,
+    report: Option<exec::Report>,
+    ns: &str,
+    name: &str,
+    output: &str,
+    banner: Option<&str>,
+) -> Result<(), String> {
+    let Some(report) = report else {
+        let r = &plan.releases[0];
+        println!(
+            "NAME: {name}\nNAMESPACE: {ns}\nSTATUS: pending-{}\nREVISION: {}\n(dry run: {} object(s) would be written)",
+            if r.from.is_some() { "upgrade" } else { "install" },
+            r.to.revision,
+            r.objects.iter().filter(|o| o.action.writes()).count()
+        );
+        return Ok(());
+    };
+    if let Some(e) = report.first_error() {
+        return Err(e.to_string());
+    }
+    if let Some(b) = banner {
+        if output == "table" {
+            println!("{b}");
+        }
+    }
+    let rel = Releases::new(t.store.as_ref())
+        .last(ns, name)
+        .map_err(|e| e.to_string())?;
+    print_release(&rel, output)
+}
+
+/// Runs `rudder upgrade`.
+pub fn upgrade(a: UpgradeArgs) -> ExitCode {
+    let printer = Printer::new(false);
+    let run = || -> Result<(), String> {
+        let t = open_targets()?;
+        announce(&t);
+        let f = &a.flags;
+        recover_first(&t, &f.namespace, &a.name, &printer)?;
+        let hist = t
+            .store
+            .history(&f.namespace, &a.name)
+            .map_err(|e| e.to_string())?;
+        let last = hist.iter().max_by_key(|r| r.version).cloned();
+        let installing = match &last {
+            None => true,
+            Some(l) => l.info.status == Status::Uninstalled,
+        };
+        if installing && !a.install {
+            return Err(format!("{:?} has no deployed releases", a.name));
+        }
+        if let Some(l) = &last {
+            if l.info.status.is_pending() {
+                return Err("another operation (install/upgrade/rollback) is in progress".into());
+            }
+        }
+        let mut chart = rudder::chart::load(&a.chart).map_err(|e| e.to_string())?;
+        let mut values = f.values.user_values()?;
+        if let Some(l) = last.as_ref().filter(|_| !installing) {
+            if (a.reuse_values || a.reset_then_reuse_values) && !a.reset_values {
+                let mut merged = l.config.clone();
+                rudder::render::values::merge_maps(&mut merged, values);
+                values = merged;
+                if a.reuse_values {
+                    if let Some(old) = &l.chart {
+                        chart.values = old.values.clone();
+                    }
+                }
+            }
+        }
+        let mut d = DesiredRelease::new(&a.name, &f.namespace, chart);
+        d.values = values;
+        d.options = options(f)?;
+        let banner = if installing {
+            eprintln!("Release {:?} does not exist. Installing it now.", a.name);
+            None
+        } else {
+            Some(format!(
+                "Release {:?} has been upgraded. Happy Helming!",
+                a.name
+            ))
+        };
+        let (plan, report) = plan_and_run(&t, d, f.force_conflicts, &printer, f.dry_run)?;
+        finish(
+            &t,
+            &plan,
+            report,
+            &f.namespace,
+            &a.name,
+            &f.output,
+            banner.as_deref(),
+        )
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail("UPGRADE FAILED: ", &e),
+    }
+}
+
+/// Runs `rudder rollback`.
+pub fn rollback(a: RollbackArgs) -> ExitCode {
+    let printer = Printer::new(false);
+    let run = || -> Result<(), String> {
+        let t = open_targets()?;
+        announce(&t);
+        recover_first(&t, &a.namespace, &a.name, &printer)?;
+        let ops = Releases::new(t.store.as_ref());
+        let last = ops.last(&a.namespace, &a.name).map_err(|e| e.to_string())?;
+        let to = a
+            .revision
+            .filter(|r| *r > 0)
+            .unwrap_or(last.version.saturating_sub(1));
+        if !t
+            .store
+            .history(&a.namespace, &a.name)
+            .map_err(|e| e.to_string())?
+            .iter()
+            .any(|r| r.version == to)
+        {
+            return Err(format!("release has no {to} version"));
+        }
+        if last.info.status.is_pending() {
+            return Err("another operation (install/upgrade/rollback) is in progress".into());
+        }
+        if a.dry_run {
+            println!(
+                "Rollback of {} to revision {to} (dry run: nothing written)",
+                a.name
+            );
+            return Ok(());
+        }
+        let timeout = parse_duration(&a.timeout).map_err(|e| {
+            format!(
+                "invalid argument {:?} for \"--timeout\" flag: {e}",
+                a.timeout
+            )
+        })?;
+        let opts = ReleaseOptions {
+            atomic: false,
+            wait: a.wait,
+            wait_for_jobs: a.wait_for_jobs,
+            timeout,
+            history_max: a.history_max,
+            ..ReleaseOptions::default()
+        };
+        let clock = WallClock::default();
+        let ex = Executor::new(
+            t.store.as_ref(),
+            &t.store_url,
+            t.cluster.as_ref(),
+            t.journal.clone(),
+            &clock,
+        )
+        .with_progress(&printer)
+        .with_options(ExecOptions {
+            force_conflicts: a.force_conflicts,
+            ..ExecOptions::default()
+        });
+        let mut j = t
+            .journal
+            .lock(&a.namespace, &a.name)
+            .map_err(|e| e.to_string())?;
+        let r = ex.rollback_release(&a.namespace, &a.name, to, &opts, &mut j, "rudder rollback");
+        printer.finish_line();
+        r?;
+        println!("Rollback was a success! Happy Helming!");
+        Ok(())
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail("", &e),
+    }
+}
+
+/// Runs `rudder uninstall`.
+pub fn uninstall(a: UninstallArgs) -> ExitCode {
+    let printer = Printer::new(false);
+    let run = || -> Result<(), String> {
+        let t = open_targets()?;
+        announce(&t);
+        for name in &a.names {
+            let hist = t
+                .store
+                .history(&a.namespace, name)
+                .map_err(|e| e.to_string())?;
+            if hist.is_empty() {
+                if a.ignore_not_found {
+                    continue;
+                }
+                return Err(format!(
+                    "uninstall: Release not loaded: {name}: release: not found"
+                ));
+            }
+            if a.dry_run {
+                println!("release {name:?} would be uninstalled (dry run)");
+                continue;
+            }
+            let clock = WallClock::default();
+            let ex = Executor::new(
+                t.store.as_ref(),
+                &t.store_url,
+                t.cluster.as_ref(),
+                t.journal.clone(),
+                &clock,
+            )
+            .with_progress(&printer);
+            let mut j = t
+                .journal
+                .lock(&a.namespace, name)
+                .map_err(|e| e.to_string())?;
+            ex.uninstall_release(&a.namespace, name, a.keep_history, &mut j)?;
+            if let Some(desc) = &a.description {
+                if a.keep_history {
+                    if let Ok(last) = Releases::new(t.store.as_ref()).last(&a.namespace, name) {
+                        let mut n = last.clone();
+                        n.info.description = desc.clone();
+                        let _ = t.store.update(&last, &n);
+                    }
+                }
+            }
+            println!("release {name:?} uninstalled");
+        }
+        Ok(())
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail("", &e),
+    }
+}
+
+/// Runs `rudder apply`.
+pub fn apply(a: ApplyArgs) -> ExitCode {
+    let json = a.output == "json";
+    let printer = Printer::new(json);
+    let run = || -> Result<exec::Report, String> {
+        let t = open_targets()?;
+        announce(&t);
+        let plan = match (&a.plan, &a.file) {
+            (Some(p), _) => {
+                let text = std::fs::read_to_string(p).map_err(|e| format!("open {p}: {e}"))?;
+                let plan: Plan = serde_json::from_str(&text)
+                    .map_err(|e| format!("{p}: not a rudder plan: {e}"))?;
+                plan
+            }
+            (None, Some(f)) => {
+                let releases = rudder::plan::file::load(Path::new(f)).map_err(|e| e.to_string())?;
+                for r in &releases {
+                    recover_first(&t, &r.namespace, &r.name, &printer)?;
+                }
+                Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
+                    .plan(&releases)
+                    .map_err(|e| e.to_string())?
+            }
+            (None, None) => return Err("apply needs a releases file or --plan".into()),
+        };
+        let clock = WallClock::default();
+        let report = Executor::new(
+            t.store.as_ref(),
+            &t.store_url,
+            t.cluster.as_ref(),
+            t.journal.clone(),
+            &clock,
+        )
+        .with_progress(&printer)
+        .with_options(ExecOptions {
+            force_conflicts: a.force_conflicts,
+            cross_release: if a.rollback_completed {
+                exec::CrossRelease::RollbackCompleted
+            } else {
+                exec::CrossRelease::Stop
+            },
+            ..ExecOptions::default()
+        })
+        .apply(&plan)
+        .map_err(|e| e.to_string());
+        printer.finish_line();
+        report
+    };
+    match run() {
+        Ok(report) => {
+            if json {
+                println!("{}", serde_json::to_string(&report).unwrap_or_default());
+            } else {
+                for r in &report.releases {
+                    match &r.error {
+                        Some(e) => println!(
+                            "{}: {} (revision {}): {e}",
+                            r.release, r.outcome, r.revision
+                        ),
+                        None => println!("{}: {} (revision {})", r.release, r.outcome, r.revision),
+                    }
+                }
+            }
+            if report.success() {
+                ExitCode::SUCCESS
+            } else {
+                if let Some(e) = report.first_error() {
+                    eprintln!("Error: {e}");
+                }
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => fail("", &e),
+    }
+}

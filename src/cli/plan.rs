@@ -1,0 +1,285 @@
+//! `rudder plan FILE` and `rudder diff upgrade NAME CHART`: upgrade plans
+//! for people and tools. Planning never writes to the store or the cluster.
+use clap::{Args, Subcommand};
+use rudder::plan::planner::{PlanOptions, Planner};
+use rudder::plan::{view, DesiredRelease, ObjectAction, Plan, ReleaseAction};
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// `rudder plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The releases file.
+    file: String,
+    /// Output format: table (for people), json or yaml.
+    #[arg(short = 'o', long, default_value = "table")]
+    output: String,
+    /// Also write the plan, with what applying it needs (secret values
+    /// included), to this file (mode 0600).
+    #[arg(long)]
+    save: Option<String>,
+    /// Exit 0 when nothing changes and 2 when something does (errors exit 1).
+    #[arg(long)]
+    detailed_exitcode: bool,
+    /// Show secret values in diffs and output instead of their hashes.
+    #[arg(long)]
+    show_secrets: bool,
+}
+
+/// `rudder diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(subcommand)]
+    command: DiffCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum DiffCommand {
+    /// Show a diff explaining what a helm upgrade would change.
+    Upgrade(DiffUpgradeArgs),
+}
+
+/// `rudder diff upgrade NAME CHART` (helm-diff's flags and output shape).
+#[derive(Debug, Args)]
+pub struct DiffUpgradeArgs {
+    /// Release name.
+    name: String,
+    /// Chart directory or `.tgz`.
+    chart: String,
+    /// Namespace of the release.
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+    #[command(flatten)]
+    values: super::values::ValuesArgs,
+    /// Return a non-zero exit code (2) when there are changes.
+    #[arg(long)]
+    detailed_exitcode: bool,
+    /// Show secret values instead of their hashes.
+    #[arg(long)]
+    show_secrets: bool,
+    /// Lines of context around changes (helm-diff's default is -1: all).
+    #[arg(short = 'C', long, default_value_t = -1)]
+    context: i64,
+}
+
+fn color_for_stdout() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+struct Opened {
+    store: Box<dyn rudder::release::Store>,
+    store_url: String,
+    cluster: Box<dyn rudder::cluster::Cluster>,
+    cluster_url: String,
+}
+
+fn open_targets() -> Result<Opened, String> {
+    let g = super::global();
+    let store_url = g.store_url()?;
+    let cluster_url = g.cluster_url()?;
+    let cluster: std::sync::Arc<dyn rudder::cluster::Cluster> =
+        std::sync::Arc::from(rudder::cluster::open(&cluster_url).map_err(|e| e.to_string())?);
+    let store =
+        rudder::release::store::open_in(&store_url, cluster.clone()).map_err(|e| e.to_string())?;
+    let cluster: Box<dyn rudder::cluster::Cluster> = Box::new(cluster);
+    Ok(Opened {
+        store,
+        store_url,
+        cluster,
+        cluster_url,
+    })
+}
+
+fn make_plan(
+    releases: &[DesiredRelease],
+    show_secrets: bool,
+    with_records: bool,
+) -> Result<Plan, String> {
+    let t = open_targets()?;
+    eprintln!(
+        "Planning against cluster {} and store {}",
+        t.cluster_url, t.store_url
+    );
+    Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
+        .with_options(PlanOptions {
+            show_secrets,
+            with_records,
+            ..PlanOptions::default()
+        })
+        .plan(releases)
+        .map_err(|e| e.to_string())
+}
+
+/// Writes `text` to `path` with mode 0600, through a temporary file.
+fn save_private(path: &str, text: &str) -> Result<(), String> {
+    let p = Path::new(path);
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        p.file_name().and_then(|n| n.to_str()).unwrap_or("plan"),
+        std::process::id()
+    ));
+    let err = |e: std::io::Error| format!("writing {path}: {e}");
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let mut f = o.open(&tmp).map_err(err)?;
+    f.write_all(text.as_bytes()).map_err(err)?;
+    f.sync_all().map_err(err)?;
+    drop(f);
+    std::fs::rename(&tmp, p).map_err(err)
+}
+
+/// Runs `rudder plan`.
+pub fn plan(a: PlanArgs) -> ExitCode {
+    let format = a.output.as_str();
+    if !matches!(format, "table" | "json" | "yaml") {
+        eprintln!("Error: invalid format type {format:?}: want table, json or yaml");
+        return ExitCode::FAILURE;
+    }
+    let releases = match rudder::plan::file::load(Path::new(&a.file)) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let plan = match make_plan(&releases, a.show_secrets, a.save.is_some()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(path) = &a.save {
+        if let Err(e) = save_private(path, &view::json(&plan)) {
+            eprintln!("Error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let shown = if a.show_secrets {
+        let mut p = plan.clone();
+        for r in &mut p.releases {
+            r.record = None;
+        }
+        p
+    } else {
+        plan.redact()
+    };
+    let text = match format {
+        "json" => view::json(&shown),
+        "yaml" => view::yaml(&shown),
+        _ => view::human(&shown, color_for_stdout()),
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    if let Some(b) = plan.blocked().next() {
+        eprintln!("Error: {}", b.blocked.as_deref().unwrap_or_default());
+        return ExitCode::FAILURE;
+    }
+    if a.detailed_exitcode && plan.has_changes() {
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs `rudder diff`.
+pub fn diff(a: DiffArgs) -> ExitCode {
+    match a.command {
+        DiffCommand::Upgrade(u) => diff_upgrade(u),
+    }
+}
+
+fn diff_upgrade(a: DiffUpgradeArgs) -> ExitCode {
+    let run = || -> Result<Plan, String> {
+        let chart = rudder::chart::load(&a.chart).map_err(|e| e.to_string())?;
+        let mut d = DesiredRelease::new(&a.name, &a.namespace, chart);
+        d.values = a.values.user_values()?;
+        d.options.create_namespace = false;
+        make_plan(std::slice::from_ref(&d), a.show_secrets, false)
+    };
+    let plan = match run() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let shown = if a.show_secrets {
+        plan.clone()
+    } else {
+        plan.redact()
+    };
+    let mut out = String::new();
+    let mut changed = false;
+    for r in &shown.releases {
+        for o in &r.objects {
+            let verb = match o.action {
+                ObjectAction::Create => "has been added",
+                ObjectAction::Update | ObjectAction::Adopt => "has changed",
+                ObjectAction::Delete => "has been removed",
+                _ => continue,
+            };
+            changed = true;
+            let group = if o.key.group.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", o.key.group)
+            };
+            out.push_str(&format!(
+                "{}, {}, {}{} {verb}:\n",
+                o.key.namespace, o.key.name, o.key.kind, group
+            ));
+            match o.action {
+                ObjectAction::Create => {
+                    let y = o
+                        .desired
+                        .as_ref()
+                        .map(|d| serde_yaml::to_string(d).unwrap_or_default())
+                        .unwrap_or_default();
+                    for line in y.lines() {
+                        out.push_str(&format!("+ {line}\n"));
+                    }
+                }
+                ObjectAction::Delete => {
+                    out.push_str(&format!("- {} {}\n", o.key.kind, o.key.name));
+                }
+                _ => {
+                    for line in o.diff.lines().skip(2) {
+                        if line.starts_with("@@") {
+                            if a.context >= 0 {
+                                out.push_str("...\n");
+                            }
+                            continue;
+                        }
+                        let (mark, rest) = line.split_at(line.len().min(1));
+                        let mark = if mark == " " { " " } else { mark };
+                        out.push_str(&format!("{mark} {rest}\n"));
+                    }
+                }
+            }
+            out.push('\n');
+        }
+        if r.action == ReleaseAction::Noop {
+            changed = false;
+        }
+    }
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    if let Some(b) = plan.blocked().next() {
+        eprintln!("Error: {}", b.blocked.as_deref().unwrap_or_default());
+        return ExitCode::FAILURE;
+    }
+    if a.detailed_exitcode && changed {
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,434 @@
+//! Where objects live: the [`Cluster`] interface and its implementations.
+//!
+//! The planner, the executor and the in-cluster release drivers all talk to
+//! a cluster through [`Cluster`], and none of them knows which one it is:
+//!
+//! - [`sim::SimCluster`]: the embedded default (`--cluster sim:DIR`), a
+//!   simulated API server whose state is a file under DIR;
+//! - a Kubernetes API server through kube-rs (feature `kube`).
+//!
+//! Objects travel as JSON values, exactly as the API server sends them. An
+//! object's identity is its [`ObjectKey`]: group, kind, namespace and name,
+//! without the version, as Helm's `isMatchingInfo` compares them.
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+pub mod controllers;
+#[cfg(feature = "kube")]
+pub mod kube;
+pub mod sim;
+
+/// The identity of an object: group, kind, namespace and name. The API
+/// version is not part of it, so an apiVersion bump is the same object.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ObjectKey {
+    /// API group (`""` for the core group).
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Namespace (`""` for cluster-scoped objects).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// A key from its four parts.
+    pub fn new(group: &str, kind: &str, namespace: &str, name: &str) -> ObjectKey {
+        ObjectKey {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    /// The key of a JSON object (`apiVersion`, `kind`, `metadata.name`,
+    /// `metadata.namespace`); `None` when a field is missing.
+    pub fn of(obj: &Value) -> Option<ObjectKey> {
+        let api_version = obj.get("apiVersion")?.as_str()?;
+        let kind = obj.get("kind")?.as_str()?;
+        let meta = obj.get("metadata")?;
+        let name = meta.get("name")?.as_str()?;
+        let namespace = meta.get("namespace").and_then(Value::as_str).unwrap_or("");
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        Some(ObjectKey::new(group, kind, namespace, name))
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    /// kubectl's `kind.group/name` shape, with the namespace in front:
+    /// `kube-system/Deployment.apps/coredns`, `ConfigMap/x` when cluster-wide.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.namespace.is_empty() {
+            write!(f, "{}/", self.namespace)?;
+        }
+        write!(f, "{}", self.kind)?;
+        if !self.group.is_empty() {
+            write!(f, ".{}", self.group)?;
+        }
+        write!(f, "/{}", self.name)
+    }
+}
+
+/// Whether a kind lives in a namespace.
+pub use crate::manifest::Scope;
+
+/// One kind the cluster serves (a row of `kubectl api-resources`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiResource {
+    /// API group (`""` for core).
+    pub group: String,
+    /// The preferred version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+    /// Plural resource name (`deployments`).
+    pub plural: String,
+    /// Singular name (`deployment`).
+    pub singular: String,
+    /// Short names (`deploy`).
+    pub short_names: Vec<String>,
+    /// Whether objects of this kind live in a namespace.
+    pub namespaced: bool,
+}
+
+impl ApiResource {
+    /// `group/version`, or `version` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+/// What identifies a cluster, so that a saved plan is not applied to
+/// another one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterIdentity {
+    /// `sim` or `kube`.
+    pub kind: String,
+    /// A stable identity: the simulated cluster's id, or a hash of the API
+    /// server's URL and the `kube-system` namespace's uid.
+    pub id: String,
+    /// The server's version (`v1.32.0`), which feeds `.Capabilities`.
+    pub server_version: String,
+}
+
+/// How an apply is sent.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ApplyOptions {
+    /// Field manager (`rudder`).
+    pub field_manager: String,
+    /// Take over fields that another manager owns (`--force-conflicts`).
+    pub force: bool,
+    /// Compute the result without persisting it (`dryRun=All`).
+    pub dry_run: bool,
+}
+
+/// Why a cluster request failed. Each message names the object and, where
+/// there is one, the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The object does not exist (404).
+    #[error("{key} not found")]
+    NotFound {
+        /// The object.
+        key: ObjectKey,
+    },
+    /// A create found the object already there (409 AlreadyExists).
+    #[error("{key} already exists")]
+    AlreadyExists {
+        /// The object.
+        key: ObjectKey,
+    },
+    /// An update carried a stale resourceVersion (409 Conflict).
+    #[error("Operation cannot be fulfilled on {key}: the object has been modified; please apply your changes to the latest version and try again")]
+    Conflict {
+        /// The object.
+        key: ObjectKey,
+    },
+    /// A server-side apply would change fields another manager owns.
+    #[error("Apply failed with {} conflict(s) on {key}: {}", .fields.len(), .fields.iter().map(|(f, m)| format!("conflict with {m:?}: {f}")).collect::<Vec<_>>().join("; "))]
+    FieldConflict {
+        /// The object.
+        key: ObjectKey,
+        /// (field path, manager) pairs.
+        fields: Vec<(String, String)>,
+    },
+    /// The server refused the object (422 Invalid, 400 BadRequest).
+    #[error("{key} is invalid: {message}")]
+    Invalid {
+        /// The object.
+        key: ObjectKey,
+        /// The server's message.
+        message: String,
+    },
+    /// The namespace of a namespaced object does not exist.
+    #[error("namespaces {namespace:?} not found (creating {key})")]
+    NamespaceNotFound {
+        /// The object being written.
+        key: ObjectKey,
+        /// The missing namespace.
+        namespace: String,
+    },
+    /// The kind is not served by the cluster.
+    #[error("no matches for kind {kind:?} in version {api_version:?}")]
+    UnknownKind {
+        /// `group/version`.
+        api_version: String,
+        /// Kind.
+        kind: String,
+    },
+    /// The object is not a Kubernetes object (no apiVersion, kind or name).
+    #[error("not a Kubernetes object: {0}")]
+    BadObject(String),
+    /// The server answered with an error status that is none of the above.
+    #[error("{server}: {code} {message}")]
+    Server {
+        /// Which server (`sim:DIR`, or the API server URL and context).
+        server: String,
+        /// HTTP status code.
+        code: u16,
+        /// The message.
+        message: String,
+    },
+    /// The cluster could not be reached or its state could not be read.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Reading or writing the simulated cluster's state failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The simulated cluster's state file is not valid.
+    #[error("{path}: corrupted simulated cluster state: {message}")]
+    Corrupt {
+        /// The state file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A Kubernetes API, as much of it as rudder needs.
+///
+/// Reads never change anything. Writes return the object as stored, with
+/// the server's metadata (uid, resourceVersion, generation, ...).
+pub trait Cluster: Send + Sync {
+    /// Which cluster this is.
+    fn identity(&self) -> Result<ClusterIdentity, ClusterError>;
+
+    /// Every kind the cluster serves, built-in and from CRDs.
+    fn api_resources(&self) -> Result<Vec<ApiResource>, ClusterError>;
+
+    /// Whether `group`/`kind` is namespaced; `None` when the cluster does
+    /// not serve it.
+    fn scope(&self, group: &str, kind: &str) -> Result<Option<Scope>, ClusterError> {
+        Ok(self
+            .api_resources()?
+            .into_iter()
+            .find(|r| r.group == group && r.kind == kind)
+            .map(|r| {
+                if r.namespaced {
+                    Scope::Namespaced
+                } else {
+                    Scope::Cluster
+                }
+            }))
+    }
+
+    /// One object, or `None` when it does not exist.
+    fn get(&self, key: &ObjectKey) -> Result<Option<Value>, ClusterError>;
+
+    /// Objects of one kind, in one namespace (`Some`) or all (`None`),
+    /// whose labels match every `key=value` pair of `labels`.
+    fn list(
+        &self,
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        labels: &[(String, String)],
+    ) -> Result<Vec<Value>, ClusterError>;
+
+    /// Creates an object; [`ClusterError::AlreadyExists`] when it exists.
+    fn create(&self, obj: &Value) -> Result<Value, ClusterError>;
+
+    /// Replaces an object. When `metadata.resourceVersion` is set it must
+    /// equal the live one, or [`ClusterError::Conflict`].
+    fn replace(&self, obj: &Value) -> Result<Value, ClusterError>;
+
+    /// Server-side apply of `obj` (create when missing).
+    fn apply(&self, obj: &Value, opts: &ApplyOptions) -> Result<Value, ClusterError>;
+
+    /// The object `obj` would be stored as, without storing it: at least
+    /// the server's write-time transforms and defaults on the desired
+    /// object's own fields (`stringData` folded into `data`, defaulted
+    /// fields, the namespace of cluster-scoped kinds dropped). The default
+    /// is a forced server-side apply dry run by manager `rudder`.
+    fn dry_run(&self, obj: &Value) -> Result<Value, ClusterError> {
+        self.apply(
+            obj,
+            &ApplyOptions {
+                field_manager: "rudder".into(),
+                force: true,
+                dry_run: true,
+            },
+        )
+    }
+
+    /// Makes every write so far durable (the simulated cluster compacts its
+    /// log and fsyncs); the default does nothing.
+    fn flush(&self) -> Result<(), ClusterError> {
+        Ok(())
+    }
+
+    /// Deletes an object (propagation `Background`) and returns it as it
+    /// was, or `None` when it did not exist. With `resource_version`, the
+    /// delete only happens if the live object still has it.
+    fn delete(
+        &self,
+        key: &ObjectKey,
+        resource_version: Option<&str>,
+    ) -> Result<Option<Value>, ClusterError>;
+}
+
+/// The label and annotations by which Helm marks an object as a release's.
+pub mod ownership {
+    use serde_json::Value;
+
+    /// `app.kubernetes.io/managed-by`, which Helm sets to `Helm`.
+    pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+    /// `meta.helm.sh/release-name`.
+    pub const RELEASE_NAME: &str = "meta.helm.sh/release-name";
+    /// `meta.helm.sh/release-namespace`.
+    pub const RELEASE_NAMESPACE: &str = "meta.helm.sh/release-namespace";
+    /// `helm.sh/resource-policy`.
+    pub const RESOURCE_POLICY: &str = "helm.sh/resource-policy";
+
+    fn meta_str<'a>(obj: &'a Value, field: &str, key: &str) -> Option<&'a str> {
+        obj.get("metadata")?.get(field)?.get(key)?.as_str()
+    }
+
+    /// The release an object's live metadata names, when it is complete:
+    /// `(name, namespace)` with `managed-by: Helm`.
+    pub fn owner(obj: &Value) -> Option<(&str, &str)> {
+        if meta_str(obj, "labels", MANAGED_BY) != Some("Helm") {
+            return None;
+        }
+        Some((
+            meta_str(obj, "annotations", RELEASE_NAME)?,
+            meta_str(obj, "annotations", RELEASE_NAMESPACE)?,
+        ))
+    }
+
+    /// Whether the object's live metadata names this release.
+    pub fn owned_by(obj: &Value, release: &str, namespace: &str) -> bool {
+        owner(obj) == Some((release, namespace))
+    }
+
+    /// Whether the object carries `helm.sh/resource-policy: keep`.
+    pub fn keep(obj: &Value) -> bool {
+        meta_str(obj, "annotations", RESOURCE_POLICY) == Some("keep")
+    }
+
+    /// Helm's ownership check (`checkOwnership`): `None` when the object may
+    /// be imported into the release, or the validation errors Helm reports.
+    pub fn check(obj: &Value, release: &str, namespace: &str) -> Option<String> {
+        let mut errs = Vec::new();
+        match meta_str(obj, "labels", MANAGED_BY) {
+            None => errs.push(format!(
+                "label validation error: missing key {MANAGED_BY:?}: must be set to \"Helm\""
+            )),
+            Some("Helm") => {}
+            Some(v) => errs.push(format!(
+                "label validation error: key {MANAGED_BY:?} must equal \"Helm\": current value is {v:?}"
+            )),
+        }
+        for (key, want) in [(RELEASE_NAME, release), (RELEASE_NAMESPACE, namespace)] {
+            match meta_str(obj, "annotations", key) {
+                None => errs.push(format!(
+                    "annotation validation error: missing key {key:?}: must be set to {want:?}"
+                )),
+                Some(v) if v == want => {}
+                Some(v) => errs.push(format!(
+                    "annotation validation error: key {key:?} must equal {want:?}: current value is {v:?}"
+                )),
+            }
+        }
+        if errs.is_empty() {
+            None
+        } else {
+            Some(format!("invalid ownership metadata; {}", errs.join("; ")))
+        }
+    }
+
+    /// Sets Helm's ownership label and annotations on an object.
+    pub fn stamp(obj: &mut Value, release: &str, namespace: &str) {
+        let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+            return;
+        };
+        let labels = meta
+            .entry("labels")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !labels.is_object() {
+            *labels = Value::Object(Default::default());
+        }
+        if let Some(l) = labels.as_object_mut() {
+            l.insert(MANAGED_BY.into(), Value::String("Helm".into()));
+        }
+        let ann = meta
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !ann.is_object() {
+            *ann = Value::Object(Default::default());
+        }
+        if let Some(a) = ann.as_object_mut() {
+            a.insert(RELEASE_NAME.into(), Value::String(release.into()));
+            a.insert(RELEASE_NAMESPACE.into(), Value::String(namespace.into()));
+        }
+    }
+}
+
+/// Opens a cluster from a `--cluster` URL: `sim:DIR`, or (feature `kube`)
+/// `kube` / `kube?kubeconfig=PATH&context=NAME` for a real API server
+/// (see [`kube::parse_url`]).
+pub fn open(url: &str) -> Result<Box<dyn Cluster>, ClusterError> {
+    if url == "kube" || url.starts_with("kube?") || url.starts_with("kube:") {
+        #[cfg(feature = "kube")]
+        {
+            let opts = kube::parse_url(url).ok_or_else(|| {
+                ClusterError::Unavailable(format!(
+                    "invalid cluster {url:?}: want kube or kube?kubeconfig=PATH&context=NAME"
+                ))
+            })?;
+            return Ok(Box::new(kube::KubeCluster::connect(&opts)?));
+        }
+        #[cfg(not(feature = "kube"))]
+        {
+            return Err(ClusterError::Unavailable(format!(
+                "cluster {url:?}: this rudder was built without the kube feature"
+            )));
+        }
+    }
+    if let Some(dir) = url.strip_prefix("sim:") {
+        if dir.is_empty() {
+            return Err(ClusterError::Unavailable(format!(
+                "invalid cluster {url:?}: want sim:DIR or kube"
+            )));
+        }
+        return Ok(Box::new(sim::SimCluster::open(dir)?));
+    }
+    Err(ClusterError::Unavailable(format!(
+        "invalid cluster {url:?}: want sim:DIR or kube"
+    )))
+}

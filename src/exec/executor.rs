@@ -1,0 +1,1635 @@
+//! The executor: applies a [`Plan`], waits, and rolls back on failure.
+use super::clock::Clock;
+use super::faults;
+use super::journal::{Entry, Intent, Journal, JournalError, ReleaseJournal};
+use super::ready;
+use crate::cluster::{ownership, ApplyOptions, Cluster, ClusterError, ObjectKey, Scope};
+use crate::plan::planner::FIELD_MANAGER;
+use crate::plan::{
+    ObjectAction, Plan, ReleaseAction, ReleaseOptions, ReleasePlan, Stage, WaitStrategy,
+};
+use crate::release::{self, HistoryMax, OpError, Release, Releases, Status, Store};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// Why an execution could not run or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The plan was edited after it was made.
+    #[error("the plan's content does not match its id {0}: it was edited, or is a redacted copy; make a new plan")]
+    Tampered(String),
+    /// The plan was made for another cluster or store.
+    #[error("the plan was made for {what} {planned}, not {actual}")]
+    WrongTarget {
+        /// `cluster` or `store`.
+        what: &'static str,
+        /// What the plan names.
+        planned: String,
+        /// What this run uses.
+        actual: String,
+    },
+    /// The state changed since planning.
+    #[error("the plan is stale, nothing was written: {0}")]
+    Stale(String),
+    /// A release cannot proceed (ownership conflict).
+    #[error("release {release} is blocked: {message}")]
+    Blocked {
+        /// `namespace/name`.
+        release: String,
+        /// Helm's error.
+        message: String,
+    },
+    /// The journal failed, or another process holds the release.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The release store failed.
+    #[error("release {release}: {source}")]
+    Store {
+        /// `namespace/name`.
+        release: String,
+        /// The store's error.
+        source: Box<OpError>,
+    },
+    /// The cluster failed outside a release's work (reading preconditions).
+    #[error("release {release}: {source}")]
+    Cluster {
+        /// `namespace/name`.
+        release: String,
+        /// The error.
+        source: Box<ClusterError>,
+    },
+}
+
+/// What to do across releases when one fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CrossRelease {
+    /// Stop; releases already done stay done (Lokomotive's rule).
+    #[default]
+    Stop,
+    /// Stop, and roll the completed releases back, newest first.
+    RollbackCompleted,
+}
+
+/// Executor settings.
+#[derive(Debug, Clone)]
+pub struct ExecOptions {
+    /// Take over fields other managers own (`--force-conflicts`).
+    pub force_conflicts: bool,
+    /// What a failure does to the other releases.
+    pub cross_release: CrossRelease,
+    /// How often waits poll.
+    pub poll: Duration,
+    /// How many times a write that failed with a 5xx or 429 is retried.
+    pub retries: u32,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions {
+            force_conflicts: false,
+            cross_release: CrossRelease::Stop,
+            poll: Duration::from_millis(100),
+            retries: 2,
+        }
+    }
+}
+
+/// A progress event (printed as lines, or as JSON with `-o json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    /// A release starts.
+    ReleaseStarted {
+        /// `namespace/name`.
+        release: String,
+        /// `install`, `upgrade`, ...
+        action: String,
+        /// The revision written.
+        revision: u64,
+    },
+    /// An object was written.
+    ObjectWritten {
+        /// `namespace/name` of the release.
+        release: String,
+        /// `apply` or `delete`.
+        verb: String,
+        /// The object.
+        object: String,
+    },
+    /// Still waiting for an object.
+    Waiting {
+        /// `namespace/name` of the release.
+        release: String,
+        /// The object.
+        object: String,
+        /// Why it is not ready.
+        message: String,
+    },
+    /// An interrupted run was settled.
+    Recovered {
+        /// `namespace/name`.
+        release: String,
+        /// What was done: `rolled back to revision N`, `finished`, ...
+        what: String,
+    },
+    /// A release finished.
+    ReleaseDone {
+        /// `namespace/name`.
+        release: String,
+        /// The outcome.
+        outcome: String,
+    },
+}
+
+/// Receives progress events.
+pub trait Progress: Sync {
+    /// One event.
+    fn event(&self, e: &Event);
+}
+
+/// Discards progress.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn event(&self, _e: &Event) {}
+}
+
+/// What happened to one release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseOutcome {
+    /// `namespace/name`.
+    pub release: String,
+    /// `installed`, `upgraded`, `noop`, `uninstalled`, `rolled-back`,
+    /// `uninstalled-after-failure`, `failed`, `not-attempted`.
+    pub outcome: String,
+    /// The revision the release is at afterwards (0: none).
+    pub revision: u64,
+    /// The failure, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct Report {
+    /// Releases in plan order.
+    pub releases: Vec<ReleaseOutcome>,
+}
+
+impl Report {
+    /// Whether every release succeeded or was a noop.
+    pub fn success(&self) -> bool {
+        self.releases.iter().all(|r| {
+            matches!(
+                r.outcome.as_str(),
+                "installed" | "upgraded" | "noop" | "uninstalled"
+            )
+        })
+    }
+
+    /// The first failure's message.
+    pub fn first_error(&self) -> Option<&str> {
+        self.releases.iter().find_map(|r| r.error.as_deref())
+    }
+}
+
+/// The executor.
+pub struct Executor<'a> {
+    store: &'a dyn Store,
+    store_url: String,
+    cluster: &'a dyn Cluster,
+    journal: Journal,
+    clock: &'a dyn Clock,
+    progress: &'a dyn Progress,
+    opts: ExecOptions,
+}
+
+/// A failure inside a release's cluster work.
+struct Failure(String);
+
+impl<'a> Executor<'a> {
+    /// An executor over a store (named `store_url` in plans), a cluster,
+    /// a journal and a clock.
+    pub fn new(
+        store: &'a dyn Store,
+        store_url: &str,
+        cluster: &'a dyn Cluster,
+        journal: Journal,
+        clock: &'a dyn Clock,
+    ) -> Self {
+        Executor {
+            store,
+            store_url: store_url.to_string(),
+            cluster,
+            journal,
+            clock,
+            progress: &Quiet,
+            opts: ExecOptions::default(),
+        }
+    }
+
+    /// Sends progress to `p`.
+    pub fn with_progress(mut self, p: &'a dyn Progress) -> Self {
+        self.progress = p;
+        self
+    }
+
+    /// Sets the options.
+    pub fn with_options(mut self, o: ExecOptions) -> Self {
+        self.opts = o;
+        self
+    }
+
+    /// Applies a plan: re-checks it, then runs its releases in order.
+    pub fn apply(&self, plan: &Plan) -> Result<Report, ExecError> {
+        if !plan.verify_id() {
+            return Err(ExecError::Tampered(plan.id.clone()));
+        }
+        if plan.store != self.store_url {
+            return Err(ExecError::WrongTarget {
+                what: "store",
+                planned: plan.store.clone(),
+                actual: self.store_url.clone(),
+            });
+        }
+        let identity = self
+            .cluster
+            .identity()
+            .map_err(|source| ExecError::Cluster {
+                release: String::new(),
+                source: Box::new(source),
+            })?;
+        if identity.id != plan.cluster.id || identity.kind != plan.cluster.kind {
+            return Err(ExecError::WrongTarget {
+                what: "cluster",
+                planned: format!("{}:{}", plan.cluster.kind, plan.cluster.id),
+                actual: format!("{}:{}", identity.kind, identity.id),
+            });
+        }
+        if let Some(b) = plan.blocked().next() {
+            return Err(ExecError::Blocked {
+                release: format!("{}/{}", b.namespace, b.name),
+                message: b.blocked.clone().unwrap_or_default(),
+            });
+        }
+        // Hold every release of the plan, in a fixed order.
+        let mut refs: Vec<(String, String)> = plan
+            .releases
+            .iter()
+            .filter(|r| r.action != ReleaseAction::Noop)
+            .map(|r| (r.namespace.clone(), r.name.clone()))
+            .collect();
+        refs.sort();
+        let mut held = std::collections::BTreeMap::new();
+        for (ns, name) in &refs {
+            held.insert((ns.clone(), name.clone()), self.journal.lock(ns, name)?);
+        }
+        self.check_preconditions(plan)?;
+
+        let mut report = Report::default();
+        let mut failed = false;
+        let mut done: Vec<usize> = Vec::new();
+        for (i, rp) in plan.releases.iter().enumerate() {
+            let rref = format!("{}/{}", rp.namespace, rp.name);
+            if failed {
+                report.releases.push(ReleaseOutcome {
+                    release: rref,
+                    outcome: "not-attempted".into(),
+                    revision: rp.from.as_ref().map_or(0, |f| f.revision),
+                    error: None,
+                });
+                continue;
+            }
+            if rp.action == ReleaseAction::Noop {
+                report.releases.push(ReleaseOutcome {
+                    release: rref,
+                    outcome: "noop".into(),
+                    revision: rp.to.revision,
+                    error: None,
+                });
+                continue;
+            }
+            let Some(j) = held.get_mut(&(rp.namespace.clone(), rp.name.clone())) else {
+                continue;
+            };
+            let out = self.run_release(plan, rp, j)?;
+            let ok = matches!(
+                out.outcome.as_str(),
+                "installed" | "upgraded" | "uninstalled"
+            );
+            report.releases.push(out);
+            if ok {
+                done.push(i);
+            } else {
+                failed = true;
+            }
+        }
+        if failed && self.opts.cross_release == CrossRelease::RollbackCompleted {
+            for &i in done.iter().rev() {
+                let rp = &plan.releases[i];
+                let Some(j) = held.get_mut(&(rp.namespace.clone(), rp.name.clone())) else {
+                    continue;
+                };
+                let what = match rp.from.as_ref() {
+                    Some(f) => {
+                        let r = self.rollback_release(
+                            &rp.namespace,
+                            &rp.name,
+                            f.revision,
+                            &rp.options,
+                            j,
+                            "rollback of a completed release",
+                        );
+                        match r {
+                            Ok(v) => {
+                                format!("rolled back to revision {} (as revision {v})", f.revision)
+                            }
+                            Err(e) => format!("rollback failed: {e}"),
+                        }
+                    }
+                    None => match self.uninstall_release(&rp.namespace, &rp.name, false, j) {
+                        Ok(()) => "uninstalled".into(),
+                        Err(e) => format!("uninstall failed: {e}"),
+                    },
+                };
+                if let Some(o) = report.releases.get_mut(i) {
+                    o.outcome = format!("reverted: {what}");
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    fn check_preconditions(&self, plan: &Plan) -> Result<(), ExecError> {
+        let mut problems = Vec::new();
+        for rp in &plan.releases {
+            if rp.action == ReleaseAction::Noop {
+                continue;
+            }
+            let rref = format!("{}/{}", rp.namespace, rp.name);
+            let hist =
+                self.store
+                    .history(&rp.namespace, &rp.name)
+                    .map_err(|e| ExecError::Store {
+                        release: rref.clone(),
+                        source: Box::new(e.into()),
+                    })?;
+            let last = hist.iter().max_by_key(|r| r.version);
+            let now = last.map(|l| (l.version, l.info.status.as_str().to_string()));
+            let then = rp
+                .preconditions
+                .last_record
+                .as_ref()
+                .map(|p| (p.revision, p.status.clone()));
+            if now != then {
+                let show = |x: &Option<(u64, String)>| match x {
+                    Some((v, s)) => format!("revision {v} ({s})"),
+                    None => "no record".into(),
+                };
+                problems.push(format!(
+                    "release {rref}: the last record was {} when planned and is {} now",
+                    show(&then),
+                    show(&now)
+                ));
+            }
+            for o in &rp.preconditions.objects {
+                let live = self
+                    .cluster
+                    .get(&o.key)
+                    .map_err(|source| ExecError::Cluster {
+                        release: rref.clone(),
+                        source: Box::new(source),
+                    })?;
+                let meta = live.as_ref().and_then(|v| v.get("metadata"));
+                let f = |k: &str| {
+                    meta.and_then(|m| m.get(k))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let (uid, rv) = (f("uid"), f("resourceVersion"));
+                if uid != o.uid || rv != o.resource_version {
+                    let was = if o.uid.is_empty() {
+                        "absent".to_string()
+                    } else {
+                        format!("uid {} resourceVersion {}", o.uid, o.resource_version)
+                    };
+                    let is = if live.is_none() {
+                        "absent".to_string()
+                    } else {
+                        format!("uid {uid} resourceVersion {rv}")
+                    };
+                    problems.push(format!("{}: was {was} when planned, is {is} now", o.key));
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ExecError::Stale(problems.join("; ")))
+        }
+    }
+
+    fn store_err(&self, rel: &str) -> impl Fn(OpError) -> ExecError + '_ {
+        let rel = rel.to_string();
+        move |source| ExecError::Store {
+            release: rel.clone(),
+            source: Box::new(source),
+        }
+    }
+
+    /// One release of a plan.
+    fn run_release(
+        &self,
+        plan: &Plan,
+        rp: &ReleasePlan,
+        j: &mut ReleaseJournal,
+    ) -> Result<ReleaseOutcome, ExecError> {
+        let rref = format!("{}/{}", rp.namespace, rp.name);
+        let serr = self.store_err(&rref);
+        let ops = Releases::new(self.store);
+        let run = uuid::Uuid::new_v4().to_string();
+        let start = self.clock.now();
+        let deadline = start + rp.options.timeout;
+        self.progress.event(&Event::ReleaseStarted {
+            release: rref.clone(),
+            action: rp.action.as_str().into(),
+            revision: rp.to.revision,
+        });
+
+        if rp.action == ReleaseAction::Uninstall {
+            let intents = rp
+                .objects
+                .iter()
+                .filter(|o| o.action == ObjectAction::Delete)
+                .map(|o| Intent {
+                    key: o.key.object_key(),
+                    verb: "delete".into(),
+                    absent_at_plan: false,
+                })
+                .collect();
+            self.begin(
+                j,
+                &run,
+                "uninstall",
+                &plan.id,
+                rp.to.revision,
+                None,
+                false,
+                intents,
+            )?;
+            return match self.uninstall_planned(rp, j, &run) {
+                Ok(()) => {
+                    self.end(j, &run, "uninstalled")?;
+                    self.done(&rref, "uninstalled");
+                    Ok(ReleaseOutcome {
+                        release: rref,
+                        outcome: "uninstalled".into(),
+                        revision: 0,
+                        error: None,
+                    })
+                }
+                Err(Failure(e)) => {
+                    self.end(j, &run, "failed")?;
+                    Ok(ReleaseOutcome {
+                        release: rref,
+                        outcome: "failed".into(),
+                        revision: rp.to.revision,
+                        error: Some(e),
+                    })
+                }
+            };
+        }
+
+        // A stuck pending record is settled first: it becomes failed.
+        if rp.action == ReleaseAction::Recover {
+            if let Some(last) = ops
+                .history(&rp.namespace, &rp.name)
+                .map_err(&serr)?
+                .into_iter()
+                .max_by_key(|r| r.version)
+            {
+                if last.info.status.is_pending() {
+                    let mut f = last.clone();
+                    f.info.status = Status::Failed;
+                    f.info.description = format!(
+                        "{} interrupted: settled by rudder (was {})",
+                        last.info.status.as_str(),
+                        last.info.description
+                    );
+                    self.store.update(&last, &f).map_err(|e| serr(e.into()))?;
+                    faults::durable_write("store");
+                }
+            }
+        }
+
+        let atomic = rp.options.atomic;
+        let rollback_revision = rp.recovery.rollback_revision;
+        let intents = rp
+            .objects
+            .iter()
+            .filter(|o| o.action.writes())
+            .map(|o| Intent {
+                key: o.key.object_key(),
+                verb: if o.action == ObjectAction::Delete {
+                    "delete".into()
+                } else {
+                    "apply".into()
+                },
+                absent_at_plan: o.action == ObjectAction::Create,
+            })
+            .collect();
+        let operation = if rp.from.is_some() {
+            "upgrade"
+        } else {
+            "install"
+        };
+        self.begin(
+            j,
+            &run,
+            operation,
+            &plan.id,
+            rp.to.revision,
+            rollback_revision,
+            atomic,
+            intents,
+        )?;
+
+        // 1. The pending record.
+        let rendered =
+            record_parts(rp).map_err(|e| ExecError::Stale(format!("release {rref}: {e}")))?;
+        let max = HistoryMax(rp.options.history_max);
+        let (pending, base) = if rp.from.is_none() {
+            let hist = ops.history(&rp.namespace, &rp.name).ok();
+            let replace = hist.is_some();
+            let p = ops
+                .begin_install(&rp.namespace, &rp.name, rendered, replace)
+                .map_err(&serr)?;
+            (p, None)
+        } else {
+            let base = ops.upgrade_base(&rp.namespace, &rp.name).map_err(&serr)?;
+            let p = ops.begin_upgrade(&base, rendered, max).map_err(&serr)?;
+            (p, Some(base))
+        };
+        faults::durable_write("store");
+        self.phase(j, &run, "pending-recorded")?;
+
+        // 2-7. The cluster work.
+        let work = self.release_work(rp, j, &run, deadline).and_then(|()| {
+            // Group commit: the cluster's writes are durable before the
+            // record says deployed.
+            self.cluster
+                .flush()
+                .map_err(|e| Failure(format!("flushing the cluster's writes: {e}")))
+        });
+        match work {
+            Ok(()) => {
+                let desc = Some(rp.options.description.as_str()).filter(|d| !d.is_empty());
+                let done = match &base {
+                    None => ops.finish_install(&pending, Ok(()), desc),
+                    Some(b) => ops.finish_upgrade(b, &pending, Ok(()), desc),
+                }
+                .map_err(&serr)?;
+                faults::durable_write("store");
+                self.phase(j, &run, "deployed-recorded")?;
+                if base.is_none() && rp.options.history_max > 0 {
+                    let _ = ops.prune(
+                        &rp.namespace,
+                        &rp.name,
+                        HistoryMax(rp.options.history_max + 1),
+                    );
+                }
+                self.end(j, &run, "deployed")?;
+                let outcome = if base.is_none() {
+                    "installed"
+                } else {
+                    "upgraded"
+                };
+                self.done(&rref, outcome);
+                Ok(ReleaseOutcome {
+                    release: rref,
+                    outcome: outcome.into(),
+                    revision: done.version,
+                    error: None,
+                })
+            }
+            Err(Failure(err)) => {
+                match &base {
+                    None => ops.finish_install(&pending, Err(err.clone()), None),
+                    Some(b) => ops.finish_upgrade(b, &pending, Err(err.clone()), None),
+                }
+                .map_err(&serr)?;
+                faults::durable_write("store");
+                if !atomic {
+                    self.end(j, &run, "failed")?;
+                    self.done(&rref, "failed");
+                    return Ok(ReleaseOutcome {
+                        release: rref,
+                        outcome: "failed".into(),
+                        revision: pending.version,
+                        error: Some(err),
+                    });
+                }
+                self.phase(j, &run, "rolling-back")?;
+                match rollback_revision {
+                    Some(to) => {
+                        let created = created_by(&j.entries, &run);
+                        let r = self.rollback_to(
+                            &rp.namespace,
+                            &rp.name,
+                            to,
+                            &rp.options,
+                            j,
+                            &run,
+                            &created,
+                        );
+                        match r {
+                            Ok(v) => {
+                                self.end(j, &run, "rolled-back")?;
+                                self.done(&rref, &format!("rolled back to revision {to}"));
+                                Ok(ReleaseOutcome {
+                                    release: rref,
+                                    outcome: "rolled-back".into(),
+                                    revision: v,
+                                    error: Some(format!(
+                                        "release {} failed, and has been rolled back due to atomic being set: {err}",
+                                        rp.name
+                                    )),
+                                })
+                            }
+                            Err(e) => {
+                                self.end(j, &run, "failed")?;
+                                Ok(ReleaseOutcome {
+                                    release: rref,
+                                    outcome: "failed".into(),
+                                    revision: pending.version,
+                                    error: Some(format!(
+                                        "an error occurred while rolling back the release. original upgrade error: {err}: {e}"
+                                    )),
+                                })
+                            }
+                        }
+                    }
+                    None => {
+                        let created = created_by(&j.entries, &run);
+                        let r = self.delete_created(
+                            &rp.namespace,
+                            &rp.name,
+                            j,
+                            &run,
+                            &created,
+                            &BTreeSet::new(),
+                        );
+                        let r2 = ops
+                            .purge(&rp.namespace, &rp.name)
+                            .map_err(|e| e.to_string());
+                        faults::durable_write("store");
+                        self.end(j, &run, "uninstalled")?;
+                        let error = match (r, r2) {
+                            (Ok(()), Ok(())) => format!(
+                                "release {} failed, and has been uninstalled due to atomic being set: {err}",
+                                rp.name
+                            ),
+                            (Err(Failure(e)), _) | (_, Err(e)) => format!(
+                                "release {} failed on install: {err}; the uninstall also failed: {e}",
+                                rp.name
+                            ),
+                        };
+                        self.done(&rref, "uninstalled after failure");
+                        Ok(ReleaseOutcome {
+                            release: rref,
+                            outcome: "uninstalled-after-failure".into(),
+                            revision: 0,
+                            error: Some(error),
+                        })
+                    }
+                }
+            }
+        }
+    }
+
+    fn done(&self, release: &str, outcome: &str) {
+        self.progress.event(&Event::ReleaseDone {
+            release: release.into(),
+            outcome: outcome.into(),
+        });
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn begin(
+        &self,
+        j: &mut ReleaseJournal,
+        run: &str,
+        operation: &str,
+        plan_id: &str,
+        revision: u64,
+        rollback_revision: Option<u64>,
+        atomic: bool,
+        intents: Vec<Intent>,
+    ) -> Result<(), ExecError> {
+        j.append(
+            Entry::Begin {
+                run: run.into(),
+                operation: operation.into(),
+                plan_id: plan_id.into(),
+                revision,
+                rollback_revision,
+                atomic,
+                intents,
+            },
+            true,
+        )?;
+        Ok(())
+    }
+
+    fn phase(&self, j: &mut ReleaseJournal, run: &str, phase: &str) -> Result<(), ExecError> {
+        j.append(
+            Entry::Phase {
+                run: run.into(),
+                phase: phase.into(),
+            },
+            false,
+        )?;
+        Ok(())
+    }
+
+    fn end(&self, j: &mut ReleaseJournal, run: &str, outcome: &str) -> Result<(), ExecError> {
+        j.append(
+            Entry::End {
+                run: run.into(),
+                outcome: outcome.into(),
+            },
+            true,
+        )?;
+        Ok(())
+    }
+
+    /// Writes with retries on 5xx and 429 answers.
+    fn with_retries<T>(
+        &self,
+        deadline: Duration,
+        mut f: impl FnMut() -> Result<T, ClusterError>,
+    ) -> Result<T, ClusterError> {
+        let mut tries = 0;
+        loop {
+            match f() {
+                Err(ClusterError::Server { code, .. })
+                    if (code >= 500 || code == 429)
+                        && tries < self.opts.retries
+                        && self.clock.now() < deadline =>
+                {
+                    tries += 1;
+                    self.clock.sleep(self.opts.poll);
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Applies one object and journals it.
+    fn apply_one(
+        &self,
+        release: &str,
+        j: &mut ReleaseJournal,
+        run: &str,
+        obj: &Value,
+        deadline: Duration,
+    ) -> Result<Value, Failure> {
+        let key = ObjectKey::of(obj).ok_or_else(|| Failure("an object without identity".into()))?;
+        let existed = self.cluster.get(&key).ok().flatten().is_some();
+        let opts = ApplyOptions {
+            field_manager: FIELD_MANAGER.into(),
+            force: self.opts.force_conflicts,
+            dry_run: false,
+        };
+        let r = self.with_retries(deadline, || self.cluster.apply(obj, &opts));
+        faults::durable_write("cluster");
+        let (uid, rv, outcome) = match &r {
+            Ok(v) => (
+                meta_str(v, "uid"),
+                meta_str(v, "resourceVersion"),
+                "ok".to_string(),
+            ),
+            Err(e) => (String::new(), String::new(), e.to_string()),
+        };
+        let _ = j.append(
+            Entry::Write {
+                run: run.into(),
+                verb: "apply".into(),
+                key: key.clone(),
+                existed,
+                uid,
+                resource_version: rv,
+                outcome,
+            },
+            false,
+        );
+        match r {
+            Ok(v) => {
+                self.progress.event(&Event::ObjectWritten {
+                    release: release.into(),
+                    verb: "apply".into(),
+                    object: key.to_string(),
+                });
+                Ok(v)
+            }
+            Err(e) => Err(Failure(format!("failed to apply {key}: {e}"))),
+        }
+    }
+
+    fn delete_one(
+        &self,
+        release: &str,
+        j: &mut ReleaseJournal,
+        run: &str,
+        key: &ObjectKey,
+        deadline: Duration,
+    ) -> Result<(), Failure> {
+        if self.cluster.get(key).ok().flatten().is_none() {
+            return Ok(());
+        }
+        let r = self.with_retries(deadline, || self.cluster.delete(key, None));
+        faults::durable_write("cluster");
+        let outcome = match &r {
+            Ok(_) | Err(ClusterError::NotFound { .. }) => "ok".to_string(),
+            Err(e) => e.to_string(),
+        };
+        let _ = j.append(
+            Entry::Write {
+                run: run.into(),
+                verb: "delete".into(),
+                key: key.clone(),
+                existed: true,
+                uid: String::new(),
+                resource_version: String::new(),
+                outcome: outcome.clone(),
+            },
+            false,
+        );
+        if outcome != "ok" {
+            return Err(Failure(format!("failed to delete {key}: {outcome}")));
+        }
+        self.progress.event(&Event::ObjectWritten {
+            release: release.into(),
+            verb: "delete".into(),
+            object: key.to_string(),
+        });
+        Ok(())
+    }
+
+    /// CRDs, pre-hooks, objects, deletes, wait, post-hooks.
+    fn release_work(
+        &self,
+        rp: &ReleasePlan,
+        j: &mut ReleaseJournal,
+        run: &str,
+        deadline: Duration,
+    ) -> Result<(), Failure> {
+        let rref = format!("{}/{}", rp.namespace, rp.name);
+        let mut waits: Vec<(ObjectKey, String)> = Vec::new();
+        // CRDs and namespaces first; CRDs must be Established before the rest.
+        for o in rp
+            .objects
+            .iter()
+            .filter(|o| matches!(o.stage, Stage::Crds | Stage::Namespaces))
+        {
+            if !o.action.writes() {
+                continue;
+            }
+            let Some(d) = &o.desired else { continue };
+            let w = self.apply_one(&rref, j, run, d, deadline)?;
+            if o.stage == Stage::Crds {
+                let key = o.key.object_key();
+                self.wait_for(
+                    &rref,
+                    &[(key, meta_str(&w, "resourceVersion"))],
+                    WaitStrategy::Legacy,
+                    false,
+                    deadline,
+                )?;
+            }
+        }
+        let pre: Vec<_> = rp
+            .hooks
+            .iter()
+            .filter(|h| h.phase.starts_with("pre-"))
+            .collect();
+        self.run_hooks(&rref, j, run, &pre, deadline)?;
+        for o in rp.objects.iter().filter(|o| o.stage == Stage::Main) {
+            if !o.action.writes() {
+                if o.wait.is_some() && rp.options.waits() {
+                    // Unchanged objects are waited on too (Helm waits on the
+                    // whole manifest), from their current state.
+                    waits.push((o.key.object_key(), String::new()));
+                }
+                continue;
+            }
+            let Some(d) = &o.desired else { continue };
+            let w = self.apply_one(&rref, j, run, d, deadline)?;
+            if o.wait.is_some() {
+                waits.push((o.key.object_key(), meta_str(&w, "resourceVersion")));
+            }
+        }
+        let _ = self.phase(j, run, "objects-applied");
+        for o in rp.objects.iter().filter(|o| o.stage == Stage::Prune) {
+            if o.action == ObjectAction::Delete {
+                self.delete_one(&rref, j, run, &o.key.object_key(), deadline)?;
+            }
+        }
+        if rp.options.waits() {
+            self.wait_for(
+                &rref,
+                &waits,
+                rp.options.wait_strategy,
+                rp.options.wait_for_jobs,
+                deadline,
+            )?;
+            let _ = self.phase(j, run, "waited");
+        }
+        let post: Vec<_> = rp
+            .hooks
+            .iter()
+            .filter(|h| h.phase.starts_with("post-"))
+            .collect();
+        self.run_hooks(&rref, j, run, &post, deadline)?;
+        Ok(())
+    }
+
+    fn run_hooks(
+        &self,
+        rref: &str,
+        j: &mut ReleaseJournal,
+        run: &str,
+        hooks: &[&crate::plan::HookPlan],
+        deadline: Duration,
+    ) -> Result<(), Failure> {
+        for h in hooks {
+            let Some(d) = &h.desired else { continue };
+            let key = h.key.object_key();
+            if h.delete_policies
+                .iter()
+                .any(|p| p == "before-hook-creation")
+            {
+                self.delete_one(rref, j, run, &key, deadline)?;
+            }
+            self.apply_one(rref, j, run, d, deadline)?;
+            let result = loop {
+                let live = self
+                    .cluster
+                    .get(&key)
+                    .map_err(|e| Failure(format!("hook {key}: {e}")))?;
+                match live.as_ref().and_then(ready::hook_done) {
+                    Some(r) => break r,
+                    None if live.is_none() => break Ok(()),
+                    None => {}
+                }
+                if self.clock.now() >= deadline {
+                    break Err("timed out waiting for the condition".to_string());
+                }
+                self.clock.sleep(self.opts.poll);
+            };
+            match result {
+                Ok(()) => {
+                    if h.delete_policies.iter().any(|p| p == "hook-succeeded") {
+                        self.delete_one(rref, j, run, &key, deadline)?;
+                    }
+                }
+                Err(e) => {
+                    if h.delete_policies.iter().any(|p| p == "hook-failed") {
+                        self.delete_one(rref, j, run, &key, deadline)?;
+                    }
+                    return Err(Failure(format!("{} hook {key} failed: {e}", h.phase)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Polls until every object is ready, or the deadline passes.
+    fn wait_for(
+        &self,
+        rref: &str,
+        objs: &[(ObjectKey, String)],
+        strategy: WaitStrategy,
+        wait_for_jobs: bool,
+        deadline: Duration,
+    ) -> Result<(), Failure> {
+        let mut pending: Vec<&(ObjectKey, String)> = objs.iter().collect();
+        let mut last_msg: std::collections::HashMap<&ObjectKey, String> = Default::default();
+        loop {
+            let mut still = Vec::new();
+            for item in pending {
+                let (key, written_rv) = item;
+                let live = self
+                    .cluster
+                    .get(key)
+                    .map_err(|e| Failure(format!("waiting for {key}: {e}")))?;
+                let Some(live) = live else {
+                    still.push(item);
+                    last_msg.insert(key, "not found".into());
+                    continue;
+                };
+                // Only an observation at or after our write counts.
+                let rv = meta_str(&live, "resourceVersion");
+                let fresh = written_rv.is_empty() || rv_at_least(&rv, written_rv);
+                let v = ready::check(&live, strategy, wait_for_jobs);
+                if fresh && v.ready {
+                    continue;
+                }
+                if v.failed && strategy == WaitStrategy::Legacy {
+                    return Err(Failure(format!("{key}: {}", v.message)));
+                }
+                if last_msg.get(key) != Some(&v.message) {
+                    self.progress.event(&Event::Waiting {
+                        release: rref.into(),
+                        object: format!("{} {}", key.kind, namespaced(key)),
+                        message: v.message.clone(),
+                    });
+                }
+                last_msg.insert(key, v.message);
+                still.push(item);
+            }
+            if still.is_empty() {
+                return Ok(());
+            }
+            if self.clock.now() >= deadline {
+                let what: Vec<String> = still
+                    .iter()
+                    .map(|(k, _)| {
+                        format!(
+                            "resource {}/{} not ready: {}",
+                            k.kind,
+                            namespaced(k),
+                            last_msg.get(k).cloned().unwrap_or_default()
+                        )
+                    })
+                    .collect();
+                return Err(Failure(format!(
+                    "{}: context deadline exceeded",
+                    what.join(", ")
+                )));
+            }
+            let left = deadline.saturating_sub(self.clock.now());
+            self.clock
+                .sleep(self.opts.poll.min(left.max(Duration::from_millis(1))));
+            pending = still;
+        }
+    }
+
+    /// The objects of a recorded revision, qualified and stamped.
+    fn revision_objects(&self, rel: &Release) -> Result<Vec<Value>, Failure> {
+        let mut out = Vec::new();
+        for doc in crate::manifest::split::split_manifests(&rel.manifest) {
+            let body = match doc.strip_prefix("# Source: ") {
+                Some(rest) => rest.split_once('\n').map_or("", |(_, b)| b),
+                None => doc,
+            };
+            let node = crate::yaml::parse_yaml_to_json(body)
+                .map_err(|e| Failure(format!("revision {} manifest: {e}", rel.version)))?;
+            let mut v = serde_json::to_value(&node)
+                .map_err(|e| Failure(format!("revision {} manifest: {e}", rel.version)))?;
+            if v.is_null() {
+                continue;
+            }
+            let Some(key) = ObjectKey::of(&v) else {
+                continue;
+            };
+            let scope = self
+                .cluster
+                .scope(&key.group, &key.kind)
+                .ok()
+                .flatten()
+                .unwrap_or(Scope::Namespaced);
+            if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                match scope {
+                    Scope::Cluster => {
+                        m.remove("namespace");
+                    }
+                    Scope::Namespaced => {
+                        let has = m
+                            .get("namespace")
+                            .and_then(Value::as_str)
+                            .is_some_and(|s| !s.is_empty());
+                        if !has {
+                            m.insert("namespace".into(), Value::String(rel.namespace.clone()));
+                        }
+                    }
+                }
+            }
+            ownership::stamp(&mut v, &rel.name, &rel.namespace);
+            out.push(v);
+        }
+        Ok(out)
+    }
+
+    fn delete_created(
+        &self,
+        namespace: &str,
+        name: &str,
+        j: &mut ReleaseJournal,
+        run: &str,
+        created: &[ObjectKey],
+        keep: &BTreeSet<ObjectKey>,
+    ) -> Result<(), Failure> {
+        let rref = format!("{namespace}/{name}");
+        let far = self.clock.now() + Duration::from_secs(3600);
+        for key in created.iter().rev() {
+            if keep.contains(key) {
+                continue;
+            }
+            self.delete_one(&rref, j, run, key, far)?;
+        }
+        Ok(())
+    }
+
+    /// Returns a release to revision `to`: re-applies its objects, deletes
+    /// what `created` lists and `to` lacks, records the rollback.
+    #[allow(clippy::too_many_arguments)]
+    fn rollback_to(
+        &self,
+        namespace: &str,
+        name: &str,
+        to: u64,
+        options: &ReleaseOptions,
+        j: &mut ReleaseJournal,
+        run: &str,
+        created: &[ObjectKey],
+    ) -> Result<u64, String> {
+        let ops = Releases::new(self.store);
+        let rref = format!("{namespace}/{name}");
+        let deadline = self.clock.now() + options.timeout;
+        let (last, pending) = ops
+            .begin_rollback(namespace, name, to, HistoryMax(options.history_max))
+            .map_err(|e| e.to_string())?;
+        faults::durable_write("store");
+        let target = ops.get(namespace, name, to).map_err(|e| e.to_string())?;
+        let outcome = (|| -> Result<(), Failure> {
+            let objs = self.revision_objects(&target)?;
+            let keys: BTreeSet<ObjectKey> = objs.iter().filter_map(ObjectKey::of).collect();
+            // Objects of the failed attempt that the target lacks: gone.
+            self.delete_created(namespace, name, j, run, created, &keys)?;
+            // Objects the failed revision had beside the target's, and this
+            // release owns live: gone too (Helm's rollback diff).
+            if let Some(failed) = ops
+                .history(namespace, name)
+                .ok()
+                .and_then(|h| h.into_iter().find(|r| r.version == last.version))
+            {
+                for o in self.revision_objects(&failed)? {
+                    let Some(k) = ObjectKey::of(&o) else { continue };
+                    if keys.contains(&k) {
+                        continue;
+                    }
+                    if let Ok(Some(live)) = self.cluster.get(&k) {
+                        if ownership::owned_by(&live, name, namespace) && !ownership::keep(&live) {
+                            self.delete_one(&rref, j, run, &k, deadline)?;
+                        }
+                    }
+                }
+            }
+            let mut waits = Vec::new();
+            for o in &objs {
+                let w = self.apply_one(&rref, j, run, o, deadline)?;
+                if let Some(k) = ObjectKey::of(o) {
+                    if crate::plan::planner::wait_rule(
+                        &k.kind,
+                        options.wait_strategy,
+                        options.wait_for_jobs,
+                    )
+                    .is_some()
+                    {
+                        waits.push((k, meta_str(&w, "resourceVersion")));
+                    }
+                }
+            }
+            if options.waits() {
+                self.wait_for(
+                    &rref,
+                    &waits,
+                    options.wait_strategy,
+                    options.wait_for_jobs,
+                    deadline,
+                )?;
+            }
+            Ok(())
+        })();
+        let result = outcome.map_err(|Failure(e)| e);
+        let rec = ops
+            .finish_rollback(&last, &pending, result.clone())
+            .map_err(|e| e.to_string())?;
+        faults::durable_write("store");
+        result.map(|()| rec.version)
+    }
+
+    /// A rollback as its own operation (`rudder rollback`, or the reverse
+    /// rollback of completed releases).
+    pub fn rollback_release(
+        &self,
+        namespace: &str,
+        name: &str,
+        to: u64,
+        options: &ReleaseOptions,
+        j: &mut ReleaseJournal,
+        why: &str,
+    ) -> Result<u64, String> {
+        let run = uuid::Uuid::new_v4().to_string();
+        let ops = Releases::new(self.store);
+        let last = ops.last(namespace, name).map_err(|e| e.to_string())?;
+        self.begin(
+            j,
+            &run,
+            "rollback",
+            why,
+            last.version + 1,
+            Some(to),
+            false,
+            Vec::new(),
+        )
+        .map_err(|e| e.to_string())?;
+        let r = self.rollback_to(namespace, name, to, options, j, &run, &[]);
+        let _ = self.end(j, &run, if r.is_ok() { "deployed" } else { "failed" });
+        r
+    }
+
+    fn uninstall_planned(
+        &self,
+        rp: &ReleasePlan,
+        j: &mut ReleaseJournal,
+        run: &str,
+    ) -> Result<(), Failure> {
+        let ops = Releases::new(self.store);
+        let u = ops
+            .begin_uninstall(&rp.namespace, &rp.name, false)
+            .map_err(|e| Failure(e.to_string()))?;
+        faults::durable_write("store");
+        let rref = format!("{}/{}", rp.namespace, rp.name);
+        let far = self.clock.now() + rp.options.timeout;
+        for o in &rp.objects {
+            if o.action == ObjectAction::Delete {
+                self.delete_one(&rref, j, run, &o.key.object_key(), far)?;
+            }
+        }
+        if let Some(u) = u {
+            ops.finish_uninstall(&u, false, None)
+                .map_err(|e| Failure(e.to_string()))?;
+            faults::durable_write("store");
+        }
+        Ok(())
+    }
+
+    /// Uninstalls a release (Helm's `uninstall`): deletes the last
+    /// revision's objects in reverse install order, except `keep`.
+    pub fn uninstall_release(
+        &self,
+        namespace: &str,
+        name: &str,
+        keep_history: bool,
+        j: &mut ReleaseJournal,
+    ) -> Result<(), String> {
+        let ops = Releases::new(self.store);
+        let run = uuid::Uuid::new_v4().to_string();
+        let last = ops.last(namespace, name).map_err(|e| e.to_string())?;
+        self.begin(
+            j,
+            &run,
+            "uninstall",
+            "",
+            last.version,
+            None,
+            false,
+            Vec::new(),
+        )
+        .map_err(|e| e.to_string())?;
+        let u = ops
+            .begin_uninstall(namespace, name, keep_history)
+            .map_err(|e| e.to_string())?;
+        faults::durable_write("store");
+        let rref = format!("{namespace}/{name}");
+        let far = self.clock.now() + Duration::from_secs(3600);
+        let mut objs = self.revision_objects(&last).map_err(|Failure(e)| e)?;
+        crate::manifest::order::sort_by_install_order(&mut objs, |o| {
+            o.get("kind").and_then(Value::as_str).unwrap_or("")
+        });
+        for o in objs.iter().rev() {
+            if ownership::keep(o) {
+                continue;
+            }
+            let Some(k) = ObjectKey::of(o) else { continue };
+            self.delete_one(&rref, j, &run, &k, far)
+                .map_err(|Failure(e)| e)?;
+        }
+        if let Some(u) = u {
+            ops.finish_uninstall(&u, keep_history, None)
+                .map_err(|e| e.to_string())?;
+            faults::durable_write("store");
+        }
+        let _ = self.end(j, &run, "uninstalled");
+        Ok(())
+    }
+
+    /// Settles an interrupted run of one release, found in its journal:
+    /// rolls it back to the run's rollback point (or uninstalls a failed
+    /// first install), or finishes it when the new revision was already
+    /// recorded deployed. Returns what was done, or `None` when nothing
+    /// was interrupted.
+    pub fn recover(&self, namespace: &str, name: &str) -> Result<Option<String>, ExecError> {
+        let mut j = self.journal.lock(namespace, name)?;
+        let rref = format!("{namespace}/{name}");
+        let serr = self.store_err(&rref);
+        let ops = Releases::new(self.store);
+        let interrupted = j.interrupted()?;
+        let hist = match self.store.history(namespace, name) {
+            Ok(h) => h,
+            Err(e) => return Err(serr(e.into())),
+        };
+        let last = hist.iter().max_by_key(|r| r.version).cloned();
+        let Some(run) = interrupted else {
+            // No journal: a pending record whose holder is gone (Helm's
+            // #7476) is marked failed, so the next upgrade can go on.
+            if let Some(l) = last.filter(|l| l.info.status.is_pending()) {
+                let mut f = l.clone();
+                f.info.status = Status::Failed;
+                f.info.description = format!(
+                    "{} interrupted: no process holds the release",
+                    l.info.status.as_str()
+                );
+                self.store.update(&l, &f).map_err(|e| serr(e.into()))?;
+                faults::durable_write("store");
+                let what = format!(
+                    "marked revision {} failed (was {})",
+                    l.version,
+                    l.info.status.as_str()
+                );
+                self.progress.event(&Event::Recovered {
+                    release: rref,
+                    what: what.clone(),
+                });
+                return Ok(Some(what));
+            }
+            return Ok(None);
+        };
+        let Some(Entry::Begin {
+            run: run_id,
+            operation,
+            revision,
+            rollback_revision,
+            atomic,
+            intents,
+            ..
+        }) = run.first().cloned()
+        else {
+            return Ok(None);
+        };
+        let deployed_recorded = run
+            .iter()
+            .any(|e| matches!(e, Entry::Phase { phase, .. } if phase == "deployed-recorded"));
+        let this = hist.iter().find(|r| r.version == revision).cloned();
+        let what;
+        if deployed_recorded
+            || this
+                .as_ref()
+                .is_some_and(|r| r.info.status == Status::Deployed)
+        {
+            // The work was done: finish the bookkeeping.
+            if let Some(t) = &this {
+                for d in &hist {
+                    if d.info.status == Status::Deployed && d.version < t.version {
+                        let mut s = d.clone();
+                        s.info.status = Status::Superseded;
+                        let _ = self.store.update(d, &s);
+                        faults::durable_write("store");
+                    }
+                }
+            }
+            what = format!("finished: revision {revision} was already deployed");
+        } else {
+            // Objects this run may have created: intended creates that exist now.
+            let mut created: Vec<ObjectKey> = intents
+                .iter()
+                .filter(|i| i.verb == "apply" && i.absent_at_plan)
+                .map(|i| i.key.clone())
+                .collect();
+            created.extend(created_by(&run, &run_id));
+            created.dedup();
+            // Nothing written yet: nothing to undo.
+            let wrote = run.iter().any(|e| {
+                matches!(e, Entry::Write { .. })
+                    || matches!(e, Entry::Phase { phase, .. } if phase == "pending-recorded")
+            }) || hist.iter().any(|r| r.version >= revision);
+            if !wrote {
+                j.append(
+                    Entry::End {
+                        run: run_id,
+                        outcome: "recovered".into(),
+                    },
+                    true,
+                )?;
+                let what = format!("the interrupted {operation} had written nothing");
+                self.progress.event(&Event::Recovered {
+                    release: rref,
+                    what: what.clone(),
+                });
+                return Ok(Some(what));
+            }
+            // Every record the interrupted run left pending becomes failed.
+            for t in hist.iter().filter(|t| t.info.status.is_pending()) {
+                let mut f = t.clone();
+                f.info.status = Status::Failed;
+                f.info.description = match t.info.status {
+                    Status::PendingInstall => format!("Release {name:?} failed: interrupted"),
+                    Status::PendingRollback => format!("Rollback {name:?} failed: interrupted"),
+                    _ => format!("Upgrade {name:?} failed: interrupted"),
+                };
+                self.store.update(t, &f).map_err(|e| serr(e.into()))?;
+                faults::durable_write("store");
+            }
+            let run2 = uuid::Uuid::new_v4().to_string();
+            match (operation.as_str(), rollback_revision) {
+                (_, Some(to)) => {
+                    self.begin(
+                        &mut j,
+                        &run2,
+                        "rollback",
+                        "recovery",
+                        revision + 1,
+                        Some(to),
+                        false,
+                        Vec::new(),
+                    )?;
+                    let opts = ReleaseOptions::default();
+                    match self.rollback_to(namespace, name, to, &opts, &mut j, &run2, &created) {
+                        Ok(v) => {
+                            self.end(&mut j, &run2, "rolled-back")?;
+                            what = format!("rolled back the interrupted {operation} to revision {to} (now revision {v})");
+                        }
+                        Err(e) => {
+                            self.end(&mut j, &run2, "failed")?;
+                            what =
+                                format!("the rollback of the interrupted {operation} failed: {e}");
+                        }
+                    }
+                }
+                ("uninstall", None) => {
+                    self.begin(
+                        &mut j,
+                        &run2,
+                        "uninstall",
+                        "recovery",
+                        revision,
+                        None,
+                        false,
+                        Vec::new(),
+                    )?;
+                    let r = self.uninstall_release_inner(namespace, name, &mut j, &run2);
+                    self.end(&mut j, &run2, "uninstalled")?;
+                    what = match r {
+                        Ok(()) => "finished the interrupted uninstall".into(),
+                        Err(e) => format!("the interrupted uninstall could not finish: {e}"),
+                    };
+                }
+                (_, None) => {
+                    self.begin(
+                        &mut j,
+                        &run2,
+                        "uninstall",
+                        "recovery",
+                        revision,
+                        None,
+                        false,
+                        Vec::new(),
+                    )?;
+                    let r = self.delete_created(
+                        namespace,
+                        name,
+                        &mut j,
+                        &run2,
+                        &created,
+                        &BTreeSet::new(),
+                    );
+                    if atomic || r.is_ok() {
+                        let _ = ops.purge(namespace, name);
+                        faults::durable_write("store");
+                    }
+                    self.end(&mut j, &run2, "uninstalled")?;
+                    what = "removed the interrupted install's objects and records".into();
+                }
+            }
+        }
+        j.append(
+            Entry::End {
+                run: run_id,
+                outcome: "recovered".into(),
+            },
+            true,
+        )?;
+        self.progress.event(&Event::Recovered {
+            release: rref,
+            what: what.clone(),
+        });
+        Ok(Some(what))
+    }
+
+    fn uninstall_release_inner(
+        &self,
+        namespace: &str,
+        name: &str,
+        j: &mut ReleaseJournal,
+        run: &str,
+    ) -> Result<(), String> {
+        let ops = Releases::new(self.store);
+        let hist = self
+            .store
+            .history(namespace, name)
+            .map_err(|e| e.to_string())?;
+        let Some(last) = hist.iter().max_by_key(|r| r.version).cloned() else {
+            return Ok(());
+        };
+        let rref = format!("{namespace}/{name}");
+        let far = self.clock.now() + Duration::from_secs(3600);
+        for o in self
+            .revision_objects(&last)
+            .map_err(|Failure(e)| e)?
+            .iter()
+            .rev()
+        {
+            if ownership::keep(o) {
+                continue;
+            }
+            let Some(k) = ObjectKey::of(o) else { continue };
+            self.delete_one(&rref, j, run, &k, far)
+                .map_err(|Failure(e)| e)?;
+        }
+        ops.purge(namespace, name).map_err(|e| e.to_string())?;
+        faults::durable_write("store");
+        Ok(())
+    }
+}
+
+/// Keys that this run created (apply of an object that did not exist).
+fn created_by(entries: &[Entry], run: &str) -> Vec<ObjectKey> {
+    let mut out = Vec::new();
+    for e in entries {
+        if let Entry::Write {
+            run: r,
+            verb,
+            key,
+            existed,
+            ..
+        } = e
+        {
+            if r == run && verb == "apply" && !existed && !out.contains(key) {
+                out.push(key.clone());
+            }
+        }
+    }
+    out
+}
+
+fn namespaced(k: &ObjectKey) -> String {
+    if k.namespace.is_empty() {
+        k.name.clone()
+    } else {
+        format!("{}/{}", k.namespace, k.name)
+    }
+}
+
+fn meta_str(v: &Value, f: &str) -> String {
+    v.get("metadata")
+        .and_then(|m| m.get(f))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// resourceVersions are opaque, but both implementations use increasing
+/// integers; compare numerically when both parse, else require equality.
+fn rv_at_least(rv: &str, written: &str) -> bool {
+    match (rv.parse::<u64>(), written.parse::<u64>()) {
+        (Ok(a), Ok(b)) => a >= b,
+        _ => rv == written,
+    }
+}
+
+/// The record pieces a plan carries for the executor.
+fn record_parts(rp: &ReleasePlan) -> Result<release::Rendered, String> {
+    let rec = rp.record.as_ref().ok_or(
+        "the plan holds no release record (plans printed without --save cannot be applied)",
+    )?;
+    let rel: Release = serde_json::from_value(rec.clone()).map_err(|e| format!("record: {e}"))?;
+    let notes = rec
+        .get("notes")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    Ok(release::Rendered {
+        chart: rel.chart.unwrap_or_default(),
+        config: rel.config,
+        manifest: rel.manifest,
+        hooks: rel.hooks,
+        notes,
+        labels: Default::default(),
+    })
+}

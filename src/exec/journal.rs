@@ -1,0 +1,342 @@
+//! The execution journal: every write the executor makes, before and after
+//! it happens, per release, so that an interrupted run can be finished or
+//! rolled back by the next one.
+//!
+//! Layout under the journal directory (next to the release store,
+//! `.rudder/journal` for the default `file:.rudder`):
+//!
+//! ```text
+//! <dir>/<namespace>/<name>.journal   JSON lines, appended, one entry a line
+//! <dir>/<namespace>/<name>.lock      held (flock) by the process running the release
+//! ```
+//!
+//! A run starts with a `begin` entry that lists every write it intends
+//! (group commit: one fsync for all intents), appends a `write` entry after
+//! each write (buffered), and ends with an `end` entry (fsynced). A run
+//! whose `begin` has no `end` was interrupted. A torn last line is ignored.
+use super::faults;
+use crate::cluster::ObjectKey;
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// Why the journal could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// Reading or writing a journal file failed.
+    #[error("journal: {op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Another process runs this release.
+    #[error("release {release} is being changed by another process ({holder}); wait for it to finish, or stop it first")]
+    Held {
+        /// `namespace/name`.
+        release: String,
+        /// Who holds it (pid, host, since when), as it wrote itself down.
+        holder: String,
+    },
+}
+
+fn io(op: &'static str, path: &Path, source: std::io::Error) -> JournalError {
+    JournalError::Io {
+        op,
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// One intended write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Intent {
+    /// The object.
+    pub key: ObjectKey,
+    /// `apply` or `delete`.
+    pub verb: String,
+    /// Whether the object was absent when planned (an apply then creates it).
+    pub absent_at_plan: bool,
+}
+
+/// A journal entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Entry {
+    /// A run of an operation on the release starts.
+    #[serde(rename_all = "camelCase")]
+    Begin {
+        /// Random id of this run.
+        run: String,
+        /// `install`, `upgrade`, `rollback`, `uninstall`.
+        operation: String,
+        /// The plan's id (empty for direct commands).
+        plan_id: String,
+        /// The revision this run writes.
+        revision: u64,
+        /// Where a failure returns to (`None`: uninstall instead).
+        rollback_revision: Option<u64>,
+        /// Whether failure rolls back.
+        atomic: bool,
+        /// Every write the run intends.
+        intents: Vec<Intent>,
+    },
+    /// A cluster write happened (or failed).
+    #[serde(rename_all = "camelCase")]
+    Write {
+        /// The run.
+        run: String,
+        /// `apply`, `delete`, `hook-create`, `hook-delete`.
+        verb: String,
+        /// The object.
+        key: ObjectKey,
+        /// Whether the object existed before the write.
+        existed: bool,
+        /// uid after the write (empty after a delete or a failure).
+        uid: String,
+        /// resourceVersion after the write.
+        resource_version: String,
+        /// `ok` or the error.
+        outcome: String,
+    },
+    /// The run reached a phase (`pending-recorded`, `objects-applied`,
+    /// `waited`, `deployed-recorded`, `rolling-back`).
+    #[serde(rename_all = "camelCase")]
+    Phase {
+        /// The run.
+        run: String,
+        /// The phase.
+        phase: String,
+    },
+    /// The run ended.
+    #[serde(rename_all = "camelCase")]
+    End {
+        /// The run.
+        run: String,
+        /// `deployed`, `failed`, `rolled-back`, `uninstalled`, `recovered`.
+        outcome: String,
+    },
+}
+
+/// Where journals live.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    dir: Option<PathBuf>,
+    durable: bool,
+}
+
+/// The held lock of one release, with its journal file open for appends.
+pub struct ReleaseJournal {
+    path: Option<PathBuf>,
+    file: Option<File>,
+    _lock: Option<File>,
+    durable: bool,
+    /// Entries of this process's run (also kept in memory).
+    pub entries: Vec<Entry>,
+}
+
+impl Journal {
+    /// Journals under `dir`.
+    pub fn at(dir: impl Into<PathBuf>) -> Journal {
+        Journal {
+            dir: Some(dir.into()),
+            durable: true,
+        }
+    }
+
+    /// A journal kept in memory only (tests, `memory:` stores).
+    pub fn in_memory() -> Journal {
+        Journal {
+            dir: None,
+            durable: false,
+        }
+    }
+
+    /// Turns fsync off (the documented benchmark mode).
+    pub fn without_fsync(mut self) -> Journal {
+        self.durable = false;
+        self
+    }
+
+    fn paths(&self, namespace: &str, name: &str) -> Option<(PathBuf, PathBuf)> {
+        let d = self.dir.as_ref()?.join(namespace);
+        Some((
+            d.join(format!("{name}.journal")),
+            d.join(format!("{name}.lock")),
+        ))
+    }
+
+    /// Takes the release's lock, or fails naming the holder.
+    #[allow(clippy::incompatible_msrv)]
+    pub fn lock(&self, namespace: &str, name: &str) -> Result<ReleaseJournal, JournalError> {
+        let Some((jpath, lpath)) = self.paths(namespace, name) else {
+            return Ok(ReleaseJournal {
+                path: None,
+                file: None,
+                _lock: None,
+                durable: false,
+                entries: Vec::new(),
+            });
+        };
+        if let Some(parent) = lpath.parent() {
+            fs::create_dir_all(parent).map_err(|e| io("create directory", parent, e))?;
+        }
+        let mut lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&lpath)
+            .map_err(|e| io("open lock", &lpath, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                let holder = fs::read_to_string(&lpath).unwrap_or_default();
+                return Err(JournalError::Held {
+                    release: format!("{namespace}/{name}"),
+                    holder: if holder.trim().is_empty() {
+                        "unknown holder".into()
+                    } else {
+                        holder.trim().to_string()
+                    },
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(io("lock", &lpath, e)),
+        }
+        let host = fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "localhost".into());
+        let me = format!(
+            "pid {} on {host} since {}",
+            std::process::id(),
+            crate::release::HelmTime::now().to_rfc3339()
+        );
+        let _ = lock.set_len(0);
+        let _ = lock.write_all(me.as_bytes());
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&jpath)
+            .map_err(|e| io("open journal", &jpath, e))?;
+        Ok(ReleaseJournal {
+            path: Some(jpath),
+            file: Some(file),
+            _lock: Some(lock),
+            durable: self.durable,
+            entries: Vec::new(),
+        })
+    }
+
+    /// Whether another process holds the release's lock right now.
+    pub fn holder(&self, namespace: &str, name: &str) -> Option<String> {
+        match self.lock(namespace, name) {
+            Err(JournalError::Held { holder, .. }) => Some(holder),
+            _ => None,
+        }
+    }
+}
+
+impl ReleaseJournal {
+    /// Every entry on disk (all runs), skipping a torn last line.
+    pub fn read_all(&self) -> Result<Vec<Entry>, JournalError> {
+        let Some(p) = &self.path else {
+            return Ok(self.entries.clone());
+        };
+        let f = match File::open(p) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("open journal", p, e)),
+        };
+        let mut out = Vec::new();
+        for line in BufReader::new(f).lines() {
+            let line = line.map_err(|e| io("read journal", p, e))?;
+            if let Ok(e) = serde_json::from_str::<Entry>(&line) {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The entries of the last run when it did not end: `(begin, rest)`.
+    pub fn interrupted(&self) -> Result<Option<Vec<Entry>>, JournalError> {
+        let all = self.read_all()?;
+        let Some(start) = all.iter().rposition(|e| matches!(e, Entry::Begin { .. })) else {
+            return Ok(None);
+        };
+        let run = all[start..].to_vec();
+        if run.iter().any(|e| matches!(e, Entry::End { .. })) {
+            return Ok(None);
+        }
+        Ok(Some(run))
+    }
+
+    /// Appends an entry; `sync` forces it to disk (when durability is on).
+    pub fn append(&mut self, e: Entry, sync: bool) -> Result<(), JournalError> {
+        if let (Some(f), Some(p)) = (self.file.as_mut(), self.path.as_ref()) {
+            let mut line = serde_json::to_vec(&e).unwrap_or_default();
+            line.push(b'\n');
+            f.write_all(&line)
+                .map_err(|err| io("append journal", p, err))?;
+            if sync && self.durable {
+                f.sync_data().map_err(|err| io("sync journal", p, err))?;
+            }
+            faults::durable_write("journal");
+        }
+        self.entries.push(e);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_holder_is_refused_with_the_first_named() {
+        let d = tempfile::tempdir().unwrap();
+        let j = Journal::at(d.path());
+        let _held = j.lock("ns", "web").unwrap();
+        match j.lock("ns", "web") {
+            Err(JournalError::Held { holder, release }) => {
+                assert_eq!(release, "ns/web");
+                assert!(
+                    holder.starts_with(&format!("pid {}", std::process::id())),
+                    "{holder}"
+                );
+            }
+            other => panic!("{:?}", other.err()),
+        }
+    }
+
+    #[test]
+    fn an_unended_run_is_interrupted_and_torn_lines_are_skipped() {
+        let d = tempfile::tempdir().unwrap();
+        let j = Journal::at(d.path());
+        let mut r = j.lock("ns", "web").unwrap();
+        r.append(
+            Entry::Begin {
+                run: "a".into(),
+                operation: "upgrade".into(),
+                plan_id: String::new(),
+                revision: 2,
+                rollback_revision: Some(1),
+                atomic: true,
+                intents: vec![],
+            },
+            true,
+        )
+        .unwrap();
+        drop(r);
+        let p = d.path().join("ns/web.journal");
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"event\":\"wri").unwrap();
+        let r = j.lock("ns", "web").unwrap();
+        let run = r.interrupted().unwrap().unwrap();
+        assert_eq!(run.len(), 1);
+    }
+}

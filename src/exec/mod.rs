@@ -1,0 +1,31 @@
+//! Executing plans: the thin layer that turns a [`crate::plan::Plan`] into
+//! writes to the cluster and the release store, waits for readiness, and
+//! rolls back on failure.
+//!
+//! The [`Executor`] decides nothing: it re-checks the plan's
+//! preconditions before its first write, then, per release in plan order,
+//! records `pending-install`/`pending-upgrade`, applies CRDs (and waits
+//! until they are Established), runs the pre-hooks, applies the changed
+//! objects (server-side apply, field manager `rudder`; unchanged objects
+//! get no write), deletes what the plan deletes, waits, runs the
+//! post-hooks, and records `deployed`. One deadline covers the whole
+//! release; an automatic rollback gets a deadline of its own, of the same
+//! length, as Helm gives it.
+//!
+//! Every write is journaled ([`journal`]), so a crash at any point leaves
+//! enough for [`Executor::recover`] to finish or roll back the interrupted
+//! run. On failure an atomic release returns to its rollback point: the
+//! rollback revision's objects are re-applied, every object the journal
+//! shows this run created and that revision lacks is deleted, and the
+//! attempt is recorded `failed` followed by a `Rollback to N` revision.
+pub mod clock;
+mod executor;
+pub mod faults;
+pub mod journal;
+pub mod ready;
+
+pub use clock::{Clock, DrivenClock, WallClock};
+pub use executor::{
+    CrossRelease, Event, ExecError, ExecOptions, Executor, Progress, Quiet, ReleaseOutcome, Report,
+};
+pub use journal::Journal;

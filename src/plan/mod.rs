@@ -1,0 +1,15 @@
+//! Upgrade plans as data: what changes, in which order, what to wait for,
+//! and where to roll back.
+//!
+//! A [`Plan`] is a value: print it, snapshot it, review it, save it and
+//! apply it later. The planner ([`planner`]) reads the release store and the
+//! cluster and never writes to either.
+pub mod file;
+pub mod input;
+pub mod model;
+pub mod order;
+pub mod planner;
+pub mod view;
+
+pub use input::{DesiredRelease, Need, ReleaseOptions, ReleaseRef, WaitStrategy};
+pub use model::*;

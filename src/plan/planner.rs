@@ -1,0 +1,1631 @@
+//! The planner: desired releases + the release store + the cluster -> a
+//! [`Plan`]. It reads and never writes.
+//!
+//! For each release, in the order of `needs`:
+//!
+//! 1. the store's history decides the release action (§ "Actions" below)
+//!    and the revision the plan goes to;
+//! 2. the chart is rendered for that revision, with the cluster's version
+//!    and API resources as `.Capabilities`;
+//! 3. every rendered object is compared with the **live** object, after the
+//!    cluster's dry run of the desired one, on the fields the release sets
+//!    (and the fields its last manifest set, which an apply would remove);
+//! 4. objects of the last manifest that the new one lacks are deleted when
+//!    their live ownership metadata names this release, and kept otherwise.
+//!
+//! Actions: a missing record installs revision 1; a history that ends
+//! `uninstalled` installs last+1; a `pending-*` last record is `recover`;
+//! a `failed` last record upgrades from the last deployed one (Helm's
+//! `prepareUpgrade`); otherwise `upgrade`, or `noop` when the chart, the
+//! values and the manifest are the same and no live object drifted. No
+//! revision is written for a noop: that is nelm's rule, not Helm's (Helm
+//! writes a revision on every upgrade).
+use super::input::{DesiredRelease, ReleaseRef, WaitStrategy};
+use super::model::*;
+use super::order::{self, OrderError};
+use crate::cluster::{ownership, Cluster, ClusterError, ObjectKey, Scope};
+use crate::manifest::order::{compare_kinds, INSTALL_ORDER};
+use crate::release::{self, Release, Status};
+use crate::render::{self, RenderError, RenderOptions, Rendered};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The field manager rudder applies with.
+pub const FIELD_MANAGER: &str = "rudder";
+
+/// Why planning failed. Each names the release, file or object involved.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The order of `needs` is impossible (a cycle, a dangling need).
+    #[error(transparent)]
+    Order(#[from] OrderError),
+    /// Reading the release store failed.
+    #[error("release {release}: reading the release store: {source}")]
+    Store {
+        /// `namespace/name`.
+        release: ReleaseRef,
+        /// The store's error.
+        source: Box<release::OpError>,
+    },
+    /// Reading the cluster failed.
+    #[error("release {release}: {source}")]
+    Cluster {
+        /// `namespace/name`.
+        release: ReleaseRef,
+        /// The cluster's error.
+        source: Box<ClusterError>,
+    },
+    /// The chart did not render.
+    #[error("release {release}: rendering chart {chart}: {source}")]
+    Render {
+        /// `namespace/name`.
+        release: ReleaseRef,
+        /// `name-version`.
+        chart: String,
+        /// The render error (Helm's text).
+        source: Box<RenderError>,
+    },
+    /// A rendered or recorded document is not an object rudder can apply.
+    #[error("release {release}: {origin}: {message}")]
+    Manifest {
+        /// `namespace/name`.
+        release: ReleaseRef,
+        /// The template or record the document came from.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Two releases of the plan are the same release.
+    #[error("release {0} is listed twice")]
+    Duplicate(ReleaseRef),
+}
+
+/// Renders a desired release for a revision. The default is
+/// [`render::render`]; benchmarks and tests can hand pre-rendered output.
+pub trait Renderer {
+    /// Renders `rel` with `opts` (revision, upgrade flag, capabilities).
+    fn render(&self, rel: &DesiredRelease, opts: &RenderOptions) -> Result<Rendered, RenderError>;
+}
+
+/// Helm's renderer ([`render::render`]).
+pub struct HelmRenderer;
+
+impl Renderer for HelmRenderer {
+    fn render(&self, rel: &DesiredRelease, opts: &RenderOptions) -> Result<Rendered, RenderError> {
+        render::render(&rel.chart, &rel.values, opts)
+    }
+}
+
+/// Settings of one planning run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Put real secret values in the diffs (`--show-secrets`). The plan's
+    /// objects always hold real values; [`Plan::redact`] hides them.
+    pub show_secrets: bool,
+    /// Across releases: `stop` or `rollback-completed-in-reverse`.
+    pub cross_release: String,
+    /// Include the release records the executor writes (a saved plan).
+    pub with_records: bool,
+    /// Never plan `noop`: a release whose chart, values and objects are
+    /// unchanged still gets a new revision (Helm's `upgrade`).
+    pub always_revision: bool,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            show_secrets: false,
+            cross_release: "stop".into(),
+            with_records: true,
+            always_revision: false,
+        }
+    }
+}
+
+/// The planner: reads the store and the cluster, writes nothing.
+pub struct Planner<'a> {
+    store: &'a dyn release::Store,
+    store_url: String,
+    cluster: &'a dyn Cluster,
+    renderer: &'a dyn Renderer,
+    opts: PlanOptions,
+}
+
+impl<'a> Planner<'a> {
+    /// A planner over a store (named by `store_url` in the plan) and a cluster.
+    pub fn new(store: &'a dyn release::Store, store_url: &str, cluster: &'a dyn Cluster) -> Self {
+        Planner {
+            store,
+            store_url: store_url.to_string(),
+            cluster,
+            renderer: &HelmRenderer,
+            opts: PlanOptions::default(),
+        }
+    }
+
+    /// Renders with `r` instead of Helm's renderer.
+    pub fn with_renderer(mut self, r: &'a dyn Renderer) -> Self {
+        self.renderer = r;
+        self
+    }
+
+    /// Sets the options.
+    pub fn with_options(mut self, opts: PlanOptions) -> Self {
+        self.opts = opts;
+        self
+    }
+
+    /// Plans `releases`.
+    pub fn plan(&self, releases: &[DesiredRelease]) -> Result<Plan, PlanError> {
+        let mut seen = BTreeSet::new();
+        for r in releases {
+            if !seen.insert(r.reference()) {
+                return Err(PlanError::Duplicate(r.reference()));
+            }
+        }
+        let order = order::release_order(releases)?;
+        let identity =
+            self.cluster
+                .identity()
+                .map_err(|source| PlanError::Cluster {
+                    release: releases.first().map(DesiredRelease::reference).unwrap_or(
+                        ReleaseRef {
+                            namespace: String::new(),
+                            name: String::new(),
+                        },
+                    ),
+                    source: Box::new(source),
+                })?;
+        let ctx = Context::new(self.cluster, &identity);
+        let mut plans = Vec::with_capacity(releases.len());
+        for &i in &order {
+            plans.push(self.plan_release(&releases[i], &ctx)?);
+        }
+        block_shared_creates(&mut plans);
+        let mut edges = Vec::new();
+        for &i in &order {
+            let r = &releases[i];
+            for n in &r.needs {
+                edges.push(ReleaseEdge {
+                    from: n.release.clone(),
+                    to: r.reference(),
+                    kind: "ready-before".into(),
+                    reason: n.reason.clone(),
+                });
+            }
+        }
+        let mut plan = Plan {
+            api_version: PLAN_API_VERSION.into(),
+            id: String::new(),
+            tool: Tool {
+                name: "rudder".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            field_manager: FIELD_MANAGER.into(),
+            cluster: identity,
+            store: self.store_url.clone(),
+            failure_policy: FailurePolicy {
+                per_release: "rollback".into(),
+                cross_release: self.opts.cross_release.clone(),
+            },
+            releases: plans,
+            release_edges: edges,
+            redacted: false,
+        };
+        plan.id = plan.compute_id();
+        Ok(plan)
+    }
+
+    fn plan_release(&self, d: &DesiredRelease, ctx: &Context) -> Result<ReleasePlan, PlanError> {
+        let rref = d.reference();
+        let store_err = |source| PlanError::Store {
+            release: rref.clone(),
+            source: Box::new(source),
+        };
+        // An unreadable newest record refuses the plan: building on the
+        // revision before it would rewrite history.
+        let mut history =
+            match release::Releases::new(self.store).history_checked(&d.namespace, &d.name) {
+                Ok(h) => h,
+                Err(release::OpError::Store(release::StoreError::NotFound)) => Vec::new(),
+                Err(e) => return Err(store_err(e)),
+            };
+        history.sort_by_key(|r| r.version);
+        let last = history.last();
+        let deployed = history
+            .iter()
+            .rev()
+            .find(|r| r.info.status == Status::Deployed);
+        let next = last.map_or(1, |l| l.version + 1);
+
+        // The release action and the revision the diff starts from.
+        let (mut action, reason, base): (ReleaseAction, String, Option<&Release>) = match last {
+            None if d.absent => (
+                ReleaseAction::Noop,
+                "not installed, and the file marks it absent".into(),
+                None,
+            ),
+            None => (ReleaseAction::Install, "no release record".into(), None),
+            Some(l) if d.absent => {
+                if l.info.status == Status::Uninstalled {
+                    (
+                        ReleaseAction::Noop,
+                        format!("already uninstalled (revision {})", l.version),
+                        None,
+                    )
+                } else {
+                    (
+                        ReleaseAction::Uninstall,
+                        "the file marks the release absent".into(),
+                        deployed.or(Some(l)),
+                    )
+                }
+            }
+            Some(l) if l.info.status.is_pending() => (
+                ReleaseAction::Recover,
+                format!(
+                    "revision {} is stuck in {}: an earlier run was interrupted; it is settled first, then the release is upgraded{}",
+                    l.version,
+                    l.info.status.as_str(),
+                    deployed.map_or(String::new(), |d| format!(" from revision {}", d.version))
+                ),
+                deployed,
+            ),
+            Some(l) if l.info.status == Status::Uninstalled => (
+                ReleaseAction::Install,
+                format!(
+                    "revision {} is uninstalled (history kept): installed as revision {next}",
+                    l.version
+                ),
+                None,
+            ),
+            Some(l) if l.info.status == Status::Failed => match deployed {
+                Some(dep) => (
+                    ReleaseAction::Upgrade,
+                    format!(
+                        "revision {} failed: upgrading from the last deployed revision {}",
+                        l.version, dep.version
+                    ),
+                    Some(dep),
+                ),
+                None => (
+                    ReleaseAction::Upgrade,
+                    format!(
+                        "revision {} failed and none is deployed: upgrading from it",
+                        l.version
+                    ),
+                    Some(l),
+                ),
+            },
+            Some(l) => (
+                ReleaseAction::Upgrade,
+                "new revision".into(),
+                deployed.or(Some(l)),
+            ),
+        };
+
+        let opts = &d.options;
+        let mut preconditions = Preconditions {
+            last_record: last.map(|l| RecordPrecondition {
+                revision: l.version,
+                status: l.info.status.as_str().to_string(),
+            }),
+            objects: Vec::new(),
+        };
+        let from = base.map(|b| FromRevision {
+            revision: b.version,
+            status: b.info.status.as_str().to_string(),
+            chart: b.chart_label(),
+            app_version: b.app_version(),
+            manifest_digest: digest(b.manifest.as_bytes()),
+            values_digest: values_digest(&b.config),
+        });
+        let no_cache = HashMap::new();
+
+        if action == ReleaseAction::Uninstall || (action == ReleaseAction::Noop && d.absent) {
+            let mut objects = Vec::new();
+            if action == ReleaseAction::Uninstall {
+                let old_docs = match base {
+                    Some(b) => parse_record_manifest(&rref, b, &no_cache)?,
+                    None => Vec::new(),
+                };
+                for doc in old_docs.iter().rev() {
+                    let key = self.qualify(ctx, &rref, &doc.value, &d.namespace)?;
+                    let live = self.get(ctx, &rref, &key.object_key(), &mut preconditions)?;
+                    objects.push(removal(&key, live.as_ref(), &d.name, &d.namespace, doc));
+                }
+                sort_prune(&mut objects);
+            }
+            let to = ToRevision {
+                revision: last.map_or(0, |l| l.version),
+                chart: base.map_or(String::new(), Release::chart_label),
+                app_version: base.map_or(String::new(), Release::app_version),
+                manifest_digest: base.map_or(String::new(), |b| digest(b.manifest.as_bytes())),
+                values_digest: base.map_or(String::new(), |b| values_digest(&b.config)),
+            };
+            return Ok(ReleasePlan {
+                name: d.name.clone(),
+                namespace: d.namespace.clone(),
+                action,
+                reason,
+                from,
+                to,
+                needs: d.needs.iter().map(|n| n.release.clone()).collect(),
+                options: opts.clone(),
+                blocked: None,
+                objects,
+                hooks: Vec::new(),
+                recovery: Recovery::default(),
+                preconditions,
+                record: None,
+                record_digest: String::new(),
+            });
+        }
+
+        // Render for the revision the plan writes.
+        let is_upgrade = matches!(action, ReleaseAction::Upgrade | ReleaseAction::Recover);
+        let ropts = RenderOptions {
+            release_name: d.name.clone(),
+            namespace: d.namespace.clone(),
+            revision: next as i64,
+            is_upgrade,
+            kube_version: Some(ctx.server_version.clone()),
+            api_versions: ctx.api_versions.clone(),
+            ..RenderOptions::default()
+        };
+        let chart_label = format!("{}-{}", d.chart.metadata.name, d.chart.metadata.version);
+        let rendered = self
+            .renderer
+            .render(d, &ropts)
+            .map_err(|source| PlanError::Render {
+                release: rref.clone(),
+                chart: chart_label.clone(),
+                source: Box::new(source),
+            })?;
+        let manifest = render::output::release_manifest(&rendered, false);
+        let to = ToRevision {
+            revision: next,
+            chart: chart_label.clone(),
+            app_version: d.chart.metadata.app_version.clone(),
+            manifest_digest: digest(manifest.as_bytes()),
+            values_digest: values_digest(&d.values),
+        };
+
+        // CRDs of crds/: created when missing, never updated or deleted.
+        let mut objects = Vec::new();
+        let mut new_kinds: HashMap<(String, String), Scope> = HashMap::new();
+        for crd in &rendered.crds {
+            let text = String::from_utf8_lossy(&crd.content);
+            for doc in crate::manifest::split::split_manifests(&text) {
+                let value = parse_doc(&rref, &crd.path, doc)?;
+                if value.is_null() {
+                    continue;
+                }
+                let Some(key) = ObjectKey::of(&value) else {
+                    return Err(PlanError::Manifest {
+                        release: rref.clone(),
+                        origin: crd.path.clone(),
+                        message: "a CRD without apiVersion, kind or metadata.name".into(),
+                    });
+                };
+                note_crd_kind(&value, &mut new_kinds);
+                let pkey = plan_key(&value, &key);
+                let live = self.get(ctx, &rref, &key, &mut preconditions)?;
+                let (action, reason) = if live.is_some() {
+                    (
+                        ObjectAction::Skip,
+                        "CRD exists; Helm never updates or deletes CRDs from crds/".to_string(),
+                    )
+                } else {
+                    (ObjectAction::Create, "CRD absent live".to_string())
+                };
+                objects.push(ObjectChange {
+                    key: pkey,
+                    action,
+                    stage: Stage::Crds,
+                    reason,
+                    changed: Vec::new(),
+                    diff: String::new(),
+                    wait: (action == ObjectAction::Create && opts.waits()).then(|| WaitRule {
+                        strategy: opts.wait_strategy,
+                        rule: "CustomResourceDefinition: condition Established=True".into(),
+                    }),
+                    desired: Some(value),
+                });
+            }
+        }
+        // CRDs among the templates also define kinds for this release.
+        let mut desired_docs = Vec::with_capacity(rendered.manifests.len());
+        for m in &rendered.manifests {
+            let value = parse_doc(&rref, &m.source, &m.content)?;
+            if value.is_null() {
+                continue;
+            }
+            note_crd_kind(&value, &mut new_kinds);
+            desired_docs.push((m.source.clone(), m.content.as_str(), value));
+        }
+        // The last manifest; documents that did not change reuse the parse.
+        let old_docs = {
+            let known: HashMap<&str, &Value> = desired_docs
+                .iter()
+                .map(|(_, text, v)| (text.trim(), v))
+                .collect();
+            match base {
+                Some(b) => parse_record_manifest(&rref, b, &known)?,
+                None => Vec::new(),
+            }
+        };
+
+        // The release namespace.
+        if opts.create_namespace {
+            let key = ObjectKey::new("", "Namespace", "", &d.namespace);
+            let declared = desired_docs
+                .iter()
+                .any(|(_, _, v)| ObjectKey::of(v).as_ref() == Some(&key));
+            if !declared {
+                let live = self.get(ctx, &rref, &key, &mut preconditions)?;
+                if live.is_none() {
+                    let ns = serde_json::json!({
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"name": d.namespace},
+                    });
+                    objects.push(ObjectChange {
+                        key: plan_key(&ns, &key),
+                        action: ObjectAction::Create,
+                        stage: Stage::Namespaces,
+                        reason: "release namespace absent (createNamespace)".into(),
+                        changed: Vec::new(),
+                        diff: String::new(),
+                        wait: None,
+                        desired: Some(ns),
+                    });
+                }
+            }
+        }
+
+        // Index of the last manifest by identity.
+        let mut old_by_key: BTreeMap<ObjectKey, &OldDoc> = BTreeMap::new();
+        for doc in &old_docs {
+            let key = self
+                .qualify_with(ctx, &rref, &doc.value, &d.namespace, &new_kinds)?
+                .object_key();
+            old_by_key.insert(key, doc);
+        }
+
+        let mut blocked: Vec<String> = Vec::new();
+        let mut drift = false;
+        let mut main = Vec::with_capacity(desired_docs.len());
+        let mut new_keys = BTreeSet::new();
+        for (source, text, mut value) in desired_docs {
+            let pkey = self.qualify_with(ctx, &rref, &value, &d.namespace, &new_kinds)?;
+            set_namespace(&mut value, &pkey.namespace);
+            ownership::stamp(&mut value, &d.name, &d.namespace);
+            let key = pkey.object_key();
+            if !new_keys.insert(key.clone()) {
+                return Err(PlanError::Manifest {
+                    release: rref.clone(),
+                    origin: source,
+                    message: format!("{key} is rendered twice"),
+                });
+            }
+            let live = self.get(ctx, &rref, &key, &mut preconditions)?;
+            let old = old_by_key.get(&key).copied();
+            let wait = if opts.waits() {
+                wait_rule(&key.kind, opts.wait_strategy, opts.wait_for_jobs)
+            } else {
+                None
+            };
+            let mut change = ObjectChange {
+                key: pkey,
+                action: ObjectAction::Create,
+                stage: Stage::Main,
+                reason: String::new(),
+                changed: Vec::new(),
+                diff: String::new(),
+                wait,
+                desired: None,
+            };
+            match live {
+                None => {
+                    change.action = ObjectAction::Create;
+                    change.reason = if old.is_some() {
+                        drift = true;
+                        "in the last manifest but absent live (deleted out of band)".into()
+                    } else {
+                        "absent live".into()
+                    };
+                }
+                Some(live) => {
+                    let owner_ok = ownership::owned_by(&live, &d.name, &d.namespace);
+                    let foreign = ownership::owner(&live)
+                        .filter(|o| *o != (d.name.as_str(), d.namespace.as_str()));
+                    if old.is_none() || foreign.is_some() {
+                        if opts.take_ownership {
+                            change.action = ObjectAction::Adopt;
+                            change.reason = match ownership::owner(&live) {
+                                Some((n, ns)) if !owner_ok => format!("taken over from release {ns}/{n} (take-ownership)"),
+                                Some(_) => "owned by this release but not in its last manifest".into(),
+                                None => "exists without Helm's ownership metadata; adopted (take-ownership)".into(),
+                            };
+                        } else if owner_ok {
+                            change.action = ObjectAction::Adopt;
+                            change.reason =
+                                "owned by this release but not in its last manifest".into();
+                        } else {
+                            let why = ownership::check(&live, &d.name, &d.namespace)
+                                .unwrap_or_else(|| "invalid ownership metadata".into());
+                            let verb = if action == ReleaseAction::Install {
+                                "install"
+                            } else {
+                                "update"
+                            };
+                            let ns_part = if key.namespace.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" in namespace {:?}", key.namespace)
+                            };
+                            let msg = format!(
+                                "Unable to continue with {verb}: {} {:?}{ns_part} exists and cannot be imported into the current release: {why}",
+                                key.kind, key.name
+                            );
+                            blocked.push(msg.clone());
+                            change.action = ObjectAction::Skip;
+                            change.reason = format!("ownership conflict: {why}");
+                            change.desired = Some(value);
+                            main.push((text, change));
+                            continue;
+                        }
+                    }
+                    let dry =
+                        self.cluster
+                            .dry_run(&value)
+                            .map_err(|source| PlanError::Cluster {
+                                release: rref.clone(),
+                                source: Box::new(source),
+                            })?;
+                    let old_applied = old.map(|o| &o.value);
+                    let (changed, projected) = managed_diff(&dry, &value, &live, old_applied);
+                    if change.action != ObjectAction::Adopt {
+                        if changed.is_empty() {
+                            change.action = ObjectAction::Unchanged;
+                            change.reason = "live matches the desired object".into();
+                        } else {
+                            change.action = ObjectAction::Update;
+                            let chart_changed = old.is_none_or(|o| o.text != text);
+                            change.reason = if chart_changed {
+                                "the desired object changed".into()
+                            } else {
+                                drift = true;
+                                format!("drift: live differs at {}", changed.join(", "))
+                            };
+                        }
+                    }
+                    if !changed.is_empty() {
+                        change.diff = unified_diff(
+                            &projected,
+                            &dry_projection(&dry, &value),
+                            &key,
+                            self.opts.show_secrets,
+                        );
+                    }
+                    change.changed = changed;
+                }
+            }
+            change.desired = Some(value);
+            main.push((text, change));
+        }
+        // Helm's install order (the render already sorted; keep it stable).
+        main.sort_by(|a, b| compare_kinds(INSTALL_ORDER, &a.1.key.kind, &b.1.key.kind));
+        objects.extend(main.into_iter().map(|(_, c)| c));
+
+        // What the last manifest had and the new one lacks.
+        let mut prune = Vec::new();
+        for doc in &old_docs {
+            let key = self.qualify_with(ctx, &rref, &doc.value, &d.namespace, &new_kinds)?;
+            if new_keys.contains(&key.object_key()) {
+                continue;
+            }
+            let live = self.get(ctx, &rref, &key.object_key(), &mut preconditions)?;
+            prune.push(removal(&key, live.as_ref(), &d.name, &d.namespace, doc));
+        }
+        sort_prune(&mut prune);
+        objects.extend(prune);
+
+        // Hooks.
+        let phase_pre = if is_upgrade {
+            "pre-upgrade"
+        } else {
+            "pre-install"
+        };
+        let phase_post = if is_upgrade {
+            "post-upgrade"
+        } else {
+            "post-install"
+        };
+        let mut hooks = Vec::new();
+        for phase in [phase_pre, phase_post] {
+            let mut these: Vec<&render::Hook> = rendered
+                .hooks
+                .iter()
+                .filter(|h| h.events.iter().any(|e| hook_event_name(*e) == phase))
+                .collect();
+            these.sort_by(|a, b| a.weight.cmp(&b.weight).then_with(|| a.name.cmp(&b.name)));
+            for h in these {
+                let mut value = parse_doc(&rref, &h.source, &h.content)?;
+                let key = self.qualify_with(ctx, &rref, &value, &d.namespace, &new_kinds)?;
+                set_namespace(&mut value, &key.namespace);
+                let policies = if h.delete_policies.is_empty() {
+                    vec!["before-hook-creation".to_string()]
+                } else {
+                    h.delete_policies.clone()
+                };
+                hooks.push(HookPlan {
+                    key,
+                    phase: phase.to_string(),
+                    weight: h.weight,
+                    delete_policies: policies,
+                    desired: Some(value),
+                });
+            }
+        }
+
+        // Noop: same chart, same values, same manifest, nothing drifted.
+        if action == ReleaseAction::Upgrade && blocked.is_empty() && !self.opts.always_revision {
+            if let (Some(b), Some(f)) = (base, &from) {
+                let same = b.info.status == Status::Deployed
+                    && f.chart == to.chart
+                    && f.manifest_digest == to.manifest_digest
+                    && f.values_digest == to.values_digest
+                    && !drift
+                    && objects
+                        .iter()
+                        .all(|o| matches!(o.action, ObjectAction::Unchanged | ObjectAction::Skip))
+                    && hooks_same(b, &rendered);
+                if same {
+                    action = ReleaseAction::Noop;
+                }
+            }
+        }
+        let (reason, to) = if action == ReleaseAction::Noop {
+            let b = base.map_or(0, |b| b.version);
+            (
+                "same chart, values and manifest, and no live drift: no new revision".to_string(),
+                ToRevision { revision: b, ..to },
+            )
+        } else {
+            (reason, to)
+        };
+
+        let recovery = if action == ReleaseAction::Noop {
+            Recovery::default()
+        } else {
+            Recovery {
+                rollback_revision: base
+                    .filter(|_| action != ReleaseAction::Install)
+                    .map(|b| b.version),
+                rollback_manifest_digest: base
+                    .filter(|_| action != ReleaseAction::Install)
+                    .map_or(String::new(), |b| digest(b.manifest.as_bytes())),
+                prune_revisions: prune_revisions(
+                    &history,
+                    opts.history_max,
+                    deployed.map(|d| d.version),
+                ),
+            }
+        };
+
+        let record = if self.opts.with_records && action != ReleaseAction::Noop {
+            Some(record_value(d, &rendered, &manifest, next))
+        } else {
+            None
+        };
+        let blocked = if blocked.is_empty() {
+            None
+        } else {
+            Some(blocked.join("\n"))
+        };
+        preconditions.objects.sort_by(|a, b| a.key.cmp(&b.key));
+        preconditions.objects.dedup();
+        Ok(ReleasePlan {
+            name: d.name.clone(),
+            namespace: d.namespace.clone(),
+            action,
+            reason,
+            from,
+            to,
+            needs: d.needs.iter().map(|n| n.release.clone()).collect(),
+            options: opts.clone(),
+            blocked,
+            objects,
+            hooks,
+            recovery,
+            preconditions,
+            record_digest: record.as_ref().map_or(String::new(), |r| {
+                digest(&serde_json::to_vec(r).unwrap_or_default())
+            }),
+            record,
+        })
+    }
+
+    /// Reads a live object and records it as a precondition.
+    fn get(
+        &self,
+        _ctx: &Context,
+        rref: &ReleaseRef,
+        key: &ObjectKey,
+        pre: &mut Preconditions,
+    ) -> Result<Option<Value>, PlanError> {
+        let live = self.cluster.get(key).map_err(|source| PlanError::Cluster {
+            release: rref.clone(),
+            source: Box::new(source),
+        })?;
+        let meta = live.as_ref().and_then(|v| v.get("metadata"));
+        let field = |f: &str| {
+            meta.and_then(|m| m.get(f))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        pre.objects.push(ObjectPrecondition {
+            key: key.clone(),
+            uid: field("uid"),
+            resource_version: field("resourceVersion"),
+        });
+        Ok(live)
+    }
+
+    fn qualify(
+        &self,
+        ctx: &Context,
+        rref: &ReleaseRef,
+        value: &Value,
+        release_ns: &str,
+    ) -> Result<PlanKey, PlanError> {
+        self.qualify_with(ctx, rref, value, release_ns, &HashMap::new())
+    }
+
+    /// The object's plan key, with the namespace Helm applies it in: the
+    /// release namespace for namespaced kinds without one, none for
+    /// cluster-scoped kinds.
+    fn qualify_with(
+        &self,
+        ctx: &Context,
+        rref: &ReleaseRef,
+        value: &Value,
+        release_ns: &str,
+        new_kinds: &HashMap<(String, String), Scope>,
+    ) -> Result<PlanKey, PlanError> {
+        let api_version = value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+        let meta = value.get("metadata");
+        let name = meta
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if api_version.is_empty() || kind.is_empty() || name.is_empty() {
+            return Err(PlanError::Manifest {
+                release: rref.clone(),
+                origin: describe(value),
+                message: "an object needs apiVersion, kind and metadata.name".into(),
+            });
+        }
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let scope = match ctx.scopes.get(&(group.to_string(), kind.to_string())) {
+            Some(s) => *s,
+            None => new_kinds
+                .get(&(group.to_string(), kind.to_string()))
+                .copied()
+                .unwrap_or(Scope::Namespaced),
+        };
+        let namespace = match scope {
+            Scope::Cluster => String::new(),
+            Scope::Namespaced => meta
+                .and_then(|m| m.get("namespace"))
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .unwrap_or(release_ns)
+                .to_string(),
+        };
+        Ok(PlanKey {
+            group: group.to_string(),
+            version: version.to_string(),
+            kind: kind.to_string(),
+            namespace,
+            name: name.to_string(),
+        })
+    }
+}
+
+/// What planning knows of the cluster, read once.
+struct Context {
+    server_version: String,
+    api_versions: Vec<String>,
+    scopes: HashMap<(String, String), Scope>,
+}
+
+impl Context {
+    fn new(cluster: &dyn Cluster, identity: &crate::cluster::ClusterIdentity) -> Context {
+        let resources = cluster.api_resources().unwrap_or_default();
+        let mut scopes = HashMap::with_capacity(resources.len());
+        let mut api_versions = BTreeSet::new();
+        for r in &resources {
+            scopes.insert(
+                (r.group.clone(), r.kind.clone()),
+                if r.namespaced {
+                    Scope::Namespaced
+                } else {
+                    Scope::Cluster
+                },
+            );
+            api_versions.insert(r.api_version());
+            api_versions.insert(format!("{}/{}", r.api_version(), r.kind));
+        }
+        Context {
+            server_version: identity.server_version.clone(),
+            api_versions: api_versions.into_iter().collect(),
+            scopes,
+        }
+    }
+}
+
+/// A document of a recorded manifest.
+struct OldDoc {
+    /// The document text as recorded (for a cheap "did it change" test).
+    text: String,
+    value: Value,
+}
+
+fn parse_record_manifest(
+    rref: &ReleaseRef,
+    rel: &Release,
+    known: &HashMap<&str, &Value>,
+) -> Result<Vec<OldDoc>, PlanError> {
+    let mut out = Vec::new();
+    for doc in crate::manifest::split::split_manifests(&rel.manifest) {
+        // Helm's manifest documents start with a `# Source:` comment line.
+        let body = match doc.strip_prefix("# Source: ") {
+            Some(rest) => rest.split_once('\n').map_or("", |(_, b)| b),
+            None => doc,
+        };
+        let value = match known.get(body.trim()) {
+            Some(v) => (*v).clone(),
+            None => {
+                let source = format!("release {rref} revision {}", rel.version);
+                parse_doc(rref, &source, body)?
+            }
+        };
+        if value.is_null() {
+            continue;
+        }
+        out.push(OldDoc {
+            text: body.trim().to_string(),
+            value,
+        });
+    }
+    Ok(out)
+}
+
+fn parse_doc(rref: &ReleaseRef, source: &str, text: &str) -> Result<Value, PlanError> {
+    let node = crate::yaml::parse_yaml_to_json(text).map_err(|e| PlanError::Manifest {
+        release: rref.clone(),
+        origin: source.to_string(),
+        message: e.to_string(),
+    })?;
+    let value = serde_json::to_value(&node).map_err(|e| PlanError::Manifest {
+        release: rref.clone(),
+        origin: source.to_string(),
+        message: e.to_string(),
+    })?;
+    if !(value.is_object() || value.is_null()) {
+        return Err(PlanError::Manifest {
+            release: rref.clone(),
+            origin: source.to_string(),
+            message: "a document is not an object".into(),
+        });
+    }
+    Ok(value)
+}
+
+fn describe(value: &Value) -> String {
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("?");
+    let name = value
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    format!("{kind} {name:?}")
+}
+
+fn note_crd_kind(value: &Value, kinds: &mut HashMap<(String, String), Scope>) {
+    if value.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition") {
+        return;
+    }
+    let spec = value.get("spec");
+    let group = spec.and_then(|s| s.get("group")).and_then(Value::as_str);
+    let kind = spec
+        .and_then(|s| s.get("names"))
+        .and_then(|n| n.get("kind"))
+        .and_then(Value::as_str);
+    let scope = match spec.and_then(|s| s.get("scope")).and_then(Value::as_str) {
+        Some("Cluster") => Scope::Cluster,
+        _ => Scope::Namespaced,
+    };
+    if let (Some(g), Some(k)) = (group, kind) {
+        kinds.insert((g.to_string(), k.to_string()), scope);
+    }
+}
+
+fn plan_key(value: &Value, key: &ObjectKey) -> PlanKey {
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let version = api_version.rsplit_once('/').map_or(api_version, |(_, v)| v);
+    PlanKey {
+        group: key.group.clone(),
+        version: version.to_string(),
+        kind: key.kind.clone(),
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+    }
+}
+
+fn set_namespace(value: &mut Value, namespace: &str) {
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        if namespace.is_empty() {
+            meta.remove("namespace");
+        } else {
+            meta.insert("namespace".into(), Value::String(namespace.to_string()));
+        }
+    }
+}
+
+/// The delete-or-keep decision for an object the new manifest lacks.
+fn removal(
+    key: &PlanKey,
+    live: Option<&Value>,
+    release: &str,
+    namespace: &str,
+    doc: &OldDoc,
+) -> ObjectChange {
+    let manifest_keep = ownership::keep(&doc.value);
+    let (action, reason) = match live {
+        None => (
+            ObjectAction::Delete,
+            "removed from the chart; already absent live".to_string(),
+        ),
+        Some(l) if ownership::keep(l) => (
+            ObjectAction::Keep,
+            "removed from the chart; kept: helm.sh/resource-policy: keep".to_string(),
+        ),
+        Some(_) if manifest_keep => (
+            ObjectAction::Keep,
+            "removed from the chart; kept: helm.sh/resource-policy: keep in the last manifest"
+                .to_string(),
+        ),
+        Some(l) if ownership::owned_by(l, release, namespace) => {
+            (ObjectAction::Delete, "removed from the chart".to_string())
+        }
+        Some(l) => (
+            ObjectAction::Keep,
+            match ownership::owner(l) {
+                Some((n, ns)) => {
+                    format!("removed from the chart; kept: live object belongs to release {ns}/{n}")
+                }
+                None => "removed from the chart; kept: live object has no Helm ownership metadata"
+                    .to_string(),
+            },
+        ),
+    };
+    ObjectChange {
+        key: key.clone(),
+        action,
+        stage: Stage::Prune,
+        reason,
+        changed: Vec::new(),
+        diff: String::new(),
+        wait: None,
+        desired: None,
+    }
+}
+
+/// Deletes run in reverse install order, custom resources before CRDs.
+fn sort_prune(objects: &mut [ObjectChange]) {
+    objects.sort_by(|a, b| {
+        let crd = |o: &ObjectChange| o.key.kind == "CustomResourceDefinition";
+        let known = |o: &ObjectChange| INSTALL_ORDER.contains(&o.key.kind.as_str());
+        // Custom resources (unknown kinds, not CRDs) first, then reverse install order.
+        (known(a) || crd(a))
+            .cmp(&(known(b) || crd(b)))
+            .then_with(|| compare_kinds(INSTALL_ORDER, &b.key.kind, &a.key.kind))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+}
+
+fn hook_event_name(e: render::HookEvent) -> &'static str {
+    use render::HookEvent::*;
+    match e {
+        PreInstall => "pre-install",
+        PostInstall => "post-install",
+        PreDelete => "pre-delete",
+        PostDelete => "post-delete",
+        PreUpgrade => "pre-upgrade",
+        PostUpgrade => "post-upgrade",
+        PreRollback => "pre-rollback",
+        PostRollback => "post-rollback",
+        Test => "test",
+    }
+}
+
+fn hooks_same(base: &Release, rendered: &Rendered) -> bool {
+    base.hooks.len() == rendered.hooks.len()
+        && base
+            .hooks
+            .iter()
+            .zip(&rendered.hooks)
+            .all(|(a, b)| a.manifest == b.content && a.path == b.source)
+}
+
+/// Releases of one plan that both make an object absent live: each release
+/// is planned against the live state, so both would `create` it, and the
+/// later apply would silently take it over. Helm run release by release
+/// refuses the later one (its ownership check meets the object the earlier
+/// release made). So the later release is blocked with Helm's message, or,
+/// with take-ownership, adopts the object.
+fn block_shared_creates(plans: &mut [ReleasePlan]) {
+    // Object -> the desired object (stamped with its owner) of the last
+    // release of the plan that makes or keeps it.
+    let mut made: HashMap<ObjectKey, Value> = HashMap::new();
+    for p in plans.iter_mut() {
+        let mut msgs = Vec::new();
+        for o in &mut p.objects {
+            if o.stage != Stage::Main {
+                continue;
+            }
+            let key = o.key.object_key();
+            let claims = matches!(
+                o.action,
+                ObjectAction::Create
+                    | ObjectAction::Update
+                    | ObjectAction::Unchanged
+                    | ObjectAction::Adopt
+            );
+            if let (true, Some(first)) = (claims, made.get(&key)) {
+                let owner =
+                    ownership::owner(first).map_or(String::new(), |(n, ns)| format!("{ns}/{n}"));
+                if p.options.take_ownership {
+                    o.action = ObjectAction::Adopt;
+                    o.reason = format!(
+                        "created earlier in this plan by release {owner}; taken over (take-ownership)"
+                    );
+                } else {
+                    let why = ownership::check(first, &p.name, &p.namespace)
+                        .unwrap_or_else(|| "invalid ownership metadata".into());
+                    let verb = if p.action == ReleaseAction::Install {
+                        "install"
+                    } else {
+                        "update"
+                    };
+                    let ns_part = if key.namespace.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" in namespace {:?}", key.namespace)
+                    };
+                    msgs.push(format!(
+                        "Unable to continue with {verb}: {} {:?}{ns_part} exists and cannot be imported into the current release: {why}",
+                        key.kind, key.name
+                    ));
+                    o.action = ObjectAction::Skip;
+                    o.reason = format!(
+                        "ownership conflict: created earlier in this plan by release {owner}: {why}"
+                    );
+                    continue;
+                }
+            }
+            if matches!(
+                o.action,
+                ObjectAction::Create
+                    | ObjectAction::Update
+                    | ObjectAction::Unchanged
+                    | ObjectAction::Adopt
+            ) {
+                if let Some(d) = &o.desired {
+                    made.insert(key, d.clone());
+                }
+            }
+        }
+        if !msgs.is_empty() {
+            let mut all: Vec<String> = p.blocked.take().into_iter().collect();
+            all.extend(msgs);
+            p.blocked = Some(all.join("\n"));
+        }
+    }
+}
+
+/// The wait rule for a kind, or `None` when the kind is ready once written.
+pub fn wait_rule(kind: &str, strategy: WaitStrategy, wait_for_jobs: bool) -> Option<WaitRule> {
+    let rule = match strategy {
+        WaitStrategy::None => return None,
+        WaitStrategy::Kstatus => {
+            "kstatus Current: observedGeneration == generation, no failed or in-progress conditions"
+        }
+        WaitStrategy::Legacy => match kind {
+            "Deployment" => "new ReplicaSet observed and ready >= replicas - maxUnavailable",
+            "StatefulSet" => "updated and ready == replicas, currentRevision == updateRevision",
+            "DaemonSet" => {
+                "updatedNumberScheduled == desired, numberReady >= desired - maxUnavailable"
+            }
+            "ReplicaSet" | "ReplicationController" => "every selected pod Ready",
+            "Pod" => "condition Ready=True",
+            "PersistentVolumeClaim" => "phase Bound",
+            "Service" => "clusterIP assigned (LoadBalancer: ingress assigned)",
+            "CustomResourceDefinition" => "condition Established=True",
+            "Job" if wait_for_jobs => "succeeded >= completions, not failed",
+            _ => return None,
+        },
+    };
+    Some(WaitRule {
+        strategy,
+        rule: if strategy == WaitStrategy::Legacy {
+            format!("{kind}: {rule}")
+        } else {
+            rule.to_string()
+        },
+    })
+}
+
+/// The fields that differ between the live object and the dry-run result,
+/// on the fields the release sets (`desired`) and those its last manifest
+/// set that an apply would remove. Returns the JSON pointers and the live
+/// object projected on those fields.
+pub fn managed_diff(
+    dry: &Value,
+    desired: &Value,
+    live: &Value,
+    old_applied: Option<&Value>,
+) -> (Vec<String>, Value) {
+    let mut changed = Vec::new();
+    let mut ptr = String::new();
+    let projected = project(dry, desired, live, &mut ptr, &mut changed);
+    if let Some(old) = old_applied {
+        let mut ptr = String::new();
+        removed_fields(old, desired, live, &mut ptr, &mut changed);
+    }
+    (changed, projected.unwrap_or(Value::Null))
+}
+
+fn escape(seg: &str) -> String {
+    seg.replace('~', "~0").replace('/', "~1")
+}
+
+fn skip_top(ptr: &str, key: &str) -> bool {
+    ptr.is_empty() && key == "status"
+}
+
+/// Walks the shape of `desired`, comparing `dry` (the server's view of the
+/// desired object) with `live`; returns `live` restricted to that shape.
+fn project(
+    dry: &Value,
+    desired: &Value,
+    live: &Value,
+    ptr: &mut String,
+    changed: &mut Vec<String>,
+) -> Option<Value> {
+    match desired {
+        Value::Object(dm) => {
+            let Value::Object(lm) = live else {
+                changed.push(ptr_or_root(ptr));
+                return Some(live.clone());
+            };
+            let empty = Map::new();
+            let drym = dry.as_object().unwrap_or(&empty);
+            let mut out = Map::new();
+            for (k, dv) in dm {
+                if skip_top(ptr, k) {
+                    continue;
+                }
+                let len = ptr.len();
+                ptr.push('/');
+                ptr.push_str(&escape(k));
+                // The server may drop or rename a desired field (Secret
+                // stringData); compare what the dry run kept.
+                let dryv = drym.get(k);
+                match (dryv, lm.get(k)) {
+                    (None, None) => {}
+                    (None, Some(lv)) => {
+                        // The dry run removed the field: nothing to compare.
+                        let _ = lv;
+                    }
+                    (Some(_), None) => changed.push(ptr.clone()),
+                    (Some(dv2), Some(lv)) => {
+                        // A Secret's stringData lands in data: compare all of it.
+                        let shape =
+                            if k == "data" && ptr == "/data" && dm.contains_key("stringData") {
+                                dv2
+                            } else {
+                                dv
+                            };
+                        if let Some(p) = project(dv2, shape, lv, ptr, changed) {
+                            out.insert(k.clone(), p);
+                        }
+                    }
+                }
+                ptr.truncate(len);
+            }
+            // Fields the dry run added beside the desired ones (stringData -> data).
+            for (k, dv2) in drym {
+                if dm.contains_key(k) || !ptr.is_empty() || !matches!(k.as_str(), "data") {
+                    continue;
+                }
+                let len = ptr.len();
+                ptr.push('/');
+                ptr.push_str(&escape(k));
+                match lm.get(k) {
+                    None => changed.push(ptr.clone()),
+                    Some(lv) => {
+                        if let Some(p) = project(dv2, dv2, lv, ptr, changed) {
+                            out.insert(k.clone(), p);
+                        }
+                    }
+                }
+                ptr.truncate(len);
+            }
+            Some(Value::Object(out))
+        }
+        Value::Array(da) => {
+            let Value::Array(la) = live else {
+                changed.push(ptr_or_root(ptr));
+                return Some(live.clone());
+            };
+            let drya = dry.as_array();
+            if la.len() != da.len() || drya.map(Vec::len) != Some(da.len()) {
+                changed.push(ptr_or_root(ptr));
+                return Some(live.clone());
+            }
+            let mut out = Vec::with_capacity(la.len());
+            for (i, (dv, lv)) in da.iter().zip(la).enumerate() {
+                let len = ptr.len();
+                ptr.push('/');
+                ptr.push_str(&i.to_string());
+                let dv2 = drya.and_then(|a| a.get(i)).unwrap_or(dv);
+                if let Some(p) = project(dv2, dv, lv, ptr, changed) {
+                    out.push(p);
+                }
+                ptr.truncate(len);
+            }
+            Some(Value::Array(out))
+        }
+        _ => {
+            if !same_scalar(dry, live) {
+                changed.push(ptr_or_root(ptr));
+            }
+            Some(live.clone())
+        }
+    }
+}
+
+fn ptr_or_root(ptr: &str) -> String {
+    if ptr.is_empty() {
+        "/".into()
+    } else {
+        ptr.to_string()
+    }
+}
+
+fn same_scalar(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+/// Leaves the last manifest set, the new one lacks, and live still has:
+/// an apply removes them.
+fn removed_fields(
+    old: &Value,
+    desired: &Value,
+    live: &Value,
+    ptr: &mut String,
+    changed: &mut Vec<String>,
+) {
+    let (Value::Object(om), Value::Object(lm)) = (old, live) else {
+        return;
+    };
+    for (k, ov) in om {
+        if skip_top(ptr, k) || (ptr.is_empty() && k == "metadata" && !ov.is_object()) {
+            continue;
+        }
+        let Some(lv) = lm.get(k) else { continue };
+        let len = ptr.len();
+        ptr.push('/');
+        ptr.push_str(&escape(k));
+        match desired.get(k) {
+            None => {
+                if !changed.iter().any(|c| c == ptr) {
+                    changed.push(ptr.clone());
+                }
+            }
+            Some(dv) if ov.is_object() && dv.is_object() => {
+                removed_fields(ov, dv, lv, ptr, changed);
+            }
+            Some(_) => {}
+        }
+        ptr.truncate(len);
+    }
+}
+
+/// The dry-run result restricted to the desired object's shape (what the
+/// apply will make those fields).
+fn dry_projection(dry: &Value, desired: &Value) -> Value {
+    let mut sink = Vec::new();
+    let mut ptr = String::new();
+    project(dry, desired, dry, &mut ptr, &mut sink).unwrap_or(Value::Null)
+}
+
+/// The redaction marker for a secret value: a salted hash of its bytes,
+/// so changes still show but guessable values cannot be looked up. The
+/// salt is the Secret's identity (namespace, name, key).
+pub fn redact_bytes(salt: &str, bytes: &[u8]) -> Value {
+    let mut h = Sha256::new();
+    h.update(salt.as_bytes());
+    h.update([0]);
+    h.update(bytes);
+    let d = hex_digest(h.finalize().as_slice());
+    Value::String(format!("(redacted {})", &d[..23]))
+}
+
+/// Replaces a Secret's `data` and `stringData` values by salted hashes of
+/// their decoded bytes: the same value hashes alike in both fields.
+pub fn redact_secret(obj: &mut Value) {
+    use base64::Engine;
+    if obj.get("kind").and_then(Value::as_str) != Some("Secret") {
+        return;
+    }
+    let meta = obj.get("metadata");
+    let ns = meta
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let name = meta
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    for field in ["data", "stringData"] {
+        if let Some(m) = obj.get_mut(field).and_then(Value::as_object_mut) {
+            for (k, v) in m.iter_mut() {
+                let text = match &*v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let bytes = if field == "data" {
+                    base64::engine::general_purpose::STANDARD
+                        .decode(text.as_bytes())
+                        .unwrap_or_else(|_| text.clone().into_bytes())
+                } else {
+                    text.into_bytes()
+                };
+                *v = redact_bytes(&format!("{ns}/{name}/{k}"), &bytes);
+            }
+        }
+    }
+}
+
+fn unified_diff(live: &Value, desired: &Value, key: &ObjectKey, show_secrets: bool) -> String {
+    let (mut a, mut b) = (live.clone(), desired.clone());
+    if !show_secrets && key.kind == "Secret" && key.group.is_empty() {
+        a["kind"] = Value::String("Secret".into());
+        b["kind"] = Value::String("Secret".into());
+        redact_secret(&mut a);
+        redact_secret(&mut b);
+    }
+    let ya = serde_yaml::to_string(&a).unwrap_or_default();
+    let yb = serde_yaml::to_string(&b).unwrap_or_default();
+    let d = similar::TextDiff::from_lines(&ya, &yb);
+    d.unified_diff()
+        .context_radius(3)
+        .header(&format!("live {key}"), &format!("desired {key}"))
+        .to_string()
+}
+
+/// `sha256:<hex>` of bytes.
+pub fn digest(bytes: &[u8]) -> String {
+    hex_digest(Sha256::digest(bytes).as_slice())
+}
+
+fn hex_digest(h: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(7 + 2 * h.len());
+    s.push_str("sha256:");
+    for b in h {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// Feeds serialised bytes straight into a hash (no copy of the plan).
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn values_digest(v: &BTreeMap<String, crate::yaml::Node>) -> String {
+    digest(&serde_json::to_vec(v).unwrap_or_default())
+}
+
+fn prune_revisions(history: &[Release], max: usize, deployed: Option<u64>) -> Vec<u64> {
+    if max == 0 {
+        return Vec::new();
+    }
+    let keep = max - 1;
+    let mut out = Vec::new();
+    for r in history {
+        if history.len() - out.len() <= keep {
+            break;
+        }
+        if Some(r.version) == deployed {
+            continue;
+        }
+        out.push(r.version);
+    }
+    out
+}
+
+/// The record the executor writes, as Helm's release JSON minus `info`.
+fn record_value(d: &DesiredRelease, rendered: &Rendered, manifest: &str, version: u64) -> Value {
+    let mut chart = (*d.chart).clone();
+    chart.dependencies.clear();
+    let hooks: Vec<release::Hook> = rendered
+        .hooks
+        .iter()
+        .map(|h| release::Hook {
+            name: h.name.clone(),
+            kind: h.kind.clone(),
+            path: h.source.clone(),
+            manifest: h.content.clone(),
+            events: h
+                .events
+                .iter()
+                .map(|e| hook_event_name(*e).to_string())
+                .collect(),
+            weight: h.weight,
+            delete_policies: h.delete_policies.clone(),
+            ..Default::default()
+        })
+        .collect();
+    let rel = Release {
+        name: d.name.clone(),
+        chart: Some(chart),
+        config: d.values.clone(),
+        manifest: manifest.to_string(),
+        hooks,
+        version,
+        namespace: d.namespace.clone(),
+        ..Default::default()
+    };
+    let mut v = serde_json::to_value(&rel).unwrap_or(Value::Null);
+    if let Some(m) = v.as_object_mut() {
+        m.remove("info");
+        m.insert("notes".into(), Value::String(rendered.notes.clone()));
+    }
+    v
+}
+
+impl Plan {
+    /// The content hash of the plan: sha256 over its canonical JSON with
+    /// `id` empty, diffs (a presentation) cleared and `redacted` false.
+    pub fn compute_id(&self) -> String {
+        let mut h = HashWriter(Sha256::new());
+        super::model::hashing(|| serde_json::to_writer(&mut h, self)).unwrap_or_default();
+        hex_digest(h.0.finalize().as_slice())
+    }
+
+    /// Whether the plan's id matches its content and every record it
+    /// carries matches its digest (the plan was not edited).
+    pub fn verify_id(&self) -> bool {
+        !self.redacted
+            && self.compute_id() == self.id
+            && self.releases.iter().all(|r| match &r.record {
+                None => true,
+                Some(rec) => {
+                    digest(&serde_json::to_vec(rec).unwrap_or_default()) == r.record_digest
+                        && digest(
+                            rec.get("manifest")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .as_bytes(),
+                        ) == r.to.manifest_digest
+                }
+            })
+    }
+
+    /// The plan with secret values replaced by hashes (Secret objects'
+    /// `data`/`stringData`) and records removed: what is printed.
+    pub fn redact(&self) -> Plan {
+        let mut p = self.clone();
+        p.redacted = true;
+        for r in &mut p.releases {
+            r.record = None;
+            for o in &mut r.objects {
+                if let Some(d) = o.desired.as_mut() {
+                    redact_secret(d);
+                }
+            }
+            for h in &mut r.hooks {
+                if let Some(d) = h.desired.as_mut() {
+                    redact_secret(d);
+                }
+            }
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diff_compares_only_managed_fields() {
+        let desired = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1"}});
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "uid": "u", "resourceVersion": "3"}, "data": {"a": "1"}});
+        let (changed, _) = managed_diff(&desired, &desired, &live, None);
+        assert!(changed.is_empty(), "{changed:?}");
+        let live2 = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "2"}});
+        let (changed, _) = managed_diff(&desired, &desired, &live2, None);
+        assert_eq!(changed, vec!["/data/a"]);
+    }
+
+    #[test]
+    fn removed_fields_count_as_changes() {
+        let old = json!({"data": {"a": "1", "b": "2"}});
+        let desired = json!({"data": {"a": "1"}});
+        let live = json!({"data": {"a": "1", "b": "2"}});
+        let (changed, _) = managed_diff(&desired, &desired, &live, Some(&old));
+        assert_eq!(changed, vec!["/data/b"]);
+    }
+
+    #[test]
+    fn secrets_redact_with_hashes() {
+        let mut s = json!({"kind": "Secret", "data": {"p": "c2VjcmV0"}});
+        redact_secret(&mut s);
+        let v = s["data"]["p"].as_str().unwrap();
+        assert!(v.starts_with("(redacted sha256:"), "{v}");
+        assert!(!v.contains("c2VjcmV0"));
+    }
+
+    #[test]
+    fn prune_keeps_the_deployed_revision() {
+        let mk = |v, s| {
+            let mut r = Release {
+                version: v,
+                ..Default::default()
+            };
+            r.info.status = s;
+            r
+        };
+        let h = vec![
+            mk(1, Status::Superseded),
+            mk(2, Status::Deployed),
+            mk(3, Status::Failed),
+        ];
+        assert_eq!(prune_revisions(&h, 2, Some(2)), vec![1, 3]);
+        assert_eq!(prune_revisions(&h, 0, Some(2)), Vec::<u64>::new());
+        assert_eq!(prune_revisions(&h, 10, Some(2)), Vec::<u64>::new());
+    }
+}

@@ -1,0 +1,226 @@
+//! Plans printed for people (`-o table`) and tools (`-o json|yaml`).
+use super::model::*;
+use std::fmt::Write;
+
+const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
+const RED: &str = "\x1b[31m";
+const CYAN: &str = "\x1b[36m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+struct Paint(bool);
+
+impl Paint {
+    fn c(&self, code: &str, s: &str) -> String {
+        if self.0 {
+            format!("{code}{s}{RESET}")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+fn revisions(r: &ReleasePlan) -> String {
+    match (&r.from, r.action) {
+        (_, ReleaseAction::Noop) => format!("revision {}", r.to.revision),
+        (None, _) => format!("-> revision {}", r.to.revision),
+        (Some(f), ReleaseAction::Uninstall) => format!("revision {} ->", f.revision),
+        (Some(f), _) => format!("revision {} -> {}", f.revision, r.to.revision),
+    }
+}
+
+fn counts_text(c: &Counts) -> String {
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (c.create, "to create"),
+        (c.update, "to update"),
+        (c.adopt, "to adopt"),
+        (c.delete, "to delete"),
+        (c.keep, "kept"),
+        (c.skip, "skipped"),
+        (c.unchanged, "unchanged"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    if parts.is_empty() {
+        "no objects".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The plan for people: a headline per release (release, namespace,
+/// action, revisions, counts), `+ ~ -` object lines with their reasons,
+/// unified diffs, and a summary. `color` adds ANSI colours.
+pub fn human(plan: &Plan, color: bool) -> String {
+    let p = Paint(color);
+    let mut out = String::new();
+    let short = plan.id.strip_prefix("sha256:").unwrap_or(&plan.id);
+    let _ = writeln!(
+        out,
+        "Plan {} for cluster {}:{} ({}), store {}",
+        &short[..short.len().min(12)],
+        plan.cluster.kind,
+        &plan.cluster.id[..plan.cluster.id.len().min(12)],
+        plan.cluster.server_version,
+        plan.store
+    );
+    for r in &plan.releases {
+        out.push('\n');
+        let action = r.action.as_str();
+        let painted = match r.action {
+            ReleaseAction::Install => p.c(GREEN, action),
+            ReleaseAction::Upgrade => p.c(YELLOW, action),
+            ReleaseAction::Uninstall => p.c(RED, action),
+            ReleaseAction::Recover => p.c(RED, action),
+            ReleaseAction::Noop => action.to_string(),
+        };
+        let chart = if r.action == ReleaseAction::Uninstall {
+            r.from.as_ref().map_or(String::new(), |f| f.chart.clone())
+        } else {
+            r.to.chart.clone()
+        };
+        let _ = writeln!(
+            out,
+            "{} {} {} {} ({}) [{}]",
+            p.c(BOLD, &r.name),
+            r.namespace,
+            painted,
+            revisions(r),
+            chart,
+            counts_text(&r.counts())
+        );
+        let _ = writeln!(out, "  {}", r.reason);
+        if !r.needs.is_empty() {
+            let needs: Vec<String> = r.needs.iter().map(|n| n.to_string()).collect();
+            let _ = writeln!(out, "  after: {}", needs.join(", "));
+        }
+        if let Some(b) = &r.blocked {
+            for line in b.lines() {
+                let _ = writeln!(out, "  {} {}", p.c(RED, "blocked:"), line);
+            }
+        }
+        for h in r.hooks.iter().filter(|h| h.phase.starts_with("pre-")) {
+            let _ = writeln!(
+                out,
+                "  {} hook {} {} (weight {})",
+                p.c(CYAN, "*"),
+                h.phase,
+                h.key,
+                h.weight
+            );
+        }
+        for o in &r.objects {
+            let (mark, code) = match o.action {
+                ObjectAction::Create => ("+", GREEN),
+                ObjectAction::Update | ObjectAction::Adopt => ("~", YELLOW),
+                ObjectAction::Delete => ("-", RED),
+                ObjectAction::Keep => ("=", CYAN),
+                ObjectAction::Skip => ("!", RED),
+                ObjectAction::Unchanged => continue,
+            };
+            let _ = writeln!(
+                out,
+                "  {} {} {}: {}",
+                p.c(code, mark),
+                o.action.as_str(),
+                o.key,
+                o.reason
+            );
+            if !o.diff.is_empty() {
+                for line in o.diff.lines() {
+                    let painted = if line.starts_with("+++") || line.starts_with("---") {
+                        p.c(BOLD, line)
+                    } else if line.starts_with('+') {
+                        p.c(GREEN, line)
+                    } else if line.starts_with('-') {
+                        p.c(RED, line)
+                    } else if line.starts_with("@@") {
+                        p.c(CYAN, line)
+                    } else {
+                        line.to_string()
+                    };
+                    let _ = writeln!(out, "      {painted}");
+                }
+            }
+        }
+        for h in r.hooks.iter().filter(|h| h.phase.starts_with("post-")) {
+            let _ = writeln!(
+                out,
+                "  {} hook {} {} (weight {})",
+                p.c(CYAN, "*"),
+                h.phase,
+                h.key,
+                h.weight
+            );
+        }
+        if r.action != ReleaseAction::Noop && r.action != ReleaseAction::Uninstall {
+            let waits = r.objects.iter().filter(|o| o.wait.is_some()).count();
+            if waits > 0 {
+                let _ = writeln!(
+                    out,
+                    "  wait: {waits} object(s), {} rules, deadline {}",
+                    r.options.wait_strategy.as_str(),
+                    super::input::format_duration(r.options.timeout)
+                );
+            }
+            if let Some(rb) = r.recovery.rollback_revision {
+                let _ = writeln!(out, "  on failure: roll back to revision {rb}");
+            } else if r.options.atomic && r.action == ReleaseAction::Install {
+                let _ = writeln!(out, "  on failure: uninstall");
+            }
+        }
+    }
+    let mut per = std::collections::BTreeMap::new();
+    let mut total = Counts::default();
+    for r in &plan.releases {
+        *per.entry(r.action.as_str()).or_insert(0usize) += 1;
+        let c = r.counts();
+        total.create += c.create;
+        total.update += c.update + c.adopt;
+        total.delete += c.delete;
+        total.unchanged += c.unchanged;
+    }
+    let mut parts = Vec::new();
+    for a in ["install", "upgrade", "recover", "uninstall", "noop"] {
+        if let Some(n) = per.get(a) {
+            parts.push(format!("{n} {a}"));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nPlan: {} release(s): {}; objects: {} to create, {} to update, {} to delete, {} unchanged.",
+        plan.releases.len(),
+        if parts.is_empty() { "none".to_string() } else { parts.join(", ") },
+        total.create,
+        total.update,
+        total.delete,
+        total.unchanged
+    );
+    let blocked = plan.blocked().count();
+    if blocked > 0 {
+        let _ = writeln!(
+            out,
+            "{} release(s) blocked: the plan cannot be applied.",
+            blocked
+        );
+    }
+    out
+}
+
+/// The plan as indented JSON, keys sorted, with a final newline.
+pub fn json(plan: &Plan) -> String {
+    let v = serde_json::to_value(plan).unwrap_or_default();
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// The plan as YAML.
+pub fn yaml(plan: &Plan) -> String {
+    let v = serde_json::to_value(plan).unwrap_or_default();
+    serde_yaml::to_string(&v).unwrap_or_default()
+}
