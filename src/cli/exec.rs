@@ -278,6 +278,20 @@ fn open_targets() -> Result<Targets, String> {
     })
 }
 
+impl Targets {
+    /// The executor over these targets, reporting to `printer`.
+    fn executor<'a>(&'a self, clock: &'a WallClock, printer: &'a Printer) -> Executor<'a> {
+        Executor::new(
+            self.store.as_ref(),
+            &self.store_url,
+            self.cluster.as_ref(),
+            self.journal.clone(),
+            clock,
+        )
+        .with_progress(printer)
+    }
+}
+
 /// The journal lives next to the store: `DIR/journal` for `file:DIR`,
 /// in memory for `memory:`, `.rudder/journal` otherwise.
 fn journal_for(store_url: &str) -> Journal {
@@ -349,34 +363,21 @@ fn plan_and_run(
         return Ok((plan, None));
     }
     let clock = WallClock::default();
-    let report = Executor::new(
-        t.store.as_ref(),
-        &t.store_url,
-        t.cluster.as_ref(),
-        t.journal.clone(),
-        &clock,
-    )
-    .with_progress(printer)
-    .with_options(ExecOptions {
-        force_conflicts,
-        ..ExecOptions::default()
-    })
-    .apply(&plan)
-    .map_err(|e| e.to_string());
+    let report = t
+        .executor(&clock, printer)
+        .with_options(ExecOptions {
+            force_conflicts,
+            ..ExecOptions::default()
+        })
+        .apply(&plan)
+        .map_err(|e| e.to_string());
     printer.finish_line();
     Ok((plan, Some(report?)))
 }
 
 fn recover_first(t: &Targets, ns: &str, name: &str, printer: &Printer) -> Result<(), String> {
     let clock = WallClock::default();
-    let ex = Executor::new(
-        t.store.as_ref(),
-        &t.store_url,
-        t.cluster.as_ref(),
-        t.journal.clone(),
-        &clock,
-    )
-    .with_progress(printer);
+    let ex = t.executor(&clock, printer);
     ex.recover(ns, name).map_err(|e| e.to_string())?;
     Ok(())
 }
@@ -568,15 +569,7 @@ pub fn rollback(a: RollbackArgs) -> ExitCode {
             ..ReleaseOptions::default()
         };
         let clock = WallClock::default();
-        let ex = Executor::new(
-            t.store.as_ref(),
-            &t.store_url,
-            t.cluster.as_ref(),
-            t.journal.clone(),
-            &clock,
-        )
-        .with_progress(&printer)
-        .with_options(ExecOptions {
+        let ex = t.executor(&clock, &printer).with_options(ExecOptions {
             force_conflicts: a.force_conflicts,
             ..ExecOptions::default()
         });
@@ -620,14 +613,7 @@ pub fn uninstall(a: UninstallArgs) -> ExitCode {
                 continue;
             }
             let clock = WallClock::default();
-            let ex = Executor::new(
-                t.store.as_ref(),
-                &t.store_url,
-                t.cluster.as_ref(),
-                t.journal.clone(),
-                &clock,
-            )
-            .with_progress(&printer);
+            let ex = t.executor(&clock, &printer);
             let mut j = t
                 .journal
                 .lock(&a.namespace, name)
@@ -678,25 +664,19 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
             (None, None) => return Err("apply needs a releases file or --plan".into()),
         };
         let clock = WallClock::default();
-        let report = Executor::new(
-            t.store.as_ref(),
-            &t.store_url,
-            t.cluster.as_ref(),
-            t.journal.clone(),
-            &clock,
-        )
-        .with_progress(&printer)
-        .with_options(ExecOptions {
-            force_conflicts: a.force_conflicts,
-            cross_release: if a.rollback_completed {
-                exec::CrossRelease::RollbackCompleted
-            } else {
-                exec::CrossRelease::Stop
-            },
-            ..ExecOptions::default()
-        })
-        .apply(&plan)
-        .map_err(|e| e.to_string());
+        let report = t
+            .executor(&clock, &printer)
+            .with_options(ExecOptions {
+                force_conflicts: a.force_conflicts,
+                cross_release: if a.rollback_completed {
+                    exec::CrossRelease::RollbackCompleted
+                } else {
+                    exec::CrossRelease::Stop
+                },
+                ..ExecOptions::default()
+            })
+            .apply(&plan)
+            .map_err(|e| e.to_string());
         printer.finish_line();
         report
     };
