@@ -100,8 +100,20 @@ impl Testbed {
     pub fn start(dir: &Path) -> Result<Testbed, String> {
         build()?;
         let d = dir.to_str().ok_or("test bed dir is not UTF-8")?;
-        let out = run_script(&["up", d], true)
-            .map_err(|e| format!("scripts/testbed up (could not run bash: {e})"))?;
+        let up = || {
+            run_script(&["up", d], true)
+                .map_err(|e| format!("scripts/testbed up (could not run bash: {e})"))
+        };
+        let mut out = up()?;
+        if !out.status.success() {
+            // Starting the bed is infrastructure, not the code under test: one visible retry
+            // (`up` stops whatever it left half up), and the first failure stays on record.
+            eprintln!(
+                "test bed: `scripts/testbed up {d}` failed, retrying once: {}",
+                describe(&out)
+            );
+            out = up()?;
+        }
         if !out.status.success() {
             return Err(format!(
                 "a running test bed (scripts/testbed up {d} failed: {})",
