@@ -155,6 +155,12 @@ pub struct UninstallArgs {
     /// Print what would be done, write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Wait until every deleted object is gone (Helm's `uninstall --wait`).
+    #[arg(long)]
+    wait: bool,
+    /// How long `--wait` waits (a Go duration).
+    #[arg(long, default_value = "5m0s")]
+    timeout: String,
 }
 
 /// `rudder apply FILE | --plan plan.json`.
@@ -234,6 +240,7 @@ impl exec::Progress for Printer {
                 }
                 line
             }
+            Event::Failed { release, error } => format!("{release}: failed: {error}"),
             Event::Recovered { release, what } => {
                 format!("{release}: recovered an interrupted run: {what}")
             }
@@ -593,6 +600,16 @@ pub fn rollback(a: RollbackArgs) -> ExitCode {
 pub fn uninstall(a: UninstallArgs) -> ExitCode {
     let printer = Printer::new(false);
     let run = || -> Result<(), String> {
+        let wait = if a.wait {
+            Some(parse_duration(&a.timeout).map_err(|e| {
+                format!(
+                    "invalid argument {:?} for \"--timeout\" flag: {e}",
+                    a.timeout
+                )
+            })?)
+        } else {
+            None
+        };
         let t = open_targets()?;
         announce(&t);
         for name in &a.names {
@@ -618,7 +635,7 @@ pub fn uninstall(a: UninstallArgs) -> ExitCode {
                 .journal
                 .lock(&a.namespace, name)
                 .map_err(|e| e.to_string())?;
-            ex.uninstall_release(&a.namespace, name, a.keep_history, &mut j)?;
+            ex.uninstall_release(&a.namespace, name, a.keep_history, wait, &mut j)?;
             if let Some(desc) = &a.description {
                 if a.keep_history {
                     if let Ok(last) = Releases::new(t.store.as_ref()).last(&a.namespace, name) {

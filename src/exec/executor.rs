@@ -127,6 +127,14 @@ pub enum Event {
         /// Why it is not ready.
         message: String,
     },
+    /// A release's writes or waits failed (its deadline passed, an object was
+    /// refused, ...). With `atomic`, a rollback or an uninstall follows.
+    Failed {
+        /// `namespace/name`.
+        release: String,
+        /// The error, as it will be recorded.
+        error: String,
+    },
     /// An interrupted run was settled.
     Recovered {
         /// `namespace/name`.
@@ -350,7 +358,7 @@ impl<'a> Executor<'a> {
                             Err(e) => format!("rollback failed: {e}"),
                         }
                     }
-                    None => match self.uninstall_release(&rp.namespace, &rp.name, false, j) {
+                    None => match self.uninstall_release(&rp.namespace, &rp.name, false, None, j) {
                         Ok(()) => "uninstalled".into(),
                         Err(e) => format!("uninstall failed: {e}"),
                     },
@@ -617,6 +625,10 @@ impl<'a> Executor<'a> {
                 })
             }
             Err(Failure(err)) => {
+                self.progress.event(&Event::Failed {
+                    release: rref.clone(),
+                    error: err.clone(),
+                });
                 match &base {
                     None => ops.finish_install(&pending, Err(err.clone()), None),
                     Some(b) => ops.finish_upgrade(b, &pending, Err(err.clone()), None),
@@ -966,6 +978,10 @@ impl<'a> Executor<'a> {
         hooks: &[&crate::plan::HookPlan],
         deadline: Duration,
     ) -> Result<(), Failure> {
+        // As Helm does, `hook-succeeded` hooks are deleted once every hook of the
+        // phase has succeeded, last first: a Job hook may need a ServiceAccount
+        // hook created before it.
+        let mut succeeded = Vec::new();
         for h in hooks {
             let Some(d) = &h.desired else { continue };
             let key = h.key.object_key();
@@ -994,7 +1010,7 @@ impl<'a> Executor<'a> {
             match result {
                 Ok(()) => {
                     if h.delete_policies.iter().any(|p| p == "hook-succeeded") {
-                        self.delete_one(rref, j, run, &key, deadline)?;
+                        succeeded.push(key);
                     }
                 }
                 Err(e) => {
@@ -1004,6 +1020,9 @@ impl<'a> Executor<'a> {
                     return Err(Failure(format!("{} hook {key} failed: {e}", h.phase)));
                 }
             }
+        }
+        for key in succeeded.iter().rev() {
+            self.delete_one(rref, j, run, key, deadline)?;
         }
         Ok(())
     }
@@ -1027,11 +1046,14 @@ impl<'a> Executor<'a> {
                     .cluster
                     .get(key)
                     .map_err(|e| Failure(format!("waiting for {key}: {e}")))?;
-                let Some(live) = live else {
+                let Some(mut live) = live else {
                     still.push(item);
                     last_msg.insert(key, "not found".into());
                     continue;
                 };
+                if strategy == WaitStrategy::Legacy {
+                    self.add_new_replica_set_status(key, &mut live)?;
+                }
                 // Only an observation at or after our write counts.
                 let rv = meta_str(&live, "resourceVersion");
                 let fresh = written_rv.is_empty() || rv_at_least(&rv, written_rv);
@@ -1077,6 +1099,113 @@ impl<'a> Executor<'a> {
                 .sleep(self.opts.poll.min(left.max(Duration::from_millis(1))));
             pending = still;
         }
+    }
+
+    /// Polls until none of `keys` exists any more (`uninstall --wait`), or the
+    /// deadline passes.
+    fn wait_deleted(
+        &self,
+        rref: &str,
+        keys: &[ObjectKey],
+        deadline: Duration,
+    ) -> Result<(), Failure> {
+        let mut pending: Vec<&ObjectKey> = keys.iter().collect();
+        loop {
+            let mut still = Vec::new();
+            for key in pending {
+                let live = self
+                    .cluster
+                    .get(key)
+                    .map_err(|e| Failure(format!("waiting for {key} to be deleted: {e}")))?;
+                if live.is_some() {
+                    still.push(key);
+                }
+            }
+            let Some(first) = still.first() else {
+                return Ok(());
+            };
+            if self.clock.now() >= deadline {
+                let names: Vec<String> = still.iter().map(|k| k.to_string()).collect();
+                return Err(Failure(format!(
+                    "timed out waiting for the deletion of {}: context deadline exceeded",
+                    names.join(", ")
+                )));
+            }
+            self.progress.event(&Event::Waiting {
+                release: rref.into(),
+                object: format!("{} {}", first.kind, namespaced(first)),
+                message: format!("{} object(s) not yet deleted", still.len()),
+            });
+            let left = deadline.saturating_sub(self.clock.now());
+            self.clock
+                .sleep(self.opts.poll.min(left.max(Duration::from_millis(1))));
+            pending = still;
+        }
+    }
+
+    /// Helm 3 counts a Deployment ready by its new ReplicaSet's ready pods. A
+    /// real Deployment's status has no such count (`readyReplicas` also counts
+    /// the old ReplicaSets' pods, which stay ready during a rollout), so it is
+    /// read from the ReplicaSet that the Deployment owns at its current
+    /// revision, and set as `status.updatedReadyReplicas` for the readiness
+    /// rule. No such ReplicaSet yet counts as none ready.
+    fn add_new_replica_set_status(&self, key: &ObjectKey, live: &mut Value) -> Result<(), Failure> {
+        if key.group != "apps" || key.kind != "Deployment" {
+            return Ok(());
+        }
+        if live.pointer("/status/updatedReadyReplicas").is_some() {
+            return Ok(());
+        }
+        let uid = meta_str(live, "uid");
+        let revision = live
+            .pointer("/metadata/annotations/deployment.kubernetes.io~1revision")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let selector: Vec<(String, String)> = live
+            .pointer("/spec/selector/matchLabels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Without a revision (not yet synced, or a cluster without a Deployment
+        // controller such as the simulated one) the status alone is used.
+        if revision.is_empty() {
+            return Ok(());
+        }
+        let mut ready = 0;
+        {
+            let sets = self
+                .cluster
+                .list("apps", "ReplicaSet", Some(&key.namespace), &selector)
+                .map_err(|e| Failure(format!("waiting for {key}: listing its ReplicaSets: {e}")))?;
+            for rs in &sets {
+                let owned = rs
+                    .pointer("/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                    .is_some_and(|o| {
+                        o.iter()
+                            .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid.as_str()))
+                    });
+                let at = rs
+                    .pointer("/metadata/annotations/deployment.kubernetes.io~1revision")
+                    .and_then(Value::as_str);
+                if owned && at == Some(revision.as_str()) {
+                    ready = rs
+                        .pointer("/status/readyReplicas")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(0);
+                    break;
+                }
+            }
+        }
+        if let Some(st) = live.get_mut("status").and_then(Value::as_object_mut) {
+            st.insert("updatedReadyReplicas".into(), ready.into());
+        }
+        Ok(())
     }
 
     /// The objects of a recorded revision, qualified and stamped.
@@ -1166,11 +1295,14 @@ impl<'a> Executor<'a> {
             .map_err(|e| e.to_string())?;
         faults::durable_write("store");
         let target = ops.get(namespace, name, to).map_err(|e| e.to_string())?;
-        let outcome = (|| -> Result<(), Failure> {
-            let objs = self.revision_objects(&target)?;
+        // (the failure, and whether it was the wait that failed)
+        let outcome = (|| -> Result<(), (Failure, bool)> {
+            let unwaited = |f: Failure| (f, false);
+            let objs = self.revision_objects(&target).map_err(unwaited)?;
             let keys: BTreeSet<ObjectKey> = objs.iter().filter_map(ObjectKey::of).collect();
             // Objects of the failed attempt that the target lacks: gone.
-            self.delete_created(namespace, name, j, run, created, &keys)?;
+            self.delete_created(namespace, name, j, run, created, &keys)
+                .map_err(unwaited)?;
             // Objects the failed revision had beside the target's, and this
             // release owns live: gone too (Helm's rollback diff).
             if let Some(failed) = ops
@@ -1178,21 +1310,24 @@ impl<'a> Executor<'a> {
                 .ok()
                 .and_then(|h| h.into_iter().find(|r| r.version == last.version))
             {
-                for o in self.revision_objects(&failed)? {
+                for o in self.revision_objects(&failed).map_err(unwaited)? {
                     let Some(k) = ObjectKey::of(&o) else { continue };
                     if keys.contains(&k) {
                         continue;
                     }
                     if let Ok(Some(live)) = self.cluster.get(&k) {
                         if ownership::owned_by(&live, name, namespace) && !ownership::keep(&live) {
-                            self.delete_one(&rref, j, run, &k, deadline)?;
+                            self.delete_one(&rref, j, run, &k, deadline)
+                                .map_err(unwaited)?;
                         }
                     }
                 }
             }
             let mut waits = Vec::new();
             for o in &objs {
-                let w = self.apply_one(&rref, j, run, o, deadline)?;
+                let w = self
+                    .apply_one(&rref, j, run, o, deadline)
+                    .map_err(unwaited)?;
                 if let Some(k) = ObjectKey::of(o) {
                     if crate::plan::planner::wait_rule(
                         &k.kind,
@@ -1212,16 +1347,30 @@ impl<'a> Executor<'a> {
                     options.wait_strategy,
                     options.wait_for_jobs,
                     deadline,
-                )?;
+                )
+                .map_err(|f| (f, true))?;
             }
             Ok(())
         })();
-        let result = outcome.map_err(|Failure(e)| e);
-        let rec = ops
-            .finish_rollback(&last, &pending, result.clone())
-            .map_err(|e| e.to_string())?;
+        let rec = match outcome {
+            Err((Failure(e), true)) => {
+                ops.fail_rollback_wait(&pending, &e)
+                    .map_err(|e| e.to_string())?;
+                faults::durable_write("store");
+                return Err(e);
+            }
+            Err((Failure(e), false)) => {
+                ops.finish_rollback(&last, &pending, Err(e.clone()))
+                    .map_err(|e| e.to_string())?;
+                faults::durable_write("store");
+                return Err(e);
+            }
+            Ok(()) => ops
+                .finish_rollback(&last, &pending, Ok(()))
+                .map_err(|e| e.to_string())?,
+        };
         faults::durable_write("store");
-        result.map(|()| rec.version)
+        Ok(rec.version)
     }
 
     /// A rollback as its own operation (`rudder rollback`, or the reverse
@@ -1287,6 +1436,7 @@ impl<'a> Executor<'a> {
         namespace: &str,
         name: &str,
         keep_history: bool,
+        wait: Option<Duration>,
         j: &mut ReleaseJournal,
     ) -> Result<(), String> {
         let ops = Releases::new(self.store);
@@ -1313,12 +1463,19 @@ impl<'a> Executor<'a> {
         crate::manifest::order::sort_by_install_order(&mut objs, |o| {
             o.get("kind").and_then(Value::as_str).unwrap_or("")
         });
+        let deadline = wait.map(|t| self.clock.now() + t);
+        let mut deleted = Vec::new();
         for o in objs.iter().rev() {
             if ownership::keep(o) {
                 continue;
             }
             let Some(k) = ObjectKey::of(o) else { continue };
-            self.delete_one(&rref, j, &run, &k, far)
+            self.delete_one(&rref, j, &run, &k, deadline.unwrap_or(far))
+                .map_err(|Failure(e)| e)?;
+            deleted.push(k);
+        }
+        if let Some(deadline) = deadline {
+            self.wait_deleted(&rref, &deleted, deadline)
                 .map_err(|Failure(e)| e)?;
         }
         if let Some(u) = u {

@@ -603,6 +603,18 @@ impl<'a> Releases<'a> {
         self.record(pending, n)
     }
 
+    /// Ends a rollback whose objects were written but did not become ready
+    /// before the deadline. As Helm's rollback wait failure: only the new
+    /// revision changes, to `failed` / `Release "<n>" failed: <err>`; the
+    /// revision rolled back from and the one still `deployed` keep their
+    /// statuses.
+    pub fn fail_rollback_wait(&self, pending: &Release, err: &str) -> Result<Release, OpError> {
+        let mut n = pending.clone();
+        n.info.status = Status::Failed;
+        n.info.description = format!("Release {:?} failed: {err}", n.name);
+        self.record(pending, n)
+    }
+
     /// Starts an uninstall: the last revision becomes `uninstalling` with a
     /// deletion time. When it is already `uninstalled`, purges the history
     /// (without `keep_history`) and returns `None`, or fails.
