@@ -663,3 +663,439 @@ fn differential_against_helm() {
         unexplained.len()
     );
 }
+
+/// rudder on the test bed, in a scratch working directory (its journal lands there).
+struct Rudder<'a> {
+    tb: &'a Testbed,
+    dir: tempfile::TempDir,
+}
+
+impl Rudder<'_> {
+    fn new(tb: &Testbed) -> Rudder<'_> {
+        Rudder {
+            tb,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn run_with(&self, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
+        let o = Command::new(env!("CARGO_BIN_EXE_rudder"))
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args)
+            .current_dir(self.dir.path())
+            .env_remove("HELM_DRIVER")
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        self.run_with(&self.tb.kubeconfig, args)
+    }
+    fn ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(ok, "rudder {args:?}:\n{out}\n{err}");
+        out
+    }
+    /// Every run the journal of `ns/name` begins also ends (nothing half done is left
+    /// unrecorded). `true` when there is no journal at all.
+    fn journal_closed(&self, ns: &str, name: &str) -> bool {
+        let p = self
+            .dir
+            .path()
+            .join(".rudder/journal")
+            .join(ns)
+            .join(format!("{name}.journal"));
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            return true;
+        };
+        let mut open = std::collections::BTreeSet::new();
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let run = v["run"].as_str().unwrap_or("").to_string();
+            match v["event"].as_str() {
+                Some("begin") => {
+                    open.insert(run);
+                }
+                Some("end") => {
+                    open.remove(&run);
+                }
+                _ => {}
+            }
+        }
+        open.is_empty()
+    }
+}
+
+fn helm3(tb: &Testbed, home: &Path, args: &[&str]) -> String {
+    let bin = common::helm(3).unwrap();
+    let out = common::helm_command(&bin, home)
+        .env("KUBECONFIG", &tb.kubeconfig)
+        .env_remove("HELM_DRIVER")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "helm {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Helm 3 installs, rudder upgrades (taking over the fields Helm set client-side), Helm
+/// upgrades and rolls back to rudder's revision.
+#[test]
+fn helm_and_rudder_take_over_each_others_releases() {
+    let Some(tb) = testbed() else { return };
+    let Some(charts) = charts_dir() else { return };
+    if common::helm(3).is_none() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let ns = tb.fresh_namespace("takeover");
+    let rel = format!("tk{}", std::process::id());
+    let chart = charts.join("prom-kube-state-metrics/chart");
+    let chart = chart.to_str().unwrap();
+    let r = Rudder::new(tb);
+    let replicas = || {
+        tb.kubectl_ok(&[
+            "get",
+            "deployment",
+            &format!("{rel}-kube-state-metrics"),
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ])
+    };
+    helm3(
+        tb,
+        home.path(),
+        &["install", &rel, chart, "-n", &ns, "--wait"],
+    );
+    // Helm 3 owns spec.replicas client-side; without the hand-over this is a conflict.
+    r.ok(&[
+        "upgrade",
+        &rel,
+        chart,
+        "-n",
+        &ns,
+        "--wait",
+        "--set",
+        "replicas=2",
+    ]);
+    assert_eq!(replicas(), "2");
+    let managers = tb.kubectl_ok(&[
+        "get",
+        "deployment",
+        &format!("{rel}-kube-state-metrics"),
+        "-n",
+        &ns,
+        "-o",
+        "jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation} {end}",
+    ]);
+    assert!(!managers.contains("helm/Update"), "{managers}");
+    assert!(managers.contains("rudder/Apply"), "{managers}");
+    helm3(
+        tb,
+        home.path(),
+        &[
+            "upgrade",
+            &rel,
+            chart,
+            "-n",
+            &ns,
+            "--wait",
+            "--set",
+            "replicas=3",
+        ],
+    );
+    assert_eq!(replicas(), "3");
+    helm3(
+        tb,
+        home.path(),
+        &["rollback", &rel, "2", "-n", &ns, "--wait"],
+    );
+    assert_eq!(replicas(), "2");
+    // rudder goes on from Helm's history.
+    r.ok(&[
+        "upgrade",
+        &rel,
+        chart,
+        "-n",
+        &ns,
+        "--wait",
+        "--set",
+        "replicas=1",
+    ]);
+    assert_eq!(replicas(), "1");
+    let h: Vec<Value> = serde_json::from_str(&helm3(
+        tb,
+        home.path(),
+        &["history", &rel, "-n", &ns, "-o", "json"],
+    ))
+    .unwrap();
+    let view: Vec<String> = h
+        .iter()
+        .map(|r| format!("{} {} {}", r["revision"], r["status"], r["description"]))
+        .collect();
+    assert_eq!(
+        view,
+        [
+            "1 \"superseded\" \"Install complete\"",
+            "2 \"superseded\" \"Upgrade complete\"",
+            "3 \"superseded\" \"Upgrade complete\"",
+            "4 \"superseded\" \"Rollback to 2\"",
+            "5 \"deployed\" \"Upgrade complete\"",
+        ]
+    );
+    r.ok(&["uninstall", &rel, "-n", &ns, "--wait"]);
+    tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
+}
+
+/// Changes made with kubectl show in the plan as drift, and apply takes them back.
+#[test]
+fn kubectl_drift_is_planned_and_corrected() {
+    let Some(tb) = testbed() else { return };
+    let Some(charts) = charts_dir() else { return };
+    let ns = tb.fresh_namespace("drift");
+    let rel = format!("dr{}", std::process::id());
+    let chart = charts.join("prom-alertmanager/chart");
+    let r = Rudder::new(tb);
+    let file = r.dir.path().join("releases.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "releases:\n- name: {rel}\n  namespace: {ns}\n  chart: {}\n  wait: true\n  timeout: 60s\n  set: {{persistence.enabled: false}}\n",
+            chart.display()
+        ),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    r.ok(&["apply", file]);
+    let sts = format!("{rel}-alertmanager");
+    tb.kubectl_ok(&["scale", "statefulset", &sts, "-n", &ns, "--replicas=2"]);
+    tb.kubectl_ok(&[
+        "patch",
+        "configmap",
+        &sts,
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"data":{"alertmanager.yml":"edited: true\n"}}"#,
+    ]);
+    let plan: Value = serde_json::from_str(&r.ok(&["plan", file, "-o", "json"])).unwrap();
+    let changes: Vec<String> = plan["releases"][0]["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["action"] != "unchanged")
+        .map(|o| format!("{} {} {}", o["key"]["kind"], o["action"], o["reason"]))
+        .collect();
+    assert_eq!(changes.len(), 2, "{changes:?}");
+    for c in &changes {
+        assert!(c.contains("drift"), "{changes:?}");
+    }
+    r.ok(&["apply", file]);
+    let replicas = tb.kubectl_ok(&[
+        "get",
+        "statefulset",
+        &sts,
+        "-n",
+        &ns,
+        "-o",
+        "jsonpath={.spec.replicas}",
+    ]);
+    assert_eq!(replicas, "1");
+    let cm = tb.kubectl_ok(&["get", "configmap", &sts, "-n", &ns, "-o", "json"]);
+    assert!(!cm.contains("edited: true"), "{cm}");
+    // Nothing left to correct.
+    let plan: Value = serde_json::from_str(&r.ok(&["plan", file, "-o", "json"])).unwrap();
+    assert_eq!(plan["releases"][0]["action"], "noop", "{plan:#}");
+    r.ok(&["uninstall", &rel, "-n", &ns]);
+    tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
+}
+
+/// A small chart written for the error cases (not corpus data).
+fn tiny_chart(dir: &Path, templates: &[(&str, &str)]) -> PathBuf {
+    let c = dir.join("tiny");
+    std::fs::create_dir_all(c.join("templates")).unwrap();
+    std::fs::write(
+        c.join("Chart.yaml"),
+        "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    for (name, text) in templates {
+        std::fs::write(c.join("templates").join(name), text).unwrap();
+    }
+    c
+}
+
+/// The one `Error:` line of a failed command, checked to be the only error line.
+fn one_error(stderr: &str) -> String {
+    let errs: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("Error:") || l.starts_with("error:"))
+        .collect();
+    assert_eq!(errs.len(), 1, "{stderr}");
+    let tail = stderr.trim_end().lines().last().unwrap_or("");
+    assert_eq!(tail, errs[0], "the error is the last line: {stderr}");
+    errs[0].to_string()
+}
+
+#[test]
+fn errors_users_meet_are_one_line_and_journaled() {
+    let Some(tb) = testbed() else { return };
+    let ns = tb.fresh_namespace("errors");
+    let r = Rudder::new(tb);
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  a: {{ .Values.a | default \"1\" | quote }}\n";
+    let chart = tiny_chart(r.dir.path(), &[("cm.yaml", cm)]);
+    let chart = chart.to_str().unwrap();
+
+    // A wrong context.
+    let (ok, _, err) = r.run(&["install", "e1", chart, "-n", &ns, "--kube-context", "nope"]);
+    assert!(!ok);
+    let e = one_error(&err);
+    assert!(e.contains("context \"nope\" not found"), "{e}");
+
+    // An unreachable server.
+    let text = std::fs::read_to_string(&tb.kubeconfig).unwrap();
+    let down = r.dir.path().join("down");
+    let re = regex::Regex::new(r"server: https://127\.0\.0\.1:\d+").unwrap();
+    std::fs::write(
+        &down,
+        re.replace(&text, "server: https://127.0.0.1:1").as_ref(),
+    )
+    .unwrap();
+    let (ok, _, err) = r.run_with(&down, &["install", "e1", chart, "-n", &ns]);
+    assert!(!ok);
+    let e = one_error(&err);
+    assert!(e.contains("cannot reach the Kubernetes API server"), "{e}");
+    assert!(r.journal_closed(&ns, "e1"));
+
+    // An object the server's validation rejects.
+    let bad = tiny_chart(
+        &r.dir.path().join("bad"),
+        &[(
+            "svc.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}-svc\nspec:\n  ports:\n  - port: 0\n",
+        )],
+    );
+    let (ok, _, err) = r.run(&["install", "e2", bad.to_str().unwrap(), "-n", &ns]);
+    assert!(!ok);
+    let e = one_error(&err);
+    assert!(e.contains("e2-svc") && e.contains("port"), "{e}");
+    assert!(r.journal_closed(&ns, "e2"));
+    let h: Vec<Value> =
+        serde_json::from_str(&r.ok(&["history", "e2", "-n", &ns, "-o", "json"])).unwrap();
+    assert_eq!(h.last().unwrap()["status"], "failed", "{h:?}");
+
+    // An object kubectl created: Helm's ownership error, nothing written.
+    tb.kubectl_ok(&["create", "configmap", "e3-cm", "-n", &ns]);
+    let (ok, _, err) = r.run(&["install", "e3", chart, "-n", &ns]);
+    assert!(!ok);
+    let e = one_error(&err);
+    assert!(
+        e.contains("exists and cannot be imported into the current release"),
+        "{e}"
+    );
+    assert!(r.journal_closed(&ns, "e3"));
+
+    // A field another server-side applier owns: the conflict names the field and manager.
+    r.ok(&["install", "e4", chart, "-n", &ns]);
+    tb.apply(
+        &ns,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e4-cm\ndata:\n  a: \"9\"\n",
+    );
+    let o = tb
+        .kubectl()
+        .args([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=other-applier",
+            "-n",
+            &ns,
+            "-f",
+            "-",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut o = o;
+        o.stdin
+            .take()
+            .unwrap()
+            .write_all(
+                b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e4-cm\ndata:\n  a: \"5\"\n",
+            )
+            .unwrap();
+        assert!(o.wait().unwrap().success());
+    }
+    let (ok, _, err) = r.run(&["upgrade", "e4", chart, "-n", &ns, "--set", "a=2"]);
+    assert!(!ok);
+    let e = one_error(&err);
+    assert!(
+        e.contains("conflict with \"other-applier\"") && e.contains(".data.a"),
+        "{e}"
+    );
+    assert!(r.journal_closed(&ns, "e4"));
+    // ... and --force-conflicts takes it.
+    r.ok(&[
+        "upgrade",
+        "e4",
+        chart,
+        "-n",
+        &ns,
+        "--set",
+        "a=2",
+        "--force-conflicts",
+    ]);
+
+    // RBAC: a ServiceAccount that may manage Secrets (the release records) but nothing else.
+    tb.apply(
+        &ns,
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: limited\n---\n\
+apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: limited\nrules:\n\
+- apiGroups: [\"\"]\n  resources: [secrets]\n  verbs: [get, list, create, update, patch, delete]\n---\n\
+apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: limited\n\
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: limited}\n\
+subjects:\n- {kind: ServiceAccount, name: limited}\n",
+    );
+    let token = tb.kubectl_ok(&["create", "token", "limited", "-n", &ns]);
+    let limited = r.dir.path().join("limited");
+    let re = regex::Regex::new(r"token: \S+").unwrap();
+    std::fs::write(
+        &limited,
+        re.replace_all(&text, format!("token: {}", token.trim()).as_str())
+            .as_ref(),
+    )
+    .unwrap();
+    let (ok, _, err) = r.run_with(
+        &limited,
+        &[
+            "install",
+            "e5",
+            chart,
+            "-n",
+            &ns,
+            "--kube-context",
+            "testbed-token",
+        ],
+    );
+    assert!(!ok);
+    let e = one_error(&err);
+    assert!(e.contains("forbidden") || e.contains("Forbidden"), "{e}");
+    assert!(r.journal_closed(&ns, "e5"));
+    tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
+}

@@ -972,6 +972,47 @@ impl Cluster for KubeCluster {
         self.write(Verb::Patch, obj, &q, "application/apply-patch+yaml")
     }
 
+    fn upgrade_managed_fields(
+        &self,
+        live: &Value,
+        from: &[&str],
+        to: &str,
+    ) -> Result<bool, ClusterError> {
+        let Some(fields) = upgraded_managed_fields(live, from, to) else {
+            return Ok(false);
+        };
+        let (key, res, version) = self.target(live)?;
+        let rv = live
+            .pointer("/metadata/resourceVersion")
+            .cloned()
+            .unwrap_or(Value::Null);
+        // The resourceVersion test makes the rewrite lose to any write in between.
+        let patch = json!([
+            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+            {"op": "replace", "path": "/metadata/managedFields", "value": fields},
+        ]);
+        let path = format!(
+            "{}?fieldManager={}",
+            Self::object_path(&res, &version, &key),
+            enc(to)
+        );
+        let body =
+            serde_json::to_vec(&patch).map_err(|e| ClusterError::BadObject(e.to_string()))?;
+        let what = format!("upgrade the managed fields of {key}");
+        let r = self.send(
+            Verb::Patch,
+            &path,
+            Some("application/json-patch+json"),
+            None,
+            Some(body),
+            &what,
+        )?;
+        if !r.ok() {
+            return Err(self.error(Verb::Patch, &res, &key, &r));
+        }
+        Ok(true)
+    }
+
     fn delete(
         &self,
         key: &ObjectKey,
@@ -1010,6 +1051,89 @@ impl Cluster for KubeCluster {
             return Err(self.error(Verb::Delete, &res, &key, &r));
         }
         Ok(Some(live))
+    }
+}
+
+/// The `managedFields` of `live` after `csaupgrade`: the main-resource
+/// `Update` entries of the `from` managers merge into `to`'s `Apply` entry
+/// (created when missing). `None` when there is nothing to hand over.
+fn upgraded_managed_fields(live: &Value, from: &[&str], to: &str) -> Option<Vec<Value>> {
+    let entries = live.pointer("/metadata/managedFields")?.as_array()?;
+    let is_main = |e: &Value| {
+        e.get("subresource")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+    };
+    let field = |e: &Value, f: &str| e.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+    let csa = |e: &Value| {
+        is_main(e)
+            && field(e, "operation") == "Update"
+            && from.contains(&field(e, "manager").as_str())
+    };
+    if !entries.iter().any(csa) {
+        return None;
+    }
+    let api_version = field(live, "apiVersion");
+    let mut merged = Value::Object(Default::default());
+    let mut out = Vec::new();
+    let mut target = None;
+    for e in entries {
+        if csa(e) {
+            if let Some(f) = e.get("fieldsV1") {
+                union_fields(&mut merged, f);
+            }
+        } else if is_main(e) && field(e, "manager") == to && field(e, "operation") == "Apply" {
+            target = Some(e.clone());
+        } else {
+            out.push(e.clone());
+        }
+    }
+    let mut t = target.unwrap_or_else(|| {
+        json!({
+            "manager": to,
+            "operation": "Apply",
+            "apiVersion": api_version,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {},
+        })
+    });
+    if let Some(f) = t.get("fieldsV1").cloned() {
+        union_fields(&mut merged, &f);
+    }
+    t["fieldsV1"] = merged;
+    if let Some(ts) = entries
+        .iter()
+        .filter(|e| csa(e))
+        .filter_map(|e| e.get("time").cloned())
+        .next_back()
+    {
+        if t.get("time").is_none() {
+            t["time"] = ts;
+        }
+    }
+    out.push(t);
+    Some(out)
+}
+
+/// Set union of two `FieldsV1` trees.
+fn union_fields(into: &mut Value, other: &Value) {
+    match (into, other) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                match a.get_mut(k) {
+                    Some(x) => union_fields(x, v),
+                    None => {
+                        a.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (slot, v) => {
+            if slot.is_null() {
+                *slot = v.clone();
+            }
+        }
     }
 }
 
@@ -1072,6 +1196,34 @@ fn decode(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csa_fields_join_the_apply_manager() {
+        let live = json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "managedFields": [
+                {"manager": "helm", "operation": "Update", "apiVersion": "apps/v1",
+                 "fieldsType": "FieldsV1", "time": "2026-01-01T00:00:00Z",
+                 "fieldsV1": {"f:spec": {"f:replicas": {}, "f:template": {"f:a": {}}}}},
+                {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status",
+                 "apiVersion": "apps/v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}},
+                {"manager": "rudder", "operation": "Apply", "apiVersion": "apps/v1",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:template": {"f:b": {}}}}}
+            ]}
+        });
+        let out = upgraded_managed_fields(&live, &["helm"], "rudder").unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0]["manager"], "kube-controller-manager");
+        assert_eq!(out[1]["manager"], "rudder");
+        assert_eq!(
+            out[1]["fieldsV1"],
+            json!({"f:spec": {"f:replicas": {}, "f:template": {"f:a": {}, "f:b": {}}}})
+        );
+        // Nothing to hand over: no change.
+        let none = json!({"metadata": {"managedFields": [out[1].clone()]}});
+        assert!(upgraded_managed_fields(&none, &["helm"], "rudder").is_none());
+    }
 
     #[test]
     fn urls_round_trip() {

@@ -286,6 +286,26 @@ pub trait Cluster: Send + Sync {
         )
     }
 
+    /// Hands the fields that `from` managers set with client-side writes
+    /// (`operation: Update`, Helm 3's and `kubectl apply`'s way) to the
+    /// server-side apply manager `to`, as Helm 4 does when a release moves to
+    /// server-side apply (client-go's `csaupgrade`): their field sets join
+    /// `to`'s `Apply` entry and their own entries go. Returns whether the
+    /// object changed. Without it, rudder's first apply of an object that
+    /// Helm 3 installed conflicts on every field whose value changes.
+    ///
+    /// The default does nothing: only a real API server has client-side
+    /// writers (the simulated cluster is written by rudder alone).
+    fn upgrade_managed_fields(
+        &self,
+        live: &Value,
+        from: &[&str],
+        to: &str,
+    ) -> Result<bool, ClusterError> {
+        let _ = (live, from, to);
+        Ok(false)
+    }
+
     /// Makes every write so far durable (the simulated cluster compacts its
     /// log and fsyncs); the default does nothing.
     fn flush(&self) -> Result<(), ClusterError> {
@@ -431,4 +451,62 @@ pub fn open(url: &str) -> Result<Box<dyn Cluster>, ClusterError> {
     Err(ClusterError::Unavailable(format!(
         "invalid cluster {url:?}: want sim:DIR or kube"
     )))
+}
+
+/// A shared cluster is a cluster: lets one connection serve both the
+/// release store and the planner or executor. Every method is forwarded,
+/// the provided ones too (a forgotten one would silently fall back to its
+/// default).
+impl<C: Cluster + ?Sized> Cluster for std::sync::Arc<C> {
+    fn identity(&self) -> Result<ClusterIdentity, ClusterError> {
+        (**self).identity()
+    }
+    fn api_resources(&self) -> Result<Vec<ApiResource>, ClusterError> {
+        (**self).api_resources()
+    }
+    fn scope(&self, group: &str, kind: &str) -> Result<Option<Scope>, ClusterError> {
+        (**self).scope(group, kind)
+    }
+    fn get(&self, key: &ObjectKey) -> Result<Option<Value>, ClusterError> {
+        (**self).get(key)
+    }
+    fn list(
+        &self,
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        labels: &[(String, String)],
+    ) -> Result<Vec<Value>, ClusterError> {
+        (**self).list(group, kind, namespace, labels)
+    }
+    fn create(&self, obj: &Value) -> Result<Value, ClusterError> {
+        (**self).create(obj)
+    }
+    fn replace(&self, obj: &Value) -> Result<Value, ClusterError> {
+        (**self).replace(obj)
+    }
+    fn apply(&self, obj: &Value, opts: &ApplyOptions) -> Result<Value, ClusterError> {
+        (**self).apply(obj, opts)
+    }
+    fn dry_run(&self, obj: &Value) -> Result<Value, ClusterError> {
+        (**self).dry_run(obj)
+    }
+    fn upgrade_managed_fields(
+        &self,
+        live: &Value,
+        from: &[&str],
+        to: &str,
+    ) -> Result<bool, ClusterError> {
+        (**self).upgrade_managed_fields(live, from, to)
+    }
+    fn flush(&self) -> Result<(), ClusterError> {
+        (**self).flush()
+    }
+    fn delete(
+        &self,
+        key: &ObjectKey,
+        resource_version: Option<&str>,
+    ) -> Result<Option<Value>, ClusterError> {
+        (**self).delete(key, resource_version)
+    }
 }

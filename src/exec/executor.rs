@@ -811,13 +811,37 @@ impl<'a> Executor<'a> {
         deadline: Duration,
     ) -> Result<Value, Failure> {
         let key = ObjectKey::of(obj).ok_or_else(|| Failure("an object without identity".into()))?;
-        let existed = self.cluster.get(&key).ok().flatten().is_some();
-        let opts = ApplyOptions {
+        let live = self.cluster.get(&key).ok().flatten();
+        let existed = live.is_some();
+        if let Some(live) = &live {
+            // An object Helm 3 wrote (client-side, manager `helm`) becomes
+            // rudder's, as Helm 4 moves a release to server-side apply.
+            self.cluster
+                .upgrade_managed_fields(live, CSA_MANAGERS, FIELD_MANAGER)
+                .map_err(|e| Failure(format!("failed to take over the fields of {key}: {e}")))?;
+        }
+        let mut opts = ApplyOptions {
             field_manager: FIELD_MANAGER.into(),
             force: self.opts.force_conflicts,
             dry_run: false,
         };
-        let r = self.with_retries(deadline, || self.cluster.apply(obj, &opts));
+        let mut r = self.with_retries(deadline, || self.cluster.apply(obj, &opts));
+        if let Err(ClusterError::FieldConflict { fields, .. }) = &r {
+            // Drift correction, as Flux does: fields of the manifest that
+            // someone changed with a plain write (kubectl edit, scale, patch,
+            // client-side apply) are taken back. A conflict with another
+            // server-side applier stays an error (`--force-conflicts` forces).
+            let now = self.cluster.get(&key).ok().flatten();
+            let drift = now.as_ref().is_some_and(|l| {
+                fields
+                    .iter()
+                    .all(|(_, m)| manager_operations(l, m).iter().all(|op| op == "Update"))
+            });
+            if drift {
+                opts.force = true;
+                r = self.with_retries(deadline, || self.cluster.apply(obj, &opts));
+            }
+        }
         faults::durable_write("cluster");
         let (uid, rv, outcome) = match &r {
             Ok(v) => (
@@ -1743,6 +1767,25 @@ fn created_by(entries: &[Entry], run: &str) -> Vec<ObjectKey> {
         }
     }
     out
+}
+
+/// Field managers whose client-side writes rudder takes over
+/// ([`Cluster::upgrade_managed_fields`]): Helm 3's.
+const CSA_MANAGERS: &[&str] = &["helm"];
+
+/// The operations (`Apply`, `Update`) under which `manager` holds fields of
+/// `live` (none when it holds none).
+fn manager_operations(live: &Value, manager: &str) -> Vec<String> {
+    live.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .map(|es| {
+            es.iter()
+                .filter(|e| e.get("manager").and_then(Value::as_str) == Some(manager))
+                .filter_map(|e| e.get("operation").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn namespaced(k: &ObjectKey) -> String {

@@ -18,7 +18,7 @@
 //! ([`StoreError::Conflict`]) instead of overwriting the winner. Records
 //! over the 1 MiB object limit are refused before anything is written.
 use super::{check_name, same_record, sort_by_version, Store, StoreError};
-use crate::cluster::{ApplyOptions, Cluster, ClusterError, ClusterIdentity, ObjectKey, Scope};
+use crate::cluster::{Cluster, ClusterError, ObjectKey};
 use crate::release::codec::{self, Write};
 use crate::release::model::Release;
 use crate::release::time::HelmTime;
@@ -293,48 +293,6 @@ impl Store for ObjectStore {
             }),
             Err(e) => Err(cluster_err("delete", &key.to_string(), e)),
         }
-    }
-}
-
-/// A shared cluster is a cluster: lets one connection serve both the
-/// release store and the planner or executor.
-impl<C: Cluster + ?Sized> Cluster for Arc<C> {
-    fn identity(&self) -> Result<ClusterIdentity, ClusterError> {
-        (**self).identity()
-    }
-    fn api_resources(&self) -> Result<Vec<crate::cluster::ApiResource>, ClusterError> {
-        (**self).api_resources()
-    }
-    fn scope(&self, group: &str, kind: &str) -> Result<Option<Scope>, ClusterError> {
-        (**self).scope(group, kind)
-    }
-    fn get(&self, key: &ObjectKey) -> Result<Option<Value>, ClusterError> {
-        (**self).get(key)
-    }
-    fn list(
-        &self,
-        group: &str,
-        kind: &str,
-        namespace: Option<&str>,
-        labels: &[(String, String)],
-    ) -> Result<Vec<Value>, ClusterError> {
-        (**self).list(group, kind, namespace, labels)
-    }
-    fn create(&self, obj: &Value) -> Result<Value, ClusterError> {
-        (**self).create(obj)
-    }
-    fn replace(&self, obj: &Value) -> Result<Value, ClusterError> {
-        (**self).replace(obj)
-    }
-    fn apply(&self, obj: &Value, opts: &ApplyOptions) -> Result<Value, ClusterError> {
-        (**self).apply(obj, opts)
-    }
-    fn delete(
-        &self,
-        key: &ObjectKey,
-        resource_version: Option<&str>,
-    ) -> Result<Option<Value>, ClusterError> {
-        (**self).delete(key, resource_version)
     }
 }
 
