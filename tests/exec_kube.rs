@@ -1099,3 +1099,169 @@ subjects:\n- {kind: ServiceAccount, name: limited}\n",
     assert!(r.journal_closed(&ns, "e5"));
     tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
 }
+
+/// Two releases of a small chart (a ConfigMap and a Deployment; v2 changes the ConfigMap and
+/// adds a Service), as a releases file.
+fn crash_world(dir: &Path, ns: &str, v2: bool) -> PathBuf {
+    let dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: {{ .Release.Name }}}\n  template:\n    metadata:\n      labels: {app: {{ .Release.Name }}, gen: {{ .Values.gen | quote }}}\n    spec:\n      containers:\n      - {name: web, image: nginx}\n";
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  gen: {{ .Values.gen | quote }}\n";
+    let svc = "{{ if .Values.svc }}apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}-svc\nspec:\n  selector: {app: {{ .Release.Name }}}\n  ports:\n  - port: 80\n{{ end }}\n";
+    let chart = tiny_chart(
+        dir,
+        &[("dep.yaml", dep), ("cm.yaml", cm), ("svc.yaml", svc)],
+    );
+    let (gen, svc) = if v2 { ("2", "true") } else { ("1", "false") };
+    let file = dir.join(if v2 { "v2.yaml" } else { "v1.yaml" });
+    std::fs::write(
+        &file,
+        format!(
+            "defaults:\n  namespace: {ns}\n  atomic: true\n  timeout: 60s\nreleases:\n\
+- name: one\n  chart: {c}\n  set: {{gen: \"{gen}\", svc: {svc}}}\n\
+- name: two\n  chart: {c}\n  set: {{gen: \"{gen}\", svc: {svc}}}\n  needs: [{{release: {ns}/one, reason: test order}}]\n",
+            c = chart.display()
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// What a namespace holds after a rerun: per release, its history statuses, and the owned
+/// objects with the `gen` they carry.
+fn crash_state(r: &Rudder, tb: &Testbed, ns: &str) -> (Vec<String>, Vec<String>) {
+    let mut hist = Vec::new();
+    for rel in ["one", "two"] {
+        let h: Vec<Value> =
+            serde_json::from_str(&r.ok(&["history", rel, "-n", ns, "-o", "json"])).unwrap();
+        let st: Vec<String> = h
+            .iter()
+            .map(|x| x["status"].as_str().unwrap_or("").to_string())
+            .collect();
+        hist.push(format!("{rel}: {}", st.join(",")));
+    }
+    let live: Value = serde_json::from_str(&tb.kubectl_ok(&[
+        "get",
+        "deployments,configmaps,services",
+        "-n",
+        ns,
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let mut objs: Vec<String> = live["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| {
+            o.pointer("/metadata/annotations/meta.helm.sh~1release-name")
+                .is_some()
+        })
+        .map(|o| {
+            let gen = o
+                .pointer("/data/gen")
+                .or_else(|| o.pointer("/spec/template/metadata/labels/gen"))
+                .and_then(Value::as_str)
+                .unwrap_or("-");
+            format!(
+                "{}/{} gen={gen}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    objs.sort();
+    (hist, objs)
+}
+
+/// (crash point, whether the crashed run completed anyway, histories, live objects, pending).
+type CrashCase = (u64, bool, Vec<String>, Vec<String>, Vec<String>);
+
+/// rudder killed at every durable write of a two-release upgrade (`RUDDER_CRASH_AT=N`),
+/// then rerun: each release ends at one consistent revision, nothing is pending, and no
+/// object of the failed attempt is left over.
+#[test]
+fn crash_at_every_write_then_rerun() {
+    let Some(tb) = testbed() else { return };
+    // v1 applied, then v2 applied with `RUDDER_CRASH_AT=n`.
+    let probe = |n: u64| -> (Rudder, String, bool, String) {
+        let r = Rudder::new(tb);
+        let ns = tb.fresh_namespace("crash");
+        let v1 = crash_world(r.dir.path(), &ns, false);
+        let v2 = crash_world(r.dir.path(), &ns, true);
+        r.ok(&["apply", v1.to_str().unwrap()]);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rudder"));
+        cmd.arg("--kubeconfig")
+            .arg(&tb.kubeconfig)
+            .args(["apply", v2.to_str().unwrap()])
+            .current_dir(r.dir.path())
+            .env_remove("HELM_DRIVER")
+            .env_remove("KUBECONFIG");
+        cmd.env("RUDDER_CRASH_AT", n.to_string());
+        let o = cmd.output().unwrap();
+        let v2 = v2.to_str().unwrap().to_string();
+        (r, ns, o.status.success(), v2)
+    };
+    // What v2 leaves live.
+    let mut want: Vec<String> = ["one", "two"]
+        .iter()
+        .flat_map(|r| {
+            [
+                format!("ConfigMap/{r}-cm gen=2"),
+                format!("Deployment/{r}-web gen=2"),
+                format!("Service/{r}-svc gen=-"),
+            ]
+        })
+        .collect();
+    want.sort();
+    let mut cases = 0;
+    let mut crashed = 0;
+    let mut n = 1u64;
+    loop {
+        // Crash at ever larger N, four at a time in parallel namespaces, until a run completes.
+        let batch: Vec<u64> = (n..n + 4).collect();
+        let results: Vec<CrashCase> = std::thread::scope(|s| {
+            let hs: Vec<_> = batch
+                .iter()
+                .map(|&k| {
+                    s.spawn(move || {
+                        let (r, ns, ok, v2) = probe(k);
+                        // The rerun settles the interrupted run, then applies v2.
+                        r.ok(&["apply", &v2]);
+                        let (hist, objs) = crash_state(&r, tb, &ns);
+                        let pending: Vec<String> = hist
+                            .iter()
+                            .filter(|h| h.contains("pending"))
+                            .cloned()
+                            .collect();
+                        assert!(r.journal_closed(&ns, "one") && r.journal_closed(&ns, "two"));
+                        tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
+                        (k, ok, hist, objs, pending)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut done = false;
+        for (k, ok, hist, objs, pending) in results {
+            cases += 1;
+            if ok {
+                done = true;
+            } else {
+                crashed += 1;
+            }
+            assert!(pending.is_empty(), "crash at {k}: pending {pending:?}");
+            // One deployed revision each (the rerun's upgrade may come on top of a rollback).
+            for h in &hist {
+                assert_eq!(h.matches("deployed").count(), 1, "crash at {k}: {hist:?}");
+                assert!(h.ends_with(",deployed"), "crash at {k}: {hist:?}");
+            }
+            assert_eq!(objs, want, "crash at {k}: live objects, history {hist:?}");
+        }
+        if done {
+            break;
+        }
+        n += 4;
+        assert!(n < 200, "the upgrade never completed");
+    }
+    eprintln!("crash_at_every_write_then_rerun: {cases} crash points, {crashed} crashed runs, all settled");
+    assert!(crashed >= 4, "too few crash points: {crashed}");
+}
