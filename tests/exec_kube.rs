@@ -1265,3 +1265,47 @@ fn crash_at_every_write_then_rerun() {
     eprintln!("crash_at_every_write_then_rerun: {cases} crash points, {crashed} crashed runs, all settled");
     assert!(crashed >= 4, "too few crash points: {crashed}");
 }
+
+/// A release whose crds/ defines the kind of one of its templates: the CRD is created and
+/// Established, discovery catches up, and the custom resource is applied in the same run.
+#[test]
+fn crd_and_its_custom_resource_in_one_release() {
+    let Some(tb) = testbed() else { return };
+    let ns = tb.fresh_namespace("crd");
+    let r = Rudder::new(tb);
+    // A group of its own per run: the CRD is cluster-wide and outlives the namespace.
+    let group = format!("t{}.rudder.example", std::process::id());
+    let chart = tiny_chart(
+        r.dir.path(),
+        &[(
+            "w.yaml",
+            &format!(
+                "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: {{{{ .Release.Name }}}}-w\nspec:\n  size: 3\n"
+            ),
+        )],
+    );
+    std::fs::create_dir_all(chart.join("crds")).unwrap();
+    std::fs::write(
+        chart.join("crds/widget.yaml"),
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names: {{plural: widgets, singular: widget, kind: Widget}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {{type: object, properties: {{size: {{type: integer}}}}}}\n"
+        ),
+    )
+    .unwrap();
+    let chart = chart.to_str().unwrap();
+    r.ok(&["install", "cw", chart, "-n", &ns, "--wait"]);
+    let size = tb.kubectl_ok(&[
+        "get",
+        &format!("widgets.{group}"),
+        "cw-w",
+        "-n",
+        &ns,
+        "-o",
+        "jsonpath={.spec.size}",
+    ]);
+    assert_eq!(size, "3");
+    r.ok(&["upgrade", "cw", chart, "-n", &ns]);
+    r.ok(&["uninstall", "cw", "-n", &ns, "--wait"]);
+    tb.kubectl_ok(&["delete", "crd", &format!("widgets.{group}"), "--wait=false"]);
+    tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
+}

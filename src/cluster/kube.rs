@@ -845,7 +845,10 @@ impl Cluster for KubeCluster {
     }
 
     fn get(&self, key: &ObjectKey) -> Result<Option<Value>, ClusterError> {
-        let res = self.resource(&key.group, &key.kind, &key.group)?;
+        let res = match self.resource(&key.group, &key.kind, &key.group) {
+            Err(ClusterError::UnknownKind { .. }) => return Ok(None),
+            r => r?,
+        };
         let mut key = key.clone();
         if !res.namespaced {
             key.namespace.clear();

@@ -247,7 +247,9 @@ pub trait Cluster: Send + Sync {
             }))
     }
 
-    /// One object, or `None` when it does not exist.
+    /// One object, or `None` when it does not exist (also when the cluster
+    /// does not serve its kind: a CRD that defines it may be about to be
+    /// created).
     fn get(&self, key: &ObjectKey) -> Result<Option<Value>, ClusterError>;
 
     /// Objects of one kind, in one namespace (`Some`) or all (`None`),

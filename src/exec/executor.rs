@@ -785,19 +785,29 @@ impl<'a> Executor<'a> {
         deadline: Duration,
         mut f: impl FnMut() -> Result<T, ClusterError>,
     ) -> Result<T, ClusterError> {
-        let mut tries = 0;
+        let mut tries: u32 = 0;
         loop {
-            match f() {
+            let again = match f() {
+                // Overload and server errors: retried with backoff.
                 Err(ClusterError::Server { code, .. })
-                    if (code >= 500 || code == 429)
-                        && tries < self.opts.retries
-                        && self.clock.now() < deadline =>
+                    if (code >= 500 || code == 429) && tries < self.opts.retries =>
                 {
-                    tries += 1;
-                    self.clock.sleep(self.opts.poll);
+                    true
                 }
+                // A kind that a CRD of this release has just defined can be
+                // missing from discovery for a moment after the CRD is
+                // Established (helm/helm#32615): asked again, briefly.
+                Err(ClusterError::UnknownKind { .. }) if tries < 6 => true,
                 r => return r,
+            };
+            let left = deadline.saturating_sub(self.clock.now());
+            if !again || left.is_zero() {
+                return f();
             }
+            let backoff = self.opts.poll.saturating_mul(1 << tries.min(6));
+            self.clock
+                .sleep(backoff.min(Duration::from_secs(5)).min(left));
+            tries += 1;
         }
     }
 
