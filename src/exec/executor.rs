@@ -1076,10 +1076,17 @@ impl<'a> Executor<'a> {
             let mut still = Vec::new();
             for item in pending {
                 let (key, written_rv) = item;
-                let live = self
-                    .cluster
-                    .get(key)
-                    .map_err(|e| Failure(format!("waiting for {key}: {e}")))?;
+                let live = match self.cluster.get(key) {
+                    Ok(live) => live,
+                    // The API server restarting or out of reach for a moment:
+                    // the wait goes on until its deadline.
+                    Err(ClusterError::Unavailable(m)) => {
+                        still.push(item);
+                        last_msg.insert(key, format!("cluster unreachable: {m}"));
+                        continue;
+                    }
+                    Err(e) => return Err(Failure(format!("waiting for {key}: {e}"))),
+                };
                 let Some(mut live) = live else {
                     still.push(item);
                     last_msg.insert(key, "not found".into());

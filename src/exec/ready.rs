@@ -318,8 +318,12 @@ pub fn kstatus(obj: &Value) -> Verdict {
     {
         return Verdict::waiting("Terminating");
     }
-    if let Some(v) = generation_observed(obj) {
-        return v;
+    // kstatus compares the generations only when the status has one: a
+    // Secret or a ServiceAccount has no controller to observe it.
+    if obj.pointer("/status/observedGeneration").is_some() {
+        if let Some(v) = generation_observed(obj) {
+            return v;
+        }
     }
     if let Some(conds) = obj
         .get("status")
@@ -559,6 +563,19 @@ mod tests {
                         "readyReplicas": ready, "availableReplicas": available,
                         "conditions": [{"type": "Available", "status": "True"}]}
         })
+    }
+
+    #[test]
+    fn kstatus_needs_no_observed_generation_where_no_controller_writes_one() {
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "a", "generation": 1}});
+        assert!(kstatus(&sa).ready);
+        let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "generation": 2},
+            "spec": {"replicas": 1},
+            "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
+                       "readyReplicas": 1, "availableReplicas": 1}});
+        assert!(!kstatus(&dep).ready);
     }
 
     #[test]
