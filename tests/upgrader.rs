@@ -218,7 +218,7 @@ fn bad_input_is_reported_with_field_and_line() {
         "components: [node-local-dns, grafana]",
     ));
     let s = e.to_string();
-    assert!(matches!(e, ConfigError::Parse { line: 11, .. }), "{s}");
+    assert!(matches!(e, ConfigError::Parse { line: 10, .. }), "{s}");
     assert!(s.contains("grafana") && s.contains("metrics-server"), "{s}");
 
     let e = write(&text.replace("controllers: 1", "controllers: three"));

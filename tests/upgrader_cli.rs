@@ -106,7 +106,7 @@ fn bad_input_fails_before_any_write() {
     )
     .unwrap();
     let e = apply(&[]);
-    assert!(e.contains(":11:") && e.contains("dashboard"), "{e}");
+    assert!(e.contains(":10:") && e.contains("dashboard"), "{e}");
     assert_nothing_written(d.path());
 
     std::fs::write(&cfg, &text).unwrap();

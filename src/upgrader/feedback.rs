@@ -185,7 +185,7 @@ impl<'a> Feedback<'a> {
         }
         if report.success() {
             let n = self.rows.len();
-            self.noops(&mut *s, n);
+            self.noops(&mut s, n);
         }
     }
 
