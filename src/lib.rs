@@ -16,6 +16,8 @@
 //! | 6 | [`release`] | Helm-compatible release records and their stores |
 //! | 7 | [`plan`] | upgrade plans as data: what changes, in which order, what to wait for |
 //! | 8 | [`exec`] | the executor: applies plans, waits, rolls back, journals every write |
+//! | 9 | [`targets`] | the global store/cluster flags, and the store, cluster and journal they open |
+//! | 10 | [`upgrader`] | the bundled `rudder-upgrader`: Lokomotive's control-plane upgrade as plan-then-apply |
 //!
 //! The `rudder` binary is a thin shell over these modules.
 //!
@@ -56,5 +58,7 @@ mod par;
 pub mod plan;
 pub mod release;
 pub mod render;
+pub mod targets;
 pub mod template;
+pub mod upgrader;
 pub mod yaml;

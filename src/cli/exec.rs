@@ -4,12 +4,12 @@
 //! library's executor; nothing here decides what to write.
 use super::values::ValuesArgs;
 use clap::Args;
-use rudder::exec::{self, Event, ExecOptions, Executor, Journal, WallClock};
+use rudder::exec::{self, Event, ExecOptions, Executor, WallClock};
 use rudder::plan::input::parse_duration;
 use rudder::plan::planner::{PlanOptions, Planner};
 use rudder::plan::{DesiredRelease, Plan, ReleaseOptions, WaitStrategy};
 use rudder::release::view::{self, Format, StatusOptions};
-use rudder::release::{Releases, Status, Store};
+use rudder::release::{Releases, Status};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -258,58 +258,23 @@ impl exec::Progress for Printer {
     }
 }
 
-struct Targets {
-    store: Box<dyn Store>,
-    store_url: String,
-    cluster: Box<dyn rudder::cluster::Cluster>,
-    cluster_url: String,
-    journal: Journal,
-}
+use rudder::targets::Targets;
 
 fn open_targets() -> Result<Targets, String> {
     let g = super::global();
-    let store_url = g.store_url()?;
-    let cluster_url = g.cluster_url()?;
-    let cluster: std::sync::Arc<dyn rudder::cluster::Cluster> =
-        std::sync::Arc::from(rudder::cluster::open(&cluster_url).map_err(|e| e.to_string())?);
-    let store =
-        rudder::release::store::open_in(&store_url, cluster.clone()).map_err(|e| e.to_string())?;
-    let cluster: Box<dyn rudder::cluster::Cluster> = Box::new(cluster);
-    let journal = journal_for(&store_url);
-    Ok(Targets {
-        store,
-        store_url,
-        cluster,
-        cluster_url,
-        journal,
-    })
+    Targets::open(&g.store_url()?, &g.cluster_url()?)
 }
 
-impl Targets {
-    /// The executor over these targets, reporting to `printer`.
-    fn executor<'a>(&'a self, clock: &'a WallClock, printer: &'a Printer) -> Executor<'a> {
-        Executor::new(
-            self.store.as_ref(),
-            &self.store_url,
-            self.cluster.as_ref(),
-            self.journal.clone(),
-            clock,
-        )
-        .with_progress(printer)
-    }
-}
-
-/// The journal lives next to the store: `DIR/journal` for `file:DIR`,
-/// in memory for `memory:`, `.rudder/journal` otherwise.
-fn journal_for(store_url: &str) -> Journal {
-    if let Some(dir) = store_url.strip_prefix("file:") {
-        let dir = dir.strip_prefix("//").unwrap_or(dir);
-        return Journal::at(Path::new(dir).join("journal"));
-    }
-    if store_url.starts_with("memory:") {
-        return Journal::in_memory();
-    }
-    Journal::at(".rudder/journal")
+/// The executor over these targets, reporting to `printer`.
+fn executor<'a>(t: &'a Targets, clock: &'a WallClock, printer: &'a Printer) -> Executor<'a> {
+    Executor::new(
+        t.store.as_ref(),
+        &t.store_url,
+        t.cluster.as_ref(),
+        t.journal.clone(),
+        clock,
+    )
+    .with_progress(printer)
 }
 
 fn options(f: &ReleaseFlags) -> Result<ReleaseOptions, String> {
@@ -370,8 +335,7 @@ fn plan_and_run(
         return Ok((plan, None));
     }
     let clock = WallClock::default();
-    let report = t
-        .executor(&clock, printer)
+    let report = executor(t, &clock, printer)
         .with_options(ExecOptions {
             force_conflicts,
             ..ExecOptions::default()
@@ -384,7 +348,7 @@ fn plan_and_run(
 
 fn recover_first(t: &Targets, ns: &str, name: &str, printer: &Printer) -> Result<(), String> {
     let clock = WallClock::default();
-    let ex = t.executor(&clock, printer);
+    let ex = executor(t, &clock, printer);
     ex.recover(ns, name).map_err(|e| e.to_string())?;
     Ok(())
 }
@@ -576,7 +540,7 @@ pub fn rollback(a: RollbackArgs) -> ExitCode {
             ..ReleaseOptions::default()
         };
         let clock = WallClock::default();
-        let ex = t.executor(&clock, &printer).with_options(ExecOptions {
+        let ex = executor(&t, &clock, &printer).with_options(ExecOptions {
             force_conflicts: a.force_conflicts,
             ..ExecOptions::default()
         });
@@ -630,7 +594,7 @@ pub fn uninstall(a: UninstallArgs) -> ExitCode {
                 continue;
             }
             let clock = WallClock::default();
-            let ex = t.executor(&clock, &printer);
+            let ex = executor(&t, &clock, &printer);
             let mut j = t
                 .journal
                 .lock(&a.namespace, name)
@@ -681,8 +645,7 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
             (None, None) => return Err("apply needs a releases file or --plan".into()),
         };
         let clock = WallClock::default();
-        let report = t
-            .executor(&clock, &printer)
+        let report = executor(&t, &clock, &printer)
             .with_options(ExecOptions {
                 force_conflicts: a.force_conflicts,
                 cross_release: if a.rollback_completed {

@@ -1,6 +1,6 @@
 //! Command-line dispatch. Each sub-command family lives in its own file and
 //! only parses flags and calls the library.
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
@@ -12,105 +12,7 @@ mod release;
 mod template;
 mod values;
 
-/// Flags every subcommand takes: where records and objects are.
-#[derive(Debug, Args, Clone, Default)]
-pub struct GlobalArgs {
-    /// Release store: `file:DIR` (embedded, the default `file:.rudder` on
-    /// the simulated cluster), `memory:`, `postgresql://...`, or Helm's
-    /// `secret` (the default on a real cluster) / `configmap` drivers.
-    /// Without it, `HELM_DRIVER` is honoured as Helm does.
-    #[arg(long, global = true)]
-    pub store: Option<String>,
-    /// Cluster: `sim:DIR` (the embedded simulated cluster, default
-    /// `sim:.rudder/cluster`) or `kube` (a real one; also chosen by
-    /// `--kubeconfig`, `--kube-context` or `KUBECONFIG`).
-    #[arg(long, global = true)]
-    pub cluster: Option<String>,
-    /// Path to the kubeconfig file of a real cluster.
-    #[arg(long, global = true)]
-    pub kubeconfig: Option<String>,
-    /// The kubeconfig context to use.
-    #[arg(long = "kube-context", global = true)]
-    pub kube_context: Option<String>,
-}
-
-/// The default store of the embedded setup.
-pub const DEFAULT_STORE: &str = "file:.rudder";
-/// The default cluster of the embedded setup.
-pub const DEFAULT_CLUSTER: &str = "sim:.rudder/cluster";
-
-impl GlobalArgs {
-    /// Whether the flags and environment choose a real cluster:
-    /// `--cluster kube`, or no `--cluster` and any of `--kubeconfig`,
-    /// `--kube-context` or a non-empty `KUBECONFIG` (`~/.kube/config` alone
-    /// does not).
-    pub fn real_cluster(&self) -> bool {
-        match self.cluster.as_deref() {
-            Some(c) => c == "kube" || c.starts_with("kube?") || c.starts_with("kube:"),
-            None => {
-                self.kubeconfig.is_some()
-                    || self.kube_context.is_some()
-                    || std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty())
-            }
-        }
-    }
-
-    /// The store URL in effect: `--store`, else `HELM_DRIVER` as Helm reads
-    /// it (`secret`, `configmap`, `memory`, `sql` with
-    /// `HELM_DRIVER_SQL_CONNECTION_STRING`), else the Secrets driver on a
-    /// real cluster and `file:.rudder` on the simulated one.
-    pub fn store_url(&self) -> Result<String, String> {
-        if let Some(s) = &self.store {
-            return Ok(s.clone());
-        }
-        let driver = std::env::var("HELM_DRIVER").unwrap_or_default();
-        match driver.as_str() {
-            "" => {}
-            "secret" | "secrets" | "configmap" | "configmaps" => return Ok(driver),
-            "memory" => return Ok("memory:".into()),
-            "sql" => {
-                let dsn = std::env::var("HELM_DRIVER_SQL_CONNECTION_STRING").unwrap_or_default();
-                if dsn.is_empty() {
-                    return Err("HELM_DRIVER=sql needs HELM_DRIVER_SQL_CONNECTION_STRING".into());
-                }
-                return Ok(dsn);
-            }
-            other => return Err(format!("unknown driver {other:?}")),
-        }
-        Ok(if self.real_cluster() {
-            "secret".to_string()
-        } else {
-            DEFAULT_STORE.to_string()
-        })
-    }
-
-    /// The cluster URL in effect (`sim:DIR`, or `kube?kubeconfig=..&context=..`
-    /// for a real one), or an error for what this build does not support.
-    pub fn cluster_url(&self) -> Result<String, String> {
-        if !self.real_cluster() {
-            return Ok(self
-                .cluster
-                .clone()
-                .unwrap_or_else(|| DEFAULT_CLUSTER.to_string()));
-        }
-        #[cfg(feature = "kube")]
-        {
-            if let Some(c) = self.cluster.as_deref().filter(|c| *c != "kube") {
-                return Ok(c.to_string());
-            }
-            Ok(rudder::cluster::kube::url_for(
-                &rudder::cluster::kube::KubeOptions {
-                    kubeconfig: self.kubeconfig.clone(),
-                    context: self.kube_context.clone(),
-                },
-            ))
-        }
-        #[cfg(not(feature = "kube"))]
-        {
-            Err("real Kubernetes clusters need rudder built with the kube feature: use --cluster sim:DIR".into())
-        }
-    }
-}
+pub use rudder::targets::GlobalArgs;
 
 static GLOBAL: OnceLock<GlobalArgs> = OnceLock::new();
 

@@ -67,28 +67,9 @@ fn color_for_stdout() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-struct Opened {
-    store: Box<dyn rudder::release::Store>,
-    store_url: String,
-    cluster: Box<dyn rudder::cluster::Cluster>,
-    cluster_url: String,
-}
-
-fn open_targets() -> Result<Opened, String> {
+fn open_targets() -> Result<rudder::targets::Targets, String> {
     let g = super::global();
-    let store_url = g.store_url()?;
-    let cluster_url = g.cluster_url()?;
-    let cluster: std::sync::Arc<dyn rudder::cluster::Cluster> =
-        std::sync::Arc::from(rudder::cluster::open(&cluster_url).map_err(|e| e.to_string())?);
-    let store =
-        rudder::release::store::open_in(&store_url, cluster.clone()).map_err(|e| e.to_string())?;
-    let cluster: Box<dyn rudder::cluster::Cluster> = Box::new(cluster);
-    Ok(Opened {
-        store,
-        store_url,
-        cluster,
-        cluster_url,
-    })
+    rudder::targets::Targets::open(&g.store_url()?, &g.cluster_url()?)
 }
 
 fn make_plan(
