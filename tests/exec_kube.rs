@@ -1370,3 +1370,64 @@ fn sigkill_at_a_random_moment_then_rerun() {
     }
     tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
 }
+
+/// The API server (the whole control plane) restarted in the middle of a two-release upgrade,
+/// on a bed of its own (`down` and `up` on the same DIR keep etcd's data): whatever the
+/// interrupted run did, a rerun afterwards settles at v2.
+#[test]
+fn api_server_restart_mid_apply_then_rerun() {
+    if testbed().is_none() {
+        return;
+    }
+    let dir = testbed_common::shared_dir().with_file_name("exec_kube_restart");
+    let tb = match Testbed::start(&dir) {
+        Ok(tb) => tb,
+        Err(why) => {
+            common::missing::<()>(&why);
+            return;
+        }
+    };
+    let tb = &tb;
+    let r = Rudder::new(tb);
+    let ns = tb.fresh_namespace("restart");
+    let v1 = crash_world(r.dir.path(), &ns, false);
+    let v2 = crash_world(r.dir.path(), &ns, true);
+    r.ok(&["apply", v1.to_str().unwrap()]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rudder"))
+        .arg("--kubeconfig")
+        .arg(&tb.kubeconfig)
+        .args(["apply", v2.to_str().unwrap()])
+        .current_dir(r.dir.path())
+        .env_remove("HELM_DRIVER")
+        .env_remove("KUBECONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    tb.down().expect("testbed down");
+    std::thread::sleep(Duration::from_secs(2));
+    tb.up().expect("testbed up");
+    let out = child.wait_with_output().unwrap();
+    eprintln!(
+        "the interrupted run exited {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .unwrap_or("")
+    );
+    r.ok(&["apply", v2.to_str().unwrap()]);
+    let (hist, objs) = crash_state(&r, tb, &ns);
+    for h in &hist {
+        assert!(!h.contains("pending"), "{hist:?}");
+        assert_eq!(h.matches("deployed").count(), 1, "{hist:?}");
+        assert!(h.ends_with(",deployed"), "{hist:?}");
+    }
+    assert_eq!(objs.len(), 6, "{objs:?}");
+    for o in objs.iter().filter(|o| !o.starts_with("Service/")) {
+        assert!(o.ends_with("gen=2"), "{objs:?}");
+    }
+    assert!(r.journal_closed(&ns, "one") && r.journal_closed(&ns, "two"));
+    let _ = tb.down();
+}
