@@ -184,7 +184,8 @@ fn a_saved_plan_edited_by_hand_is_refused() {
         .iter()
         .position(|o| o["key"]["kind"] == "ConfigMap")
         .unwrap();
-    let edits: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<(&str, Edit)> = vec![
         // A changed value in an object to apply.
         (
             "object",
