@@ -499,6 +499,15 @@ pub fn rollback(a: RollbackArgs) -> ExitCode {
     let run = || -> Result<(), String> {
         let t = open_targets()?;
         announce(&t);
+        // An unknown release: Helm's wording, before anything (the journal
+        // included) is touched.
+        if t.store
+            .history(&a.namespace, &a.name)
+            .map_err(|e| e.to_string())?
+            .is_empty()
+        {
+            return Err("release: not found".into());
+        }
         recover_first(&t, &a.namespace, &a.name, &printer)?;
         let ops = Releases::new(t.store.as_ref());
         let last = ops.last(&a.namespace, &a.name).map_err(|e| e.to_string())?;

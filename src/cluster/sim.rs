@@ -1894,6 +1894,19 @@ fn tmp_path(dir: &Path) -> PathBuf {
     ))
 }
 
+static FSYNCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn counted_fsync() {
+    FSYNCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many fsyncs (of files and directories) simulated clusters in this
+/// process have issued so far: a relaxed counter for benchmarks and tests
+/// (`benches/exec.rs` reports fsyncs per release with it).
+pub fn fsync_count() -> u64 {
+    FSYNCS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Writes the whole state to `state.json` and empties the log, each
 /// crash-safely (in that order); returns both files' new stamps.
 fn compact_files(
@@ -1911,6 +1924,7 @@ fn compact_files(
             .open(&tmp)
             .map_err(io_err("create temp file", &tmp))?;
         if fsync {
+            counted_fsync();
             f.sync_all().map_err(io_err("fsync temp file", &tmp))?;
         }
         fs::rename(&tmp, &path).map_err(io_err("rename", &path))
@@ -1920,6 +1934,7 @@ fn compact_files(
         return Err(e);
     }
     if fsync {
+        counted_fsync();
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(io_err("fsync directory", dir))?;
@@ -1954,6 +1969,7 @@ fn persist(dir: &Path, state: &mut State, fsync: bool) -> Result<Stamp, ClusterE
         f.write_all(&data)
             .map_err(io_err("write temp file", &tmp))?;
         if fsync {
+            counted_fsync();
             f.sync_all().map_err(io_err("fsync temp file", &tmp))?;
         }
         fs::rename(&tmp, &path).map_err(io_err("rename", &path))
@@ -1963,6 +1979,7 @@ fn persist(dir: &Path, state: &mut State, fsync: bool) -> Result<Stamp, ClusterE
         return Err(e);
     }
     if fsync {
+        counted_fsync();
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(io_err("fsync directory", dir))?;

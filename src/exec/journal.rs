@@ -52,6 +52,15 @@ fn io(op: &'static str, path: &Path, source: std::io::Error) -> JournalError {
     }
 }
 
+static FSYNCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many fsyncs journals in this process have issued so far: a relaxed
+/// counter for benchmarks and tests (`benches/exec.rs` reports fsyncs per
+/// release with it).
+pub fn fsync_count() -> u64 {
+    FSYNCS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// One intended write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -283,6 +292,7 @@ impl ReleaseJournal {
             f.write_all(&line)
                 .map_err(|err| io("append journal", p, err))?;
             if sync && self.durable {
+                FSYNCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 f.sync_data().map_err(|err| io("sync journal", p, err))?;
             }
             faults::durable_write("journal");
