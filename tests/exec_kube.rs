@@ -1393,7 +1393,7 @@ fn api_server_restart_mid_apply_then_rerun() {
     let v1 = crash_world(r.dir.path(), &ns, false);
     let v2 = crash_world(r.dir.path(), &ns, true);
     r.ok(&["apply", v1.to_str().unwrap()]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rudder"))
+    let child = Command::new(env!("CARGO_BIN_EXE_rudder"))
         .arg("--kubeconfig")
         .arg(&tb.kubeconfig)
         .args(["apply", v2.to_str().unwrap()])
