@@ -225,12 +225,12 @@ releases:
         name: n.into(),
     };
     // The file names the cycle and the place of one of its needs entries:
-    // a's `release: sys/c` (line 12, column 5).
+    // a's `release: sys/c` (line 12, column 14).
     let fe = file::load(&path).unwrap_err();
     assert_eq!(
         fe.to_string(),
         format!(
-            "{}:12:5: release \"sys/a\" needs \"sys/c\", and the needs form a cycle: sys/c -> sys/a -> sys/b -> sys/c",
+            "{}:12:14: release \"sys/a\" needs \"sys/c\", and the needs form a cycle: sys/c -> sys/a -> sys/b -> sys/c",
             path.display()
         )
     );
@@ -240,7 +240,7 @@ releases:
     else {
         panic!("not a cycle error: {fe:?}")
     };
-    assert_eq!((at.line, at.col), (12, 5));
+    assert_eq!((at.line, at.col), (12, 14));
     assert_eq!(cycle, &vec![r("c"), r("a"), r("b"), r("c")]);
     // Releases built in the library (no file) get the same cycle from the
     // planner's order.

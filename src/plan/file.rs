@@ -152,16 +152,17 @@ pub enum FileError {
     },
     /// The `needs` of the file's releases form a cycle.
     #[error(
-        "{at}: release \"{release}\" needs \"{need}\", and the needs form a cycle: {}",
+        "{at}: release \"{release}\" needs \"{}\", and the needs form a cycle: {}",
+        cycle_need(path),
         show_cycle(path)
     )]
     Cycle {
-        /// A `needs` entry of the cycle: the one of `release` naming `need`.
+        /// A `needs` entry of the cycle: the one of `release` naming the
+        /// first release of `path`.
         at: Pos,
-        /// The release with that entry (`namespace/name`).
+        /// The release with that entry (`namespace/name`), the second of
+        /// `path`.
         release: String,
-        /// The release it needs.
-        need: ReleaseRef,
         /// The cycle in update order (each release needs the one before
         /// it), the first release repeated at the end.
         path: Vec<ReleaseRef>,
@@ -1212,6 +1213,10 @@ fn apply_field(
     Ok(has_chart)
 }
 
+fn cycle_need(path: &[ReleaseRef]) -> String {
+    path.first().map(ReleaseRef::to_string).unwrap_or_default()
+}
+
 fn show_cycle(path: &[ReleaseRef]) -> String {
     path.iter()
         .map(ReleaseRef::to_string)
@@ -1265,7 +1270,6 @@ fn check_releases(releases: &[ReleaseEntry]) -> Result<(), FileError> {
                 return Err(FileError::Cycle {
                     at: entry.at.clone(),
                     release: by.to_string(),
-                    need: need.clone(),
                     path,
                 });
             }
@@ -1654,11 +1658,11 @@ releases:
             "releases.yaml:5:5: release \"web\": set key \"on\" does not read as a string in YAML 1.1; quote it"
         );
         let f = parse_str(
-            "releases:\n- name: a\n  chart: a\n  set:\n    \"on\": y\n  needs:\n  - release: default/a\n    reason:\n",
+            "releases:\n- name: b\n  chart: b\n- name: a\n  chart: a\n  set:\n    \"on\": y\n  needs:\n  - release: default/b\n    reason:\n",
         )
         .unwrap();
-        assert_eq!(f.releases[0].set[0].value, Node::Bool(true));
-        assert_eq!(f.releases[0].needs[0].need.reason, "");
+        assert_eq!(f.releases[1].set[0].value, Node::Bool(true));
+        assert_eq!(f.releases[1].needs[0].need.reason, "");
     }
 
     #[test]
