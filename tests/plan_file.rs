@@ -244,7 +244,7 @@ releases:
     assert_eq!(cycle, &vec![r("c"), r("a"), r("b"), r("c")]);
     // Releases built in the library (no file) get the same cycle from the
     // planner's order.
-    let chart = || rudder::chart::load(&d.join("charts/a")).unwrap();
+    let chart = || rudder::chart::load(d.join("charts/a")).unwrap();
     let mut releases = Vec::new();
     for (name, need) in [
         ("c", Some("b")),
