@@ -314,7 +314,13 @@ fn malformed_releases_files_are_refused() {
     assert_refused(
         dir.path(),
         &["plan", &f],
-        &[&format!("{f}:5:1:"), "expected ',' or ']'"],
+        // At the `[` that is not closed (line 4), not at the end of the
+        // file (line 5) where the parser gave up.
+        &[
+            &format!("{f}:4:11:"),
+            "expected ',' or ']'",
+            "is not closed",
+        ],
     );
     let f = scenario("bad-unknown-key.yaml");
     assert_refused(
@@ -355,7 +361,15 @@ fn malformed_releases_files_are_refused() {
 fn needs_cycle_is_refused() {
     let dir = tempdir();
     let f = scenario("bad-cycle.yaml");
-    let err = assert_refused(dir.path(), &["plan", &f], &["cycle"]);
+    // Named with the place of a needs entry of the cycle (c's `default/a`).
+    let err = assert_refused(
+        dir.path(),
+        &["plan", &f],
+        &[
+            "cycle",
+            &format!("{f}:11:11: release \"default/c\" needs \"default/a\""),
+        ],
+    );
     assert!(
         err.contains("default/a -> default/c -> default/b -> default/a"),
         "{err}"
@@ -458,6 +472,33 @@ fn write_chart(dir: &Path) -> PathBuf {
 }
 
 #[test]
+fn diff_upgrade_of_a_missing_release_needs_allow_unreleased() {
+    let dir = tempdir();
+    write_chart(dir.path());
+    // helm-diff: a release with no record is an error naming it...
+    let err = assert_refused(
+        dir.path(),
+        &["diff", "upgrade", "web", "mychart", "-n", "prod"],
+        &["\"web\"", "\"prod\"", "not found", "--allow-unreleased"],
+    );
+    assert!(!err.contains("has been added"), "{err}");
+    // ... and with --allow-unreleased (or its alias --install) everything is new.
+    for flag in ["--allow-unreleased", "--install"] {
+        let o = rudder(
+            dir.path(),
+            &["diff", "upgrade", "web", "mychart", "-n", "prod", flag],
+        );
+        assert_eq!(code(&o), 0, "{flag}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("Release was not present in Helm."), "{out}");
+        assert!(
+            out.contains("prod, web-config, ConfigMap has been added:\n"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
 fn diff_upgrade_new_release_shows_additions() {
     let dir = tempdir();
     write_chart(dir.path());
@@ -472,6 +513,7 @@ fn diff_upgrade_new_release_shows_additions() {
             "prod",
             "--set",
             "replicas=3",
+            "--allow-unreleased",
             "--detailed-exitcode",
         ],
     );
@@ -490,7 +532,15 @@ fn diff_upgrade_new_release_shows_additions() {
     assert!(!out.contains("Namespace"), "{out}");
     let o = rudder(
         dir.path(),
-        &["diff", "upgrade", "web", "mychart", "-n", "prod"],
+        &[
+            "diff",
+            "upgrade",
+            "web",
+            "mychart",
+            "-n",
+            "prod",
+            "--allow-unreleased",
+        ],
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
@@ -671,7 +721,15 @@ fn no_ansi_escapes_when_piped() {
         for args in [
             &["plan", file][..],
             &["plan", file, "-o", "table"][..],
-            &["diff", "upgrade", "web", "mychart", "-n", "prod"][..],
+            &[
+                "diff",
+                "upgrade",
+                "web",
+                "mychart",
+                "-n",
+                "prod",
+                "--allow-unreleased",
+            ][..],
         ] {
             let o = run(args);
             assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));

@@ -219,12 +219,49 @@ releases:
   needs: [sys/a]
 ",
     );
-    let releases = file::load(&d.join("releases.yaml")).unwrap();
-    let e = release_order(&releases).unwrap_err();
+    let path = d.join("releases.yaml");
     let r = |n: &str| ReleaseRef {
         namespace: "sys".into(),
         name: n.into(),
     };
+    // The file names the cycle and the place of one of its needs entries:
+    // a's `release: sys/c` (line 12, column 14).
+    let fe = file::load(&path).unwrap_err();
+    assert_eq!(
+        fe.to_string(),
+        format!(
+            "{}:12:14: release \"sys/a\" needs \"sys/c\", and the needs form a cycle: sys/c -> sys/a -> sys/b -> sys/c",
+            path.display()
+        )
+    );
+    let FileError::Cycle {
+        at, path: cycle, ..
+    } = &fe
+    else {
+        panic!("not a cycle error: {fe:?}")
+    };
+    assert_eq!((at.line, at.col), (12, 14));
+    assert_eq!(cycle, &vec![r("c"), r("a"), r("b"), r("c")]);
+    // Releases built in the library (no file) get the same cycle from the
+    // planner's order.
+    let chart = || rudder::chart::load(d.join("charts/a")).unwrap();
+    let mut releases = Vec::new();
+    for (name, need) in [
+        ("c", Some("b")),
+        ("d", None),
+        ("a", Some("c")),
+        ("b", Some("a")),
+    ] {
+        let mut rel = DesiredRelease::new(name, "sys", chart());
+        if let Some(n) = need {
+            rel.needs.push(rudder::plan::Need {
+                release: r(n),
+                reason: String::new(),
+            });
+        }
+        releases.push(rel);
+    }
+    let e = release_order(&releases).unwrap_err();
     // Update order: a before b before c before a (each needs the previous).
     assert_eq!(
         e,
@@ -297,6 +334,11 @@ fn malformed_files_name_the_file_and_line() {
     for (text, want) in cases {
         assert_eq!(run(text).to_string(), want, "{text}");
     }
+    // A self-need is a cycle of one, reported at the entry.
+    assert_eq!(
+        run("releases:\n- name: web\n  chart: charts/web\n  needs:\n  - default/web\n").to_string(),
+        format!("{shown}:5:5: release \"default/web\" needs \"default/web\", and the needs form a cycle: default/web -> default/web")
+    );
     write(d, "values/bad.yaml", "replicas: [1\n");
     let e = run("releases:\n- name: web\n  chart: charts/web\n  values: [values/bad.yaml]\n");
     let msg = e.to_string();
@@ -310,4 +352,33 @@ fn malformed_files_name_the_file_and_line() {
         )),
         "{msg}"
     );
+}
+
+#[test]
+fn syntax_errors_are_reported_where_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tiny_chart(d, "web");
+    let path = d.join("releases.yaml");
+    let shown = path.display().to_string();
+    let run = |text: &str| -> String {
+        write(d, "releases.yaml", text);
+        file::load(&path).unwrap_err().to_string()
+    };
+    // An unclosed flow sequence: at its `[` (line 6), not at the end of the
+    // file (line 9) where the parser gave up.
+    let e = run("releases:\n- name: db\n  chart: charts/web\n- name: web\n  chart: charts/web\n  needs: [default/db\n\n\n");
+    assert_eq!(
+        e,
+        format!("{shown}:6:10: while parsing a flow sequence, expected ',' or ']': this flow sequence ([...]) is not closed (the parser gave up at line 9, column 1)")
+    );
+    // The same for a flow mapping, nested in the middle of the file.
+    let e = run("releases:\n- name: web\n  chart: charts/web\n  set: {a: 1\n\n\n");
+    assert!(e.starts_with(&format!("{shown}:4:8: ")), "{e}");
+    // An unclosed quote: where the quoted scalar starts.
+    let e = run("releases:\n- name: web\n  chart: \"charts/web\n\n");
+    assert!(e.starts_with(&format!("{shown}:3:10: ")), "{e}");
+    // A bad indentation: at the offending line.
+    let e = run("releases:\n- name: web\n   chart: charts/web\n\n\n");
+    assert!(e.starts_with(&format!("{shown}:3:")), "{e}");
 }

@@ -61,6 +61,11 @@ pub struct DiffUpgradeArgs {
     /// Lines of context around changes (helm-diff's default is -1: all).
     #[arg(short = 'C', long, default_value_t = -1)]
     context: i64,
+    /// Diff a release that is not installed yet, showing everything as new
+    /// (helm-diff's flag; `--install` is its alias). Without it a release
+    /// with no record is an error, as in helm-diff.
+    #[arg(long, visible_alias = "install")]
+    allow_unreleased: bool,
 }
 
 fn color_for_stdout() -> bool {
@@ -195,6 +200,22 @@ fn diff_upgrade(a: DiffUpgradeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // helm-diff: a release the store has no record of is "not present in
+    // Helm": an error unless --allow-unreleased, which shows it all as new.
+    let unreleased = plan
+        .releases
+        .iter()
+        .any(|r| r.action == ReleaseAction::Install && r.preconditions.last_record.is_none());
+    if unreleased {
+        if !a.allow_unreleased {
+            eprintln!(
+                "Error: release {:?} not found in namespace {:?} (release: not found); include --allow-unreleased to diff it as a new release",
+                a.name, a.namespace
+            );
+            return ExitCode::FAILURE;
+        }
+        println!("********************\n\n\tRelease was not present in Helm.  Diff will show entire contents as new.\n\n********************");
+    }
     let shown = if a.show_secrets {
         plan.clone()
     } else {

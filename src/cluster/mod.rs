@@ -308,6 +308,13 @@ pub trait Cluster: Send + Sync {
         Ok(false)
     }
 
+    /// [`Cluster::get`] of several objects: one answer per key, in order;
+    /// the first error ends the batch. The default calls `get` for each;
+    /// the simulated cluster answers them all from one look at its state.
+    fn get_many(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Value>>, ClusterError> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+
     /// Makes every write so far durable (the simulated cluster compacts its
     /// log and fsyncs); the default does nothing.
     fn flush(&self) -> Result<(), ClusterError> {
@@ -489,6 +496,9 @@ impl<C: Cluster + ?Sized> Cluster for std::sync::Arc<C> {
     }
     fn apply(&self, obj: &Value, opts: &ApplyOptions) -> Result<Value, ClusterError> {
         (**self).apply(obj, opts)
+    }
+    fn get_many(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Value>>, ClusterError> {
+        (**self).get_many(keys)
     }
     fn dry_run(&self, obj: &Value) -> Result<Value, ClusterError> {
         (**self).dry_run(obj)

@@ -1428,19 +1428,16 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
     if old.get("spec").is_some() || new.get("spec").is_some() {
         return old.get("spec") != new.get("spec");
     }
-    let body = |v: &Value| -> Vec<(String, Value)> {
-        v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| {
-                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                    })
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
+    // The top-level fields besides metadata, status, apiVersion and kind,
+    // compared in place (no copies).
+    fn body(v: &Value) -> impl Iterator<Item = (&String, &Value)> + '_ {
+        v.as_object().into_iter().flat_map(|m| {
+            m.iter().filter(|(k, _)| {
+                !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
             })
-            .unwrap_or_default()
-    };
-    body(old) != body(new)
+        })
+    }
+    !body(old).eq(body(new))
 }
 
 fn compact(v: &Value) -> String {
@@ -2118,6 +2115,25 @@ impl Cluster for SimCluster {
         self.request();
         let view = self.view();
         self.read(|s| s.dry_run(obj, &view))
+    }
+
+    /// One look at the state (one lock, one freshness check of the files)
+    /// for all of them, at one instant.
+    fn get_many(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Value>>, ClusterError> {
+        for _ in keys {
+            self.request();
+        }
+        let view = self.view();
+        self.read(|s| {
+            Ok(keys
+                .iter()
+                .map(|key| {
+                    s.storage_key(key)
+                        .and_then(|k| s.objects.get_key_value(&k))
+                        .map(|(k, o)| s.shown(k, o, &view))
+                })
+                .collect())
+        })
     }
 
     fn delete(

@@ -150,6 +150,23 @@ pub enum FileError {
         /// The missing release.
         need: ReleaseRef,
     },
+    /// The `needs` of the file's releases form a cycle.
+    #[error(
+        "{at}: release \"{release}\" needs \"{}\", and the needs form a cycle: {}",
+        cycle_need(path),
+        show_cycle(path)
+    )]
+    Cycle {
+        /// A `needs` entry of the cycle: the one of `release` naming the
+        /// first release of `path`.
+        at: Pos,
+        /// The release with that entry (`namespace/name`), the second of
+        /// `path`.
+        release: String,
+        /// The cycle in update order (each release needs the one before
+        /// it), the first release repeated at the end.
+        path: Vec<ReleaseRef>,
+    },
     /// A `set` path that is not a `--set` path.
     #[error("{at}: release {release:?}: set path {path:?}: {message}")]
     BadSetPath {
@@ -470,20 +487,51 @@ struct Frame {
     key: Option<MNode>,
 }
 
+/// A parser error at its real place. yaml-rust2 marks an unclosed flow
+/// collection where it gave up (often the end of the file); the offending
+/// place is where the collection opened (`open`, the innermost collection
+/// being parsed), as libyaml's context mark has it.
+fn syntax_error(e: &yaml_rust2::ScanError, open: Option<&MNode>, file: &str) -> FileError {
+    let (line, col) = (e.marker().line(), e.marker().col() + 1);
+    let info = e.info();
+    let unclosed = info.starts_with("while parsing a flow sequence")
+        || info.starts_with("while parsing a flow mapping");
+    match open {
+        Some(o) if unclosed && (o.line, o.col) < (line, col) => {
+            let what = if info.starts_with("while parsing a flow sequence") {
+                "this flow sequence ([...])"
+            } else {
+                "this flow mapping ({...})"
+            };
+            FileError::Syntax {
+                at: Pos {
+                    file: file.to_string(),
+                    line: o.line,
+                    col: o.col,
+                },
+                message: format!("{info}: {what} is not closed (the parser gave up at line {line}, column {col})"),
+            }
+        }
+        _ => FileError::Syntax {
+            at: Pos {
+                file: file.to_string(),
+                line,
+                col,
+            },
+            message: info.to_string(),
+        },
+    }
+}
+
 /// The first document of `text` as a tree with 1-based positions.
 fn build_tree(text: &str, file: &str) -> Result<Option<MNode>, FileError> {
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: HashMap<usize, MNode> = HashMap::new();
     loop {
-        let (ev, mark) = parser.next_token().map_err(|e| FileError::Syntax {
-            at: Pos {
-                file: file.to_string(),
-                line: e.marker().line(),
-                col: e.marker().col() + 1,
-            },
-            message: e.info().to_string(),
-        })?;
+        let (ev, mark) = parser
+            .next_token()
+            .map_err(|e| syntax_error(&e, stack.last().map(|f| &f.node), file))?;
         let (line, col) = (mark.line(), mark.col() + 1);
         let done = match ev {
             Event::StreamEnd => return Ok(None),
@@ -1165,7 +1213,19 @@ fn apply_field(
     Ok(has_chart)
 }
 
-/// Duplicate releases and needs that name no release of the file.
+fn cycle_need(path: &[ReleaseRef]) -> String {
+    path.first().map(ReleaseRef::to_string).unwrap_or_default()
+}
+
+fn show_cycle(path: &[ReleaseRef]) -> String {
+    path.iter()
+        .map(ReleaseRef::to_string)
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+/// Duplicate releases, needs that name no release of the file, and needs
+/// that form a cycle.
 fn check_releases(releases: &[ReleaseEntry]) -> Result<(), FileError> {
     let mut seen: HashMap<ReleaseRef, usize> = HashMap::new();
     for r in releases {
@@ -1184,6 +1244,33 @@ fn check_releases(releases: &[ReleaseEntry]) -> Result<(), FileError> {
                     at: n.at.clone(),
                     release: r.reference().to_string(),
                     need: n.need.release.clone(),
+                });
+            }
+        }
+    }
+    // The planner's own order check, here with the places of the entries.
+    let nodes: Vec<(ReleaseRef, Vec<ReleaseRef>)> = releases
+        .iter()
+        .map(|r| {
+            (
+                r.reference(),
+                r.needs.iter().map(|n| n.need.release.clone()).collect(),
+            )
+        })
+        .collect();
+    if let Err(super::order::OrderError::Cycle { path }) = super::order::order_refs(&nodes) {
+        // path[1] needs path[0]: name that entry.
+        if let (Some(need), Some(by)) = (path.first(), path.get(1)) {
+            let entry = releases
+                .iter()
+                .filter(|r| r.reference() == *by)
+                .flat_map(|r| &r.needs)
+                .find(|n| n.need.release == *need);
+            if let Some(entry) = entry {
+                return Err(FileError::Cycle {
+                    at: entry.at.clone(),
+                    release: by.to_string(),
+                    path,
                 });
             }
         }
@@ -1571,18 +1658,18 @@ releases:
             "releases.yaml:5:5: release \"web\": set key \"on\" does not read as a string in YAML 1.1; quote it"
         );
         let f = parse_str(
-            "releases:\n- name: a\n  chart: a\n  set:\n    \"on\": y\n  needs:\n  - release: default/a\n    reason:\n",
+            "releases:\n- name: b\n  chart: b\n- name: a\n  chart: a\n  set:\n    \"on\": y\n  needs:\n  - release: default/b\n    reason:\n",
         )
         .unwrap();
-        assert_eq!(f.releases[0].set[0].value, Node::Bool(true));
-        assert_eq!(f.releases[0].needs[0].need.reason, "");
+        assert_eq!(f.releases[1].set[0].value, Node::Bool(true));
+        assert_eq!(f.releases[1].needs[0].need.reason, "");
     }
 
     #[test]
     fn syntax_errors_have_a_position() {
         assert_eq!(
             err("releases:\n- name: web\n  chart: [web\n"),
-            "releases.yaml:4:1: while parsing a flow sequence, expected ',' or ']'"
+            "releases.yaml:3:10: while parsing a flow sequence, expected ',' or ']': this flow sequence ([...]) is not closed (the parser gave up at line 4, column 1)"
         );
         assert_eq!(
             err("releases:\n- name: web\n   chart: x\n"),

@@ -321,7 +321,7 @@ impl<'a> Planner<'a> {
             manifest_digest: digest(b.manifest.as_bytes()),
             values_digest: values_digest(&b.config),
         });
-        let no_cache = HashMap::new();
+        let no_cache = foldhash::HashMap::default();
 
         if action == ReleaseAction::Uninstall || (action == ReleaseAction::Noop && d.absent) {
             let mut objects = Vec::new();
@@ -447,7 +447,8 @@ impl<'a> Planner<'a> {
         }
         // The last manifest; documents that did not change reuse the parse.
         let old_docs = {
-            let known: HashMap<&str, &Value> = desired_docs
+            // foldhash: the keys are whole documents, SipHash is slow on them.
+            let known: foldhash::HashMap<&str, &Value> = desired_docs
                 .iter()
                 .map(|(_, text, v)| (text.trim(), v))
                 .collect();
@@ -498,6 +499,8 @@ impl<'a> Planner<'a> {
         let mut drift = false;
         let mut main = Vec::with_capacity(desired_docs.len());
         let mut new_keys = BTreeSet::new();
+        // The objects' keys first, then their live state in one batch.
+        let mut keyed = Vec::with_capacity(desired_docs.len());
         for (source, text, mut value) in desired_docs {
             let pkey = self.qualify_with(ctx, &rref, &value, &d.namespace, &new_kinds)?;
             set_namespace(&mut value, &pkey.namespace);
@@ -510,7 +513,18 @@ impl<'a> Planner<'a> {
                     message: format!("{key} is rendered twice"),
                 });
             }
-            let live = self.get(ctx, &rref, &key, &mut preconditions)?;
+            keyed.push((text, value, pkey, key));
+        }
+        let keys: Vec<ObjectKey> = keyed.iter().map(|(_, _, _, k)| k.clone()).collect();
+        let lives = self
+            .cluster
+            .get_many(&keys)
+            .map_err(|source| PlanError::Cluster {
+                release: rref.clone(),
+                source: Box::new(source),
+            })?;
+        for ((text, value, pkey, key), live) in keyed.into_iter().zip(lives) {
+            record_precondition(&mut preconditions, &key, live.as_ref());
             let old = old_by_key.get(&key).copied();
             let wait = if opts.waits() {
                 wait_rule(&key.kind, opts.wait_strategy, opts.wait_for_jobs)
@@ -586,7 +600,7 @@ impl<'a> Planner<'a> {
                                 source: Box::new(source),
                             })?;
                     let old_applied = old.map(|o| &o.value);
-                    let (changed, projected) = managed_diff(&dry, &value, &live, old_applied);
+                    let changed = changed_fields(&dry, &value, &live, old_applied);
                     if change.action != ObjectAction::Adopt {
                         if changed.is_empty() {
                             change.action = ObjectAction::Unchanged;
@@ -603,6 +617,7 @@ impl<'a> Planner<'a> {
                         }
                     }
                     if !changed.is_empty() {
+                        let (_, projected) = managed_diff(&dry, &value, &live, old_applied);
                         change.diff = unified_diff(
                             &projected,
                             &dry_projection(&dry, &value),
@@ -761,18 +776,7 @@ impl<'a> Planner<'a> {
             release: rref.clone(),
             source: Box::new(source),
         })?;
-        let meta = live.as_ref().and_then(|v| v.get("metadata"));
-        let field = |f: &str| {
-            meta.and_then(|m| m.get(f))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        pre.objects.push(ObjectPrecondition {
-            key: key.clone(),
-            uid: field("uid"),
-            resource_version: field("resourceVersion"),
-        });
+        record_precondition(pre, key, live.as_ref());
         Ok(live)
     }
 
@@ -841,6 +845,23 @@ impl<'a> Planner<'a> {
     }
 }
 
+/// Records a live object's uid and resourceVersion (empty when absent) as a
+/// precondition.
+fn record_precondition(pre: &mut Preconditions, key: &ObjectKey, live: Option<&Value>) {
+    let meta = live.and_then(|v| v.get("metadata"));
+    let field = |f: &str| {
+        meta.and_then(|m| m.get(f))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    pre.objects.push(ObjectPrecondition {
+        key: key.clone(),
+        uid: field("uid"),
+        resource_version: field("resourceVersion"),
+    });
+}
+
 /// What planning knows of the cluster, read once.
 struct Context {
     server_version: String,
@@ -883,7 +904,7 @@ struct OldDoc {
 fn parse_record_manifest(
     rref: &ReleaseRef,
     rel: &Release,
-    known: &HashMap<&str, &Value>,
+    known: &foldhash::HashMap<&str, &Value>,
 ) -> Result<Vec<OldDoc>, PlanError> {
     let mut out = Vec::new();
     for doc in crate::manifest::split::split_manifests(&rel.manifest) {
@@ -916,7 +937,7 @@ fn parse_doc(rref: &ReleaseRef, source: &str, text: &str) -> Result<Value, PlanE
         origin: source.to_string(),
         message: e.to_string(),
     })?;
-    let value = serde_json::to_value(&node).map_err(|e| PlanError::Manifest {
+    let value = node_to_value(node).map_err(|e| PlanError::Manifest {
         release: rref.clone(),
         origin: source.to_string(),
         message: e.to_string(),
@@ -929,6 +950,48 @@ fn parse_doc(rref: &ReleaseRef, source: &str, text: &str) -> Result<Value, PlanE
         });
     }
     Ok(value)
+}
+
+/// `serde_json::to_value(&node)`, by moving the node's parts instead of
+/// serialising them: the same value and the same error, without the copies.
+fn node_to_value(node: crate::yaml::Node) -> Result<Value, serde_json::Error> {
+    use crate::yaml::Node;
+    Ok(match node {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(b),
+        Node::Int(i) => Value::Number(i.into()),
+        Node::Float(f) => {
+            // Node's Serialize: an integral float is written as an i128,
+            // which serde_json's value serializer takes as u64 or i64, or
+            // refuses as out of range.
+            if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e21 {
+                let i = f as i128;
+                if let Ok(u) = u64::try_from(i) {
+                    Value::Number(u.into())
+                } else if let Ok(n) = i64::try_from(i) {
+                    Value::Number(n.into())
+                } else {
+                    return serde_json::to_value(Node::Float(f));
+                }
+            } else {
+                Value::from(f)
+            }
+        }
+        Node::Str(s) => Value::String(s),
+        Node::Seq(items) => Value::Array(
+            items
+                .into_iter()
+                .map(node_to_value)
+                .collect::<Result<_, _>>()?,
+        ),
+        Node::Map(m) => {
+            let mut out = Map::new();
+            for (k, v) in m {
+                out.insert(k, node_to_value(v)?);
+            }
+            Value::Object(out)
+        }
+    })
 }
 
 fn describe(value: &Value) -> String {
@@ -1078,66 +1141,81 @@ fn hooks_same(base: &Release, rendered: &Rendered) -> bool {
 /// release made). So the later release is blocked with Helm's message, or,
 /// with take-ownership, adopts the object.
 fn block_shared_creates(plans: &mut [ReleasePlan]) {
-    // Object -> the desired object (stamped with its owner) of the last
-    // release of the plan that makes or keeps it.
-    let mut made: HashMap<ObjectKey, Value> = HashMap::new();
-    for p in plans.iter_mut() {
+    // Object -> where the desired object (stamped with its owner) of the
+    // last release of the plan that makes or keeps it is: (release, object)
+    // indices. Decisions never change a desired object, so the indices
+    // stay valid while actions change.
+    let mut made: HashMap<ObjectKey, (usize, usize)> = HashMap::new();
+    let claims = |a: ObjectAction| {
+        matches!(
+            a,
+            ObjectAction::Create
+                | ObjectAction::Update
+                | ObjectAction::Unchanged
+                | ObjectAction::Adopt
+        )
+    };
+    for pi in 0..plans.len() {
+        // (object index, new action, new reason) of this release.
+        let mut changes: Vec<(usize, ObjectAction, String)> = Vec::new();
         let mut msgs = Vec::new();
-        for o in &mut p.objects {
-            if o.stage != Stage::Main {
-                continue;
-            }
-            let key = o.key.object_key();
-            let claims = matches!(
-                o.action,
-                ObjectAction::Create
-                    | ObjectAction::Update
-                    | ObjectAction::Unchanged
-                    | ObjectAction::Adopt
-            );
-            if let (true, Some(first)) = (claims, made.get(&key)) {
-                let owner =
-                    ownership::owner(first).map_or(String::new(), |(n, ns)| format!("{ns}/{n}"));
-                if p.options.take_ownership {
-                    o.action = ObjectAction::Adopt;
-                    o.reason = format!(
-                        "created earlier in this plan by release {owner}; taken over (take-ownership)"
-                    );
-                } else {
-                    let why = ownership::check(first, &p.name, &p.namespace)
-                        .unwrap_or_else(|| "invalid ownership metadata".into());
-                    let verb = if p.action == ReleaseAction::Install {
-                        "install"
-                    } else {
-                        "update"
-                    };
-                    let ns_part = if key.namespace.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" in namespace {:?}", key.namespace)
-                    };
-                    msgs.push(format!(
-                        "Unable to continue with {verb}: {} {:?}{ns_part} exists and cannot be imported into the current release: {why}",
-                        key.kind, key.name
-                    ));
-                    o.action = ObjectAction::Skip;
-                    o.reason = format!(
-                        "ownership conflict: created earlier in this plan by release {owner}: {why}"
-                    );
+        {
+            let p = &plans[pi];
+            for (oi, o) in p.objects.iter().enumerate() {
+                if o.stage != Stage::Main || !claims(o.action) {
                     continue;
                 }
-            }
-            if matches!(
-                o.action,
-                ObjectAction::Create
-                    | ObjectAction::Update
-                    | ObjectAction::Unchanged
-                    | ObjectAction::Adopt
-            ) {
-                if let Some(d) = &o.desired {
-                    made.insert(key, d.clone());
+                let key = o.key.object_key();
+                let first = made
+                    .get(&key)
+                    .and_then(|&(fp, fo)| plans[fp].objects[fo].desired.as_ref());
+                if let Some(first) = first {
+                    let owner = ownership::owner(first)
+                        .map_or(String::new(), |(n, ns)| format!("{ns}/{n}"));
+                    if p.options.take_ownership {
+                        changes.push((
+                            oi,
+                            ObjectAction::Adopt,
+                            format!(
+                                "created earlier in this plan by release {owner}; taken over (take-ownership)"
+                            ),
+                        ));
+                    } else {
+                        let why = ownership::check(first, &p.name, &p.namespace)
+                            .unwrap_or_else(|| "invalid ownership metadata".into());
+                        let verb = if p.action == ReleaseAction::Install {
+                            "install"
+                        } else {
+                            "update"
+                        };
+                        let ns_part = if key.namespace.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" in namespace {:?}", key.namespace)
+                        };
+                        msgs.push(format!(
+                            "Unable to continue with {verb}: {} {:?}{ns_part} exists and cannot be imported into the current release: {why}",
+                            key.kind, key.name
+                        ));
+                        changes.push((
+                            oi,
+                            ObjectAction::Skip,
+                            format!(
+                                "ownership conflict: created earlier in this plan by release {owner}: {why}"
+                            ),
+                        ));
+                        continue;
+                    }
+                }
+                if o.desired.is_some() {
+                    made.insert(key, (pi, oi));
                 }
             }
+        }
+        let p = &mut plans[pi];
+        for (oi, action, reason) in changes {
+            p.objects[oi].action = action;
+            p.objects[oi].reason = reason;
         }
         if !msgs.is_empty() {
             let mut all: Vec<String> = p.blocked.take().into_iter().collect();
@@ -1199,8 +1277,37 @@ pub fn managed_diff(
     (changed, projected.unwrap_or(Value::Null))
 }
 
-fn escape(seg: &str) -> String {
-    seg.replace('~', "~0").replace('/', "~1")
+/// The pointers of [`managed_diff`] alone, without projecting the live
+/// object (most objects are unchanged and need no diff).
+fn changed_fields(
+    dry: &Value,
+    desired: &Value,
+    live: &Value,
+    old_applied: Option<&Value>,
+) -> Vec<String> {
+    let mut changed = Vec::new();
+    let mut ptr = String::new();
+    walk(dry, desired, live, &mut ptr, &mut changed, false);
+    if let Some(old) = old_applied {
+        let mut ptr = String::new();
+        removed_fields(old, desired, live, &mut ptr, &mut changed);
+    }
+    changed
+}
+
+/// Appends a JSON-pointer segment (`~` as `~0`, `/` as `~1`).
+fn push_escaped(ptr: &mut String, seg: &str) {
+    if !seg.contains(['~', '/']) {
+        ptr.push_str(seg);
+        return;
+    }
+    for c in seg.chars() {
+        match c {
+            '~' => ptr.push_str("~0"),
+            '/' => ptr.push_str("~1"),
+            c => ptr.push(c),
+        }
+    }
 }
 
 fn skip_top(ptr: &str, key: &str) -> bool {
@@ -1216,11 +1323,25 @@ fn project(
     ptr: &mut String,
     changed: &mut Vec<String>,
 ) -> Option<Value> {
+    walk(dry, desired, live, ptr, changed, true)
+}
+
+/// [`project`]; with `build` false only `changed` is filled (the returned
+/// value is a placeholder), which spares copying the live object.
+fn walk(
+    dry: &Value,
+    desired: &Value,
+    live: &Value,
+    ptr: &mut String,
+    changed: &mut Vec<String>,
+    build: bool,
+) -> Option<Value> {
+    let copy = |v: &Value| if build { v.clone() } else { Value::Null };
     match desired {
         Value::Object(dm) => {
             let Value::Object(lm) = live else {
                 changed.push(ptr_or_root(ptr));
-                return Some(live.clone());
+                return Some(copy(live));
             };
             let empty = Map::new();
             let drym = dry.as_object().unwrap_or(&empty);
@@ -1231,7 +1352,7 @@ fn project(
                 }
                 let len = ptr.len();
                 ptr.push('/');
-                ptr.push_str(&escape(k));
+                push_escaped(ptr, k);
                 // The server may drop or rename a desired field (Secret
                 // stringData); compare what the dry run kept.
                 let dryv = drym.get(k);
@@ -1250,8 +1371,10 @@ fn project(
                             } else {
                                 dv
                             };
-                        if let Some(p) = project(dv2, shape, lv, ptr, changed) {
-                            out.insert(k.clone(), p);
+                        if let Some(p) = walk(dv2, shape, lv, ptr, changed, build) {
+                            if build {
+                                out.insert(k.clone(), p);
+                            }
                         }
                     }
                 }
@@ -1264,12 +1387,14 @@ fn project(
                 }
                 let len = ptr.len();
                 ptr.push('/');
-                ptr.push_str(&escape(k));
+                push_escaped(ptr, k);
                 match lm.get(k) {
                     None => changed.push(ptr.clone()),
                     Some(lv) => {
-                        if let Some(p) = project(dv2, dv2, lv, ptr, changed) {
-                            out.insert(k.clone(), p);
+                        if let Some(p) = walk(dv2, dv2, lv, ptr, changed, build) {
+                            if build {
+                                out.insert(k.clone(), p);
+                            }
                         }
                     }
                 }
@@ -1280,21 +1405,26 @@ fn project(
         Value::Array(da) => {
             let Value::Array(la) = live else {
                 changed.push(ptr_or_root(ptr));
-                return Some(live.clone());
+                return Some(copy(live));
             };
             let drya = dry.as_array();
             if la.len() != da.len() || drya.map(Vec::len) != Some(da.len()) {
                 changed.push(ptr_or_root(ptr));
-                return Some(live.clone());
+                return Some(copy(live));
             }
-            let mut out = Vec::with_capacity(la.len());
+            let mut out = Vec::with_capacity(if build { la.len() } else { 0 });
             for (i, (dv, lv)) in da.iter().zip(la).enumerate() {
                 let len = ptr.len();
                 ptr.push('/');
-                ptr.push_str(&i.to_string());
+                {
+                    use std::fmt::Write as _;
+                    let _ = write!(ptr, "{i}");
+                }
                 let dv2 = drya.and_then(|a| a.get(i)).unwrap_or(dv);
-                if let Some(p) = project(dv2, dv, lv, ptr, changed) {
-                    out.push(p);
+                if let Some(p) = walk(dv2, dv, lv, ptr, changed, build) {
+                    if build {
+                        out.push(p);
+                    }
                 }
                 ptr.truncate(len);
             }
@@ -1304,7 +1434,7 @@ fn project(
             if !same_scalar(dry, live) {
                 changed.push(ptr_or_root(ptr));
             }
-            Some(live.clone())
+            Some(copy(live))
         }
     }
 }
@@ -1343,7 +1473,7 @@ fn removed_fields(
         let Some(lv) = lm.get(k) else { continue };
         let len = ptr.len();
         ptr.push('/');
-        ptr.push_str(&escape(k));
+        push_escaped(ptr, k);
         match desired.get(k) {
             None => {
                 if !changed.iter().any(|c| c == ptr) {
@@ -1529,8 +1659,14 @@ impl Plan {
     /// The content hash of the plan: sha256 over its canonical JSON with
     /// `id` empty, diffs (a presentation) cleared and `redacted` false.
     pub fn compute_id(&self) -> String {
-        let mut h = HashWriter(Sha256::new());
+        // Buffered: serde_json writes token by token, and a hash update per
+        // token costs more than the copy.
+        let mut h = std::io::BufWriter::with_capacity(1 << 16, HashWriter(Sha256::new()));
         super::model::hashing(|| serde_json::to_writer(&mut h, self)).unwrap_or_default();
+        let h = match h.into_inner() {
+            Ok(h) => h,
+            Err(e) => e.into_inner().into_parts().0,
+        };
         hex_digest(h.0.finalize().as_slice())
     }
 
