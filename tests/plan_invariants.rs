@@ -618,12 +618,26 @@ impl Case {
         // release's on its own (found with a 1500-case run: a drift undone by
         // the next release's perturbation). Only the first claim perturbs.
         let mut perturbed = BTreeSet::new();
+        let mut claims: BTreeMap<ObjectKey, usize> = BTreeMap::new();
         for r in &mut rels {
             for o in &mut r.objs {
+                *claims.entry(o.key.clone()).or_default() += 1;
                 if !perturbed.insert(o.key.clone()) {
                     o.pert_old = PertOld::None;
                     o.pert_new = PertNew::None;
                 }
+            }
+        }
+        // Likewise `take_ownership` on an object another release of the plan
+        // owns moves it between releases mid-plan (the later release is then
+        // rightly blocked), which the per-release oracle does not model
+        // (found with a 1500-case run).
+        for r in &mut rels {
+            if r.objs
+                .iter()
+                .any(|o| claims.get(&o.key).copied().unwrap_or(0) > 1)
+            {
+                r.take_ownership = false;
             }
         }
         Case {
