@@ -635,37 +635,58 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
     let run = || -> Result<exec::Report, String> {
         let t = open_targets()?;
         announce(&t);
-        let plan = match (&a.plan, &a.file) {
-            (Some(p), _) => {
-                let text = std::fs::read_to_string(p).map_err(|e| format!("open {p}: {e}"))?;
-                let plan: Plan = serde_json::from_str(&text)
-                    .map_err(|e| format!("{p}: not a rudder plan: {e}"))?;
-                plan
-            }
+        let releases = match (&a.plan, &a.file) {
+            (Some(_), _) => None,
             (None, Some(f)) => {
                 let releases = rudder::plan::file::load(Path::new(f)).map_err(|e| e.to_string())?;
                 for r in &releases {
                     recover_first(&t, &r.namespace, &r.name, &printer)?;
                 }
-                Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
-                    .plan(&releases)
-                    .map_err(|e| e.to_string())?
+                Some(releases)
             }
             (None, None) => return Err("apply needs a releases file or --plan".into()),
         };
         let clock = WallClock::default();
-        let report = executor(&t, &clock, &printer)
-            .with_options(ExecOptions {
-                force_conflicts: a.force_conflicts,
-                cross_release: if a.rollback_completed {
-                    exec::CrossRelease::RollbackCompleted
-                } else {
-                    exec::CrossRelease::Stop
-                },
-                ..ExecOptions::default()
-            })
-            .apply(&plan)
-            .map_err(|e| e.to_string());
+        let execute = |plan: &Plan| {
+            executor(&t, &clock, &printer)
+                .with_options(ExecOptions {
+                    force_conflicts: a.force_conflicts,
+                    cross_release: if a.rollback_completed {
+                        exec::CrossRelease::RollbackCompleted
+                    } else {
+                        exec::CrossRelease::Stop
+                    },
+                    ..ExecOptions::default()
+                })
+                .apply(plan)
+        };
+        let report = match (&a.plan, releases) {
+            (Some(p), _) => {
+                let text = std::fs::read_to_string(p).map_err(|e| format!("open {p}: {e}"))?;
+                let plan: Plan = serde_json::from_str(&text)
+                    .map_err(|e| format!("{p}: not a rudder plan: {e}"))?;
+                execute(&plan).map_err(|e| e.to_string())
+            }
+            (None, Some(releases)) => {
+                // The plan is this run's own, made a moment ago: when the
+                // cluster moved in between (a controller updating a status
+                // bumps resourceVersion), nothing was written, so plan again.
+                let mut tries = 0;
+                loop {
+                    let plan = Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
+                        .plan(&releases)
+                        .map_err(|e| e.to_string())?;
+                    match execute(&plan) {
+                        Err(exec::ExecError::Stale(why)) if tries < 3 => {
+                            tries += 1;
+                            eprintln!("the cluster changed while planning ({why}); planning again");
+                        }
+                        r => break r.map_err(|e| e.to_string()),
+                    }
+                }
+            }
+            (None, None) => return Err("apply needs a releases file or --plan".into()),
+        };
         printer.finish_line();
         report
     };
