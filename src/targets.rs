@@ -132,6 +132,14 @@ impl Targets {
         Targets::with_cluster(store_url, cluster_url, cluster)
     }
 
+    /// The cluster for people: its URL, or for a real cluster the API
+    /// server and kubeconfig context it resolved to.
+    pub fn cluster_desc(&self) -> String {
+        self.cluster
+            .location()
+            .unwrap_or_else(|| self.cluster_url.clone())
+    }
+
     /// Opens the store of `store_url` beside an already opened cluster.
     pub fn with_cluster(
         store_url: &str,

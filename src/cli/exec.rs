@@ -359,7 +359,11 @@ fn fail(prefix: &str, e: &str) -> ExitCode {
 }
 
 fn announce(t: &Targets) {
-    eprintln!("Using cluster {} and store {}", t.cluster_url, t.store_url);
+    eprintln!(
+        "Using cluster {} and store {}",
+        t.cluster_desc(),
+        t.store_url
+    );
 }
 
 /// Runs `rudder install`.

@@ -85,7 +85,8 @@ fn make_plan(
     let t = open_targets()?;
     eprintln!(
         "Planning against cluster {} and store {}",
-        t.cluster_url, t.store_url
+        t.cluster_desc(),
+        t.store_url
     );
     Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
         .with_options(PlanOptions {

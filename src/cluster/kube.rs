@@ -814,6 +814,10 @@ impl KubeCluster {
 }
 
 impl Cluster for KubeCluster {
+    fn location(&self) -> Option<String> {
+        Some(self.where_())
+    }
+
     fn identity(&self) -> Result<ClusterIdentity, ClusterError> {
         let mut slot = self.identity.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(id) = slot.as_ref() {

@@ -321,6 +321,13 @@ pub trait Cluster: Send + Sync {
         Ok(())
     }
 
+    /// Where this cluster is, for people: a real one's API server URL and
+    /// kubeconfig context (`https://10.0.0.1:6443 (context prod)`). `None`
+    /// (the default) when the URL it was opened from says it all.
+    fn location(&self) -> Option<String> {
+        None
+    }
+
     /// Deletes an object (propagation `Background`) and returns it as it
     /// was, or `None` when it did not exist. With `resource_version`, the
     /// delete only happens if the live object still has it.
@@ -513,6 +520,9 @@ impl<C: Cluster + ?Sized> Cluster for std::sync::Arc<C> {
     }
     fn flush(&self) -> Result<(), ClusterError> {
         (**self).flush()
+    }
+    fn location(&self) -> Option<String> {
+        (**self).location()
     }
     fn delete(
         &self,
