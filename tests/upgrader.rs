@@ -234,6 +234,51 @@ fn bad_input_is_reported_with_field_and_line() {
 
     let e = write(&text.replace("serviceCIDR: 10.3.0.0/16", "serviceCIDR: 10.3.0.0"));
     assert!(e.to_string().contains("field serviceCIDR"), "{e}");
+
+    let e = write(&format!("{text}podLabels:\n  grafana:\n    a: b\n"));
+    assert!(e.to_string().contains("podLabels.grafana"), "{e}");
+    let e = write(&format!("{text}podLabels:\n  calico:\n    a b: c\n"));
+    assert!(e.to_string().contains("podLabels.calico"), "{e}");
+    assert!(e.to_string().contains("not a valid label key"), "{e}");
+    let e = write(&format!("{text}podLabels:\n  calico:\n    a: \"x y\"\n"));
+    assert!(e.to_string().contains("podLabels.calico.a"), "{e}");
+}
+
+#[test]
+fn pod_labels_go_on_every_pod_template_of_their_component() {
+    let d = tempfile::tempdir().unwrap();
+    let l = config(
+        d.path(),
+        "labels",
+        1,
+        &[(
+            "components:",
+            "podLabels:\n  kubernetes:\n    testbed.kwok.io/behavior: never-ready\ncomponents:",
+        )],
+    );
+    for kind in [Kind::Kubernetes, Kind::Calico] {
+        let m = rudder::upgrader::components::ControlPlaneComponent::new(&l, kind)
+            .render_manifests()
+            .unwrap();
+        let workloads: Vec<Value> = m
+            .values()
+            .flat_map(|t| objects_of(t))
+            .filter(|o| o["spec"]["template"].is_object())
+            .collect();
+        assert!(!workloads.is_empty());
+        for w in workloads {
+            let label = &w["spec"]["template"]["metadata"]["labels"]["testbed.kwok.io/behavior"];
+            if kind == Kind::Kubernetes {
+                assert_eq!(label, "never-ready", "{}", w["metadata"]["name"]);
+                // the selector still matches the template
+                for (k, v) in w["spec"]["selector"]["matchLabels"].as_object().unwrap() {
+                    assert_eq!(&w["spec"]["template"]["metadata"]["labels"][k], v);
+                }
+            } else {
+                assert!(label.is_null(), "{}", w["metadata"]["name"]);
+            }
+        }
+    }
 }
 
 #[test]

@@ -165,6 +165,8 @@ pub struct Values {
     extra_flags: Vec<String>,
     /// The workload annotations of this component, as a JSON flow map.
     annotations: String,
+    /// Labels added to this component's pod templates; values JSON-quoted.
+    pod_labels: BTreeMap<String, String>,
 }
 
 fn b64(s: &str) -> String {
@@ -242,6 +244,16 @@ impl Values {
                 .collect(),
             extra_flags: c.apiserver_extra_flags.clone(),
             annotations: serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into()),
+            pod_labels: c
+                .pod_labels
+                .get(kind.name())
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| {
+                    let quoted = serde_json::to_string(v).unwrap_or_else(|_| "\"\"".into());
+                    (k.clone(), quoted)
+                })
+                .collect(),
         }
     }
 }

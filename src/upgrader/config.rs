@@ -206,6 +206,11 @@ pub struct ClusterConfig {
     /// bad flag on the simulated cluster.
     #[serde(default)]
     pub workload_annotations: BTreeMap<String, BTreeMap<String, String>>,
+    /// Per-component labels put on the component's pod templates. Tests on
+    /// the test bed use `testbed.kwok.io/behavior: never-ready` on
+    /// kube-apiserver to play a bad flag there.
+    #[serde(default)]
+    pub pod_labels: BTreeMap<String, BTreeMap<String, String>>,
     /// Certificate files.
     pub certificates: CertificatePaths,
 }
@@ -374,10 +379,38 @@ impl ClusterConfig {
                 ));
             }
         }
-        for k in self.workload_annotations.keys() {
+        let label_key = regex_lite::Regex::new(
+            r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
+        )
+        .map_err(|e| bad("podLabels", e.to_string()))?;
+        let label_value =
+            regex_lite::Regex::new(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+                .map_err(|e| bad("podLabels", e.to_string()))?;
+        for (c, labels) in &self.pod_labels {
+            for (k, v) in labels {
+                if !label_key.is_match(k) {
+                    return Err(bad(
+                        &format!("podLabels.{c}"),
+                        format!("{k:?} is not a valid label key"),
+                    ));
+                }
+                if !label_value.is_match(v) {
+                    return Err(bad(
+                        &format!("podLabels.{c}.{k}"),
+                        format!("{v:?} is not a valid label value"),
+                    ));
+                }
+            }
+        }
+        for (field, k) in self
+            .workload_annotations
+            .keys()
+            .map(|k| ("workloadAnnotations", k))
+            .chain(self.pod_labels.keys().map(|k| ("podLabels", k)))
+        {
             if super::components::Kind::from_name(k).is_none() {
                 return Err(bad(
-                    &format!("workloadAnnotations.{k}"),
+                    &format!("{field}.{k}"),
                     format!(
                         "unknown component {k:?}; known: {}",
                         super::components::Kind::ALL
