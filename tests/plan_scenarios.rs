@@ -126,3 +126,66 @@ fn foreign_objects_block_and_adopt() {
     assert_eq!(cm.action, ObjectAction::Adopt);
     assert!(p.releases[0].blocked.is_none());
 }
+
+/// A failed upgrade (revision 2) created `extra-a` and annotated the
+/// ConfigMap; the next plan starts from the last deployed revision 1,
+/// whose manifest knows neither. The plan still deletes `extra-a` (this
+/// release owns it live) and removes the annotation (rudder's apply owns
+/// it), where Helm leaves both (helm/helm#11748).
+#[test]
+fn what_a_failed_revision_left_is_cleaned_up() {
+    let w = World::new();
+    let d = desired("web", "prod", chart("web", "1.0.0", &[("cm.yaml", CM)]));
+    w.settle(&w.plan(std::slice::from_ref(&d)));
+    let cm_annotated = CM.replace(
+        "  name: web-config\n",
+        "  name: web-config\n  annotations:\n    broken: \"yes\"\n",
+    );
+    let extra = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra-a\ndata:\n  a: \"1\"\n";
+    let d2 = desired(
+        "web",
+        "prod",
+        chart(
+            "web",
+            "1.1.0",
+            &[("cm.yaml", &cm_annotated), ("extra.yaml", extra)],
+        ),
+    );
+    w.settle(&w.plan(std::slice::from_ref(&d2)));
+    w.set_status("prod", "web", 2, Status::Failed);
+    w.set_status("prod", "web", 1, Status::Deployed);
+
+    let d3 = desired("web", "prod", chart("web", "1.2.0", &[("cm.yaml", CM)]));
+    let p = w.plan(std::slice::from_ref(&d3));
+    let r = &p.releases[0];
+    assert_eq!(r.from.as_ref().unwrap().revision, 1);
+    let extra = r
+        .objects
+        .iter()
+        .find(|o| o.key.name == "extra-a")
+        .expect("extra-a is in the plan");
+    assert_eq!(extra.action, ObjectAction::Delete);
+    assert_eq!(
+        extra.reason,
+        "left behind by failed revision 2; in no manifest since"
+    );
+    let cm = r
+        .objects
+        .iter()
+        .find(|o| o.key.name == "web-config")
+        .unwrap();
+    assert_eq!(cm.action, ObjectAction::Update, "{}", cm.reason);
+    assert_eq!(cm.changed, vec!["/metadata/annotations/broken"]);
+    assert!(cm.diff.contains("\n-    broken: yes\n"), "{}", cm.diff);
+    w.settle(&p);
+    let p = w.plan(std::slice::from_ref(&d3));
+    let r = &p.releases[0];
+    assert!(r.objects.iter().all(|o| o.key.name != "extra-a"));
+    assert!(
+        r.objects
+            .iter()
+            .all(|o| o.action == ObjectAction::Unchanged),
+        "{:?}",
+        r.objects
+    );
+}

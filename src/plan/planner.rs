@@ -645,6 +645,53 @@ impl<'a> Planner<'a> {
             let live = self.get(ctx, &rref, &key.object_key(), &mut preconditions)?;
             prune.push(removal(&key, live.as_ref(), &d.name, &d.namespace, doc));
         }
+        // Objects that failed revisions after the base created, and that
+        // neither the base nor the new manifest has: Helm no longer tracks
+        // them and leaves them for good (helm/helm#11748). They are deleted
+        // when this release still owns them live.
+        if let Some(b) = base {
+            let mut seen: BTreeSet<ObjectKey> = new_keys.iter().cloned().collect();
+            for doc in &old_docs {
+                if let Ok(k) = self.qualify_with(ctx, &rref, &doc.value, &d.namespace, &new_kinds) {
+                    seen.insert(k.object_key());
+                }
+            }
+            for r in history
+                .iter()
+                .filter(|r| r.version > b.version && r.info.status == Status::Failed)
+                .rev()
+            {
+                for doc in parse_record_manifest(&rref, r, &no_cache)? {
+                    // A kind no longer served cannot have live objects left.
+                    let Ok(key) =
+                        self.qualify_with(ctx, &rref, &doc.value, &d.namespace, &new_kinds)
+                    else {
+                        continue;
+                    };
+                    if !seen.insert(key.object_key()) {
+                        continue;
+                    }
+                    let live = self.get(ctx, &rref, &key.object_key(), &mut preconditions)?;
+                    match live.as_ref() {
+                        Some(l) if ownership::owned_by(l, &d.name, &d.namespace) => {
+                            let mut c = removal(&key, live.as_ref(), &d.name, &d.namespace, &doc);
+                            c.reason = match c.action {
+                                ObjectAction::Delete => format!(
+                                    "left behind by failed revision {}; in no manifest since",
+                                    r.version
+                                ),
+                                _ => format!(
+                                    "left behind by failed revision {}; {}",
+                                    r.version, c.reason
+                                ),
+                            };
+                            prune.push(c);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
         sort_prune(&mut prune);
         objects.extend(prune);
 
@@ -1270,11 +1317,41 @@ pub fn managed_diff(
     let mut changed = Vec::new();
     let mut ptr = String::new();
     let projected = project(dry, desired, live, &mut ptr, &mut changed);
-    if let Some(old) = old_applied {
-        let mut ptr = String::new();
-        removed_fields(old, desired, live, &mut ptr, &mut changed);
+    let before = changed.len();
+    removed_anywhere(dry, desired, live, old_applied, &mut changed);
+    let mut projected = projected.unwrap_or(Value::Null);
+    // Removed fields are outside the desired object's shape: show them
+    // from the live object, so the diff has their `-` lines.
+    for p in &changed[before..] {
+        if let Some(v) = live.pointer(p) {
+            insert_at(&mut projected, p, v.clone());
+        }
     }
-    (changed, projected.unwrap_or(Value::Null))
+    (changed, projected)
+}
+
+/// Sets `value` at JSON pointer `ptr` inside `root`, creating the objects
+/// on the way (pointers here only walk objects).
+fn insert_at(root: &mut Value, ptr: &str, value: Value) {
+    let mut cur = root;
+    let segs: Vec<String> = ptr
+        .split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    for (i, seg) in segs.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Value::Object(m) = cur else { return };
+        if i + 1 == segs.len() {
+            m.insert(seg.clone(), value);
+            return;
+        }
+        cur = m
+            .entry(seg.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
 }
 
 /// The pointers of [`managed_diff`] alone, without projecting the live
@@ -1288,11 +1365,36 @@ fn changed_fields(
     let mut changed = Vec::new();
     let mut ptr = String::new();
     walk(dry, desired, live, &mut ptr, &mut changed, false);
+    removed_anywhere(dry, desired, live, old_applied, &mut changed);
+    changed
+}
+
+/// The fields an apply of `desired` removes from `live`: those the last
+/// manifest set, and those rudder's own applies own on the live object.
+fn removed_anywhere(
+    dry: &Value,
+    desired: &Value,
+    live: &Value,
+    old_applied: Option<&Value>,
+    changed: &mut Vec<String>,
+) {
     if let Some(old) = old_applied {
         let mut ptr = String::new();
-        removed_fields(old, desired, live, &mut ptr, &mut changed);
+        removed_fields(old, desired, live, &mut ptr, changed);
     }
-    changed
+    if let Some(owned) = applied_fields(live, FIELD_MANAGER) {
+        let mut ptr = String::new();
+        let mut removed = Vec::new();
+        removed_fields(&owned, desired, live, &mut ptr, &mut removed);
+        // Only what the server's dry run drops: a Secret's stringData lands
+        // in data, which rudder then owns although the desired object
+        // never names it.
+        for p in removed {
+            if dry.pointer(&p).is_none() && !changed.contains(&p) {
+                changed.push(p);
+            }
+        }
+    }
 }
 
 /// Appends a JSON-pointer segment (`~` as `~0`, `/` as `~1`).
@@ -1456,6 +1558,61 @@ fn same_scalar(a: &Value, b: &Value) -> bool {
 
 /// Leaves the last manifest set, the new one lacks, and live still has:
 /// an apply removes them.
+/// The fields `manager` owns on `live` through server-side apply, as an
+/// object skeleton [`removed_fields`] can walk: `f:name` entries become
+/// keys; list items (`k:`, `v:`, `i:`) are left out, since a list the
+/// desired object still sets is compared whole. An apply that no longer
+/// sets such a field removes it, whichever revision set it: after a failed
+/// upgrade the last deployed manifest does not know the fields the failed
+/// one added.
+fn applied_fields(live: &Value, manager: &str) -> Option<Value> {
+    fn skeleton(fields: &serde_json::Map<String, Value>) -> Value {
+        let mut out = serde_json::Map::new();
+        for (k, v) in fields {
+            if let Some(name) = k.strip_prefix("f:") {
+                let sub = match v {
+                    Value::Object(m) => skeleton(m),
+                    _ => Value::Object(serde_json::Map::new()),
+                };
+                out.insert(name.to_string(), sub);
+            }
+        }
+        Value::Object(out)
+    }
+    let entries = live.pointer("/metadata/managedFields")?.as_array()?;
+    let mut merged: Option<Value> = None;
+    for e in entries {
+        if e["manager"] != manager || e["operation"] != "Apply" {
+            continue;
+        }
+        let Some(Value::Object(f)) = e.get("fieldsV1") else {
+            continue;
+        };
+        let sk = skeleton(f);
+        merged = Some(match merged {
+            None => sk,
+            Some(mut m) => {
+                merge_skeleton(&mut m, sk);
+                m
+            }
+        });
+    }
+    merged
+}
+
+fn merge_skeleton(into: &mut Value, from: Value) {
+    if let (Value::Object(a), Value::Object(b)) = (into, from) {
+        for (k, v) in b {
+            match a.get_mut(&k) {
+                Some(existing) => merge_skeleton(existing, v),
+                None => {
+                    a.insert(k, v);
+                }
+            }
+        }
+    }
+}
+
 fn removed_fields(
     old: &Value,
     desired: &Value,
@@ -1725,6 +1882,38 @@ mod tests {
         let live2 = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "2"}});
         let (changed, _) = managed_diff(&desired, &desired, &live2, None);
         assert_eq!(changed, vec!["/data/a"]);
+    }
+
+    #[test]
+    fn fields_rudder_applied_and_the_desired_object_lacks_count_as_changes() {
+        // A failed upgrade applied annotation x; the last deployed manifest
+        // never had it, so only the live object's managedFields tell.
+        let desired = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "annotations": {"keep": "1"}}, "data": {"a": "1"}});
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "annotations": {"keep": "1", "x": "never", "y": "kubectl"},
+                "managedFields": [
+                    {"manager": "rudder", "operation": "Apply", "fieldsV1": {"f:metadata": {"f:annotations":
+                        {"f:keep": {}, "f:x": {}}}, "f:data": {".": {}, "f:a": {}}}},
+                    {"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:metadata": {"f:annotations":
+                        {"f:y": {}}}}},
+                    {"manager": "rudder", "operation": "Update", "fieldsV1": {"f:metadata": {"f:annotations":
+                        {"f:z": {}}}}}
+                ]},
+            "data": {"a": "1"}});
+        let (changed, _) = managed_diff(&desired, &desired, &live, None);
+        assert_eq!(changed, vec!["/metadata/annotations/x"]);
+        assert_eq!(
+            changed_fields(&desired, &desired, &live, None),
+            vec!["/metadata/annotations/x"]
+        );
+        // Once the apply dropped it, nothing is left to change.
+        let mut after = live.clone();
+        after["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove("x");
+        assert!(changed_fields(&desired, &desired, &after, None).is_empty());
     }
 
     #[test]
