@@ -1437,3 +1437,157 @@ fn api_server_restart_mid_apply_then_rerun() {
     assert!(r.journal_closed(&ns, "one") && r.journal_closed(&ns, "two"));
     let _ = tb.down();
 }
+
+/// Two upgrades in a row where the first fails its wait (no `--atomic`): the
+/// failed revision created `extra-a`, the next one has `extra-b` instead. Helm
+/// diffs the next upgrade against the last *deployed* manifest, which never had
+/// `extra-a`, so Helm leaves it behind for good (helm/helm#11748). rudder
+/// deletes what failed revisions left and the release still owns, and an
+/// apply removes the fields its own failed apply set (the never-ready pod
+/// label) because the live object's managedFields say rudder owns them.
+#[test]
+fn failed_upgrades_leave_nothing_behind() {
+    let Some(tb) = testbed() else { return };
+    let Some(h3) = common::helm(3) else { return };
+    let Some(h4) = common::helm(4) else { return };
+    let work = tempfile::tempdir().unwrap();
+    let chart = tiny_chart(
+        work.path(),
+        &[(
+            "all.yaml",
+            r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: base
+data: {a: "1"}
+{{- if .Values.extra }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Values.extra }}
+data: {a: "1"}
+{{- end }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels:
+        app: web
+        {{- if .Values.broken }}
+        testbed.kwok.io/behavior: never-ready
+        {{- end }}
+    spec:
+      containers: [{name: c, image: nginx}]
+"#,
+        )],
+    );
+    let chart = chart.to_str().unwrap().to_string();
+    let rudder = Rudder::new(tb);
+    let tools: Vec<(&str, Option<PathBuf>)> =
+        vec![("helm3", Some(h3)), ("helm4", Some(h4)), ("rudder", None)];
+    // Per tool: (namespace, step-3 ok, configmaps left, statuses).
+    let results: Vec<(String, bool, Vec<String>, String)> = std::thread::scope(|s| {
+        let handles: Vec<_> = tools
+            .iter()
+            .map(|(tag, helm)| {
+                let (chart, rudder, work) = (&chart, &rudder, work.path());
+                s.spawn(move || {
+                    let ns = tb.fresh_namespace(&format!("leak-{tag}"));
+                    let run = |args: &[&str]| -> (bool, String) {
+                        let mut full: Vec<&str> = args.to_vec();
+                        full.extend(["-n", &ns]);
+                        match helm {
+                            Some(bin) => {
+                                let o = common::helm_command(bin, &work.join(tag))
+                                    .env("KUBECONFIG", &tb.kubeconfig)
+                                    .env_remove("HELM_DRIVER")
+                                    .args(&full)
+                                    .output()
+                                    .unwrap();
+                                (
+                                    o.status.success(),
+                                    String::from_utf8_lossy(&o.stderr).into_owned(),
+                                )
+                            }
+                            None => {
+                                let (ok, _, err) = rudder.run(&full);
+                                (ok, err)
+                            }
+                        }
+                    };
+                    let (ok, err) = run(&["install", "leak", chart, "--wait", "--timeout", "60s"]);
+                    assert!(ok, "{tag} install: {err}");
+                    let (ok, _) = run(&[
+                        "upgrade",
+                        "leak",
+                        chart,
+                        "--set",
+                        "extra=extra-a",
+                        "--set",
+                        "broken=true",
+                        "--wait",
+                        "--timeout",
+                        "15s",
+                    ]);
+                    assert!(!ok, "{tag}: the never-ready upgrade succeeded");
+                    let (ok3, err3) = run(&[
+                        "upgrade",
+                        "leak",
+                        chart,
+                        "--set",
+                        "extra=extra-b",
+                        "--wait",
+                        "--timeout",
+                        "30s",
+                    ]);
+                    eprintln!("{tag}: third upgrade ok={ok3} {}", err3.trim());
+                    let cms = tb.kubectl_ok(&["-n", &ns, "get", "configmaps", "-o", "name"]);
+                    let mut cms: Vec<String> = cms
+                        .lines()
+                        .map(|l| l.trim_start_matches("configmap/").to_string())
+                        .filter(|n| n != "kube-root-ca.crt")
+                        .collect();
+                    cms.sort();
+                    let hist: Vec<Value> = serde_json::from_str(&helm3(
+                        tb,
+                        &work.join("reader"),
+                        &["history", "leak", "-n", &ns, "-o", "json"],
+                    ))
+                    .unwrap();
+                    let statuses = hist
+                        .iter()
+                        .map(|r| format!("{}:{}", r["revision"], r["status"].as_str().unwrap()))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    (ns, ok3, cms, statuses)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for ((tag, _), (ns, ok3, cms, statuses)) in tools.iter().zip(&results) {
+        eprintln!("{tag} ({ns}): third upgrade ok={ok3}; configmaps {cms:?}; history {statuses}");
+    }
+    let (_, ok3, cms, statuses) = &results[2];
+    assert!(*ok3, "rudder's third upgrade failed");
+    assert_eq!(cms, &["base", "extra-b"], "rudder left objects behind");
+    assert_eq!(statuses, "1:superseded 2:failed 3:deployed");
+    // Helm 3's three-way merge starts from revision 1 too, so it never removes
+    // the never-ready label the failed revision set: its third upgrade fails.
+    assert!(!results[0].1, "helm 3's third upgrade succeeded");
+    // Helm 3 and 4 both keep extra-a: the leak rudder closes.
+    for (i, tag) in [(0, "helm3"), (1, "helm4")] {
+        assert!(
+            results[i].2.iter().any(|c| c == "extra-a"),
+            "{tag} no longer leaves extra-a behind: {:?}",
+            results[i].2
+        );
+    }
+}
