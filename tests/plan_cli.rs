@@ -208,8 +208,29 @@ fn lokomotive_plan_json() {
     assert_eq!(code(&again), 0);
     assert!(o.stdout == again.stdout, "two runs differ");
 
+    // -o html: one graph node per release, in the plan's order.
+    let h = rudder(dir.path(), &["plan", file, "-o", "html"]);
+    assert_eq!(code(&h), 0, "{}", stderr(&h));
+    let page = stdout(&h);
+    let node = regex::Regex::new(r#"data-order="(\d+)" data-release="([^"]*)""#).unwrap();
+    let got: Vec<String> = node
+        .captures_iter(&page)
+        .map(|c| format!("{} {}", &c[1], &c[2]))
+        .collect();
+    let want: Vec<String> = plan["releases"]
+        .as_array()
+        .expect("releases")
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let (ns, name) = (r["namespace"].as_str(), r["name"].as_str());
+            format!("{} {}/{}", i + 1, ns.unwrap(), name.unwrap())
+        })
+        .collect();
+    assert_eq!(got, want);
+
     // Changes: --detailed-exitcode is 2, in every format.
-    for fmt in ["json", "yaml", "table"] {
+    for fmt in ["json", "yaml", "table", "html"] {
         let o = rudder(
             dir.path(),
             &["plan", file, "-o", fmt, "--detailed-exitcode"],
@@ -744,5 +765,9 @@ fn no_ansi_escapes_when_piped() {
 fn bad_output_format_is_refused() {
     let dir = tempdir();
     let f = scenario("releases.yaml");
-    assert_refused(dir.path(), &["plan", &f, "-o", "xml"], &["xml"]);
+    assert_refused(
+        dir.path(),
+        &["plan", &f, "-o", "xml"],
+        &["xml", "want table, json, yaml or html"],
+    );
 }

@@ -40,7 +40,8 @@ struct Common {
 enum Command {
     /// Show the plan: every component's release, in upgrade order, and what changes.
     Plan {
-        /// Output format: table or json.
+        /// Output format: table, json, or html (a self-contained page with
+        /// the upgrade order as a graph and every diff).
         #[arg(short = 'o', long, default_value = "table")]
         output: String,
     },
@@ -167,9 +168,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Plan { output } => {
-            if !matches!(output.as_str(), "table" | "json") {
+            if !matches!(output.as_str(), "table" | "json" | "html") {
                 return Err(format!(
-                    "invalid format type {output:?}: want table or json"
+                    "invalid format type {output:?}: want table, json or html"
                 ));
             }
             let opts = options(&cli.common)?;
@@ -180,6 +181,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let shown = plan.redact();
             if output == "json" {
                 print!("{}", rudder::plan::view::json(&shown));
+            } else if output == "html" {
+                print!("{}", rudder::plan::view::html(&shown));
             } else {
                 let color = std::io::stdout().is_terminal()
                     && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());

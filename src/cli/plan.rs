@@ -12,7 +12,8 @@ use std::process::ExitCode;
 pub struct PlanArgs {
     /// The releases file.
     file: String,
-    /// Output format: table (for people), json or yaml.
+    /// Output format: table (for people), json, yaml, or html (a
+    /// self-contained page with the upgrade order as a graph and every diff).
     #[arg(short = 'o', long, default_value = "table")]
     output: String,
     /// Also write the plan, with what applying it needs (secret values
@@ -128,8 +129,8 @@ fn save_private(path: &str, text: &str) -> Result<(), String> {
 /// Runs `rudder plan`.
 pub fn plan(a: PlanArgs) -> ExitCode {
     let format = a.output.as_str();
-    if !matches!(format, "table" | "json" | "yaml") {
-        eprintln!("Error: invalid format type {format:?}: want table, json or yaml");
+    if !matches!(format, "table" | "json" | "yaml" | "html") {
+        eprintln!("Error: invalid format type {format:?}: want table, json, yaml or html");
         return ExitCode::FAILURE;
     }
     let releases = match rudder::plan::file::load(Path::new(&a.file)) {
@@ -164,6 +165,7 @@ pub fn plan(a: PlanArgs) -> ExitCode {
     let text = match format {
         "json" => view::json(&shown),
         "yaml" => view::yaml(&shown),
+        "html" => view::html(&shown),
         _ => view::human(&shown, color_for_stdout()),
     };
     let mut out = std::io::stdout().lock();

@@ -5,6 +5,7 @@
 //! apply it later. The planner ([`planner`]) reads the release store and the
 //! cluster and never writes to either.
 pub mod file;
+mod html;
 pub mod input;
 pub mod model;
 pub mod order;

@@ -1,6 +1,8 @@
-//! Plans printed for people (`-o table`) and tools (`-o json|yaml`).
+//! Plans printed for people (`-o table`, `-o html`) and tools (`-o json|yaml`).
 use super::model::*;
 use std::fmt::Write;
+
+pub use super::html::html;
 
 const GREEN: &str = "\x1b[32m";
 const YELLOW: &str = "\x1b[33m";
@@ -21,7 +23,7 @@ impl Paint {
     }
 }
 
-fn revisions(r: &ReleasePlan) -> String {
+pub(super) fn revisions(r: &ReleasePlan) -> String {
     match (&r.from, r.action) {
         (_, ReleaseAction::Noop) => format!("revision {}", r.to.revision),
         (None, _) => format!("-> revision {}", r.to.revision),
@@ -30,7 +32,7 @@ fn revisions(r: &ReleasePlan) -> String {
     }
 }
 
-fn counts_text(c: &Counts) -> String {
+pub(super) fn counts_text(c: &Counts) -> String {
     let mut parts = Vec::new();
     for (n, what) in [
         (c.create, "to create"),
@@ -52,22 +54,93 @@ fn counts_text(c: &Counts) -> String {
     }
 }
 
-/// The plan for people: a headline per release (release, namespace,
-/// action, revisions, counts), `+ ~ -` object lines with their reasons,
-/// unified diffs, and a summary. `color` adds ANSI colours.
-pub fn human(plan: &Plan, color: bool) -> String {
-    let p = Paint(color);
-    let mut out = String::new();
+/// `Plan <id> for cluster <kind>:<id> (<version>), store <url>`.
+pub(super) fn title(plan: &Plan) -> String {
     let short = plan.id.strip_prefix("sha256:").unwrap_or(&plan.id);
-    let _ = writeln!(
-        out,
+    format!(
         "Plan {} for cluster {}:{} ({}), store {}",
         &short[..short.len().min(12)],
         plan.cluster.kind,
         &plan.cluster.id[..plan.cluster.id.len().min(12)],
         plan.cluster.server_version,
         plan.store
+    )
+}
+
+/// The chart a release's headline names: the one it goes to, or the one
+/// an uninstall removes.
+pub(super) fn chart(r: &ReleasePlan) -> String {
+    if r.action == ReleaseAction::Uninstall {
+        r.from.as_ref().map_or(String::new(), |f| f.chart.clone())
+    } else {
+        r.to.chart.clone()
+    }
+}
+
+/// What follows a release's objects: its wait and what happens on failure.
+pub(super) fn followups(r: &ReleasePlan) -> Vec<String> {
+    let mut out = Vec::new();
+    if r.action == ReleaseAction::Noop || r.action == ReleaseAction::Uninstall {
+        return out;
+    }
+    let waits = r.objects.iter().filter(|o| o.wait.is_some()).count();
+    if waits > 0 {
+        out.push(format!(
+            "wait: {waits} object(s), {} rules, deadline {}",
+            r.options.wait_strategy.as_str(),
+            super::input::format_duration(r.options.timeout)
+        ));
+    }
+    if let Some(rb) = r.recovery.rollback_revision {
+        out.push(format!("on failure: roll back to revision {rb}"));
+    } else if r.options.atomic && r.action == ReleaseAction::Install {
+        out.push("on failure: uninstall".into());
+    }
+    out
+}
+
+/// The plan's summary line, and a line saying it cannot be applied when a
+/// release is blocked.
+pub(super) fn summary(plan: &Plan) -> (String, Option<String>) {
+    let mut per = std::collections::BTreeMap::new();
+    let mut total = Counts::default();
+    for r in &plan.releases {
+        *per.entry(r.action.as_str()).or_insert(0usize) += 1;
+        let c = r.counts();
+        total.create += c.create;
+        total.update += c.update + c.adopt;
+        total.delete += c.delete;
+        total.unchanged += c.unchanged;
+    }
+    let mut parts = Vec::new();
+    for a in ["install", "upgrade", "recover", "uninstall", "noop"] {
+        if let Some(n) = per.get(a) {
+            parts.push(format!("{n} {a}"));
+        }
+    }
+    let line =
+        format!(
+        "Plan: {} release(s): {}; objects: {} to create, {} to update, {} to delete, {} unchanged.",
+        plan.releases.len(),
+        if parts.is_empty() { "none".to_string() } else { parts.join(", ") },
+        total.create,
+        total.update,
+        total.delete,
+        total.unchanged
     );
+    let blocked = plan.blocked().count();
+    let blocked =
+        (blocked > 0).then(|| format!("{blocked} release(s) blocked: the plan cannot be applied."));
+    (line, blocked)
+}
+
+/// The plan for people: a headline per release (release, namespace,
+/// action, revisions, counts), `+ ~ -` object lines with their reasons,
+/// unified diffs, and a summary. `color` adds ANSI colours.
+pub fn human(plan: &Plan, color: bool) -> String {
+    let p = Paint(color);
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", title(plan));
     for r in &plan.releases {
         out.push('\n');
         let action = r.action.as_str();
@@ -78,11 +151,7 @@ pub fn human(plan: &Plan, color: bool) -> String {
             ReleaseAction::Recover => p.c(RED, action),
             ReleaseAction::Noop => action.to_string(),
         };
-        let chart = if r.action == ReleaseAction::Uninstall {
-            r.from.as_ref().map_or(String::new(), |f| f.chart.clone())
-        } else {
-            r.to.chart.clone()
-        };
+        let chart = chart(r);
         let _ = writeln!(
             out,
             "{} {} {} {} ({}) [{}]",
@@ -157,56 +226,14 @@ pub fn human(plan: &Plan, color: bool) -> String {
                 h.weight
             );
         }
-        if r.action != ReleaseAction::Noop && r.action != ReleaseAction::Uninstall {
-            let waits = r.objects.iter().filter(|o| o.wait.is_some()).count();
-            if waits > 0 {
-                let _ = writeln!(
-                    out,
-                    "  wait: {waits} object(s), {} rules, deadline {}",
-                    r.options.wait_strategy.as_str(),
-                    super::input::format_duration(r.options.timeout)
-                );
-            }
-            if let Some(rb) = r.recovery.rollback_revision {
-                let _ = writeln!(out, "  on failure: roll back to revision {rb}");
-            } else if r.options.atomic && r.action == ReleaseAction::Install {
-                let _ = writeln!(out, "  on failure: uninstall");
-            }
+        for line in followups(r) {
+            let _ = writeln!(out, "  {line}");
         }
     }
-    let mut per = std::collections::BTreeMap::new();
-    let mut total = Counts::default();
-    for r in &plan.releases {
-        *per.entry(r.action.as_str()).or_insert(0usize) += 1;
-        let c = r.counts();
-        total.create += c.create;
-        total.update += c.update + c.adopt;
-        total.delete += c.delete;
-        total.unchanged += c.unchanged;
-    }
-    let mut parts = Vec::new();
-    for a in ["install", "upgrade", "recover", "uninstall", "noop"] {
-        if let Some(n) = per.get(a) {
-            parts.push(format!("{n} {a}"));
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\nPlan: {} release(s): {}; objects: {} to create, {} to update, {} to delete, {} unchanged.",
-        plan.releases.len(),
-        if parts.is_empty() { "none".to_string() } else { parts.join(", ") },
-        total.create,
-        total.update,
-        total.delete,
-        total.unchanged
-    );
-    let blocked = plan.blocked().count();
-    if blocked > 0 {
-        let _ = writeln!(
-            out,
-            "{} release(s) blocked: the plan cannot be applied.",
-            blocked
-        );
+    let (line, blocked) = summary(plan);
+    let _ = writeln!(out, "\n{line}");
+    if let Some(b) = blocked {
+        let _ = writeln!(out, "{b}");
     }
     out
 }
