@@ -1,5 +1,7 @@
 //! The `rudder-upgrader` binary: the demo's output (timings masked), and
 //! bad input rejected before anything is written.
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -208,4 +210,92 @@ fn plan_json_and_dry_run_write_nothing() {
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("(dry run: nothing written)"));
     assert!(!d.path().join("store").exists());
+}
+
+/// `apply` on a terminal (util-linux `script` gives it one): it asks for
+/// `yes` first, and each feedback line shows the wait's progress in place
+/// (`\r`, erase line) until its `Done.`.
+fn on_a_terminal(d: &Path, args: &[&str], answer: &str) -> (bool, String) {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let mut line = vec![env!("CARGO_BIN_EXE_rudder-upgrader").to_string()];
+    line.extend(args.iter().map(|a| format!("'{a}'")));
+    let mut child = Command::new("script")
+        .args(["-qefc", &line.join(" "), "/dev/null"])
+        .current_dir(d)
+        .env_remove("KUBECONFIG")
+        .env_remove("HELM_DRIVER")
+        .env("RUDDER_SIM_READY_DELAY_MS", "800")
+        .env("TERM", "xterm")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs script");
+    // Keep stdin open until the command is done: script ends the session
+    // on end of input.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(answer.as_bytes()).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        stdout.read_to_end(&mut s).unwrap();
+        s
+    });
+    let status = child.wait().unwrap();
+    drop(stdin);
+    let out = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    (status.success(), out)
+}
+
+#[test]
+fn apply_on_a_terminal_asks_first_and_shows_progress_in_place() {
+    if Command::new("script").arg("--version").output().is_err() {
+        common::missing::<()>("util-linux `script` (a terminal for the test)");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let cfg = rudder::upgrader::demo::write_config(d.path(), "t", "v1.21.4", false).unwrap();
+    let (store, cluster) = fresh(d.path());
+    let args = [
+        "--store",
+        &store,
+        "--cluster",
+        &cluster,
+        "--config",
+        cfg.to_str().unwrap(),
+        "--timeout",
+        "20s",
+        "apply",
+    ];
+    let prompt = "Do you want to proceed with cluster apply? [type \"yes\" to continue]: ";
+
+    let (ok, out) = on_a_terminal(d.path(), &args, "no\n");
+    assert!(ok, "{out}");
+    assert!(out.contains(prompt), "{out}");
+    assert!(out.contains("Cluster apply cancelled"), "{out}");
+    assert!(!out.contains("Ensuring that cluster"), "{out}");
+    assert!(
+        !d.path().join("cluster").exists(),
+        "the cancelled apply wrote"
+    );
+
+    let (ok, out) = on_a_terminal(d.path(), &args, "yes\n");
+    assert!(ok, "{out}");
+    assert!(out.contains(prompt), "{out}");
+    let start = "Controlplane component 'kube-apiserver' is missing, reinstalling... ";
+    let line = out
+        .split("\r\n")
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no kube-apiserver line in {out:?}"));
+    // The progress is redrawn in place after the line's start, then the result.
+    let redraws: Vec<&str> = line.split("\r\x1b[2K").collect();
+    assert!(redraws.len() >= 3, "no progress shown in place: {line:?}");
+    assert!(
+        redraws.iter().any(|r| r.starts_with(start)
+            && r.contains("[waiting for Deployment kube-system/kube-apiserver")),
+        "{line:?}"
+    );
+    assert_eq!(redraws.last().unwrap(), &format!("{start}Done."));
+    assert!(out.contains("Successfully installed component 'metrics-server'!"));
 }
