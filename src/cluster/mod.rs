@@ -119,6 +119,20 @@ pub struct ClusterIdentity {
     pub server_version: String,
 }
 
+/// What [`Cluster::watch_change`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watched {
+    /// An event for the object (added, modified or deleted).
+    Changed,
+    /// `max` passed without one (bookmarks only move the watch on).
+    Quiet,
+    /// The resourceVersion is too old to resume from (410 Gone): read the
+    /// object again.
+    Expired,
+    /// This cluster cannot watch: poll.
+    Unsupported,
+}
+
 /// How an apply is sent.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ApplyOptions {
@@ -319,6 +333,21 @@ pub trait Cluster: Send + Sync {
     /// log and fsyncs); the default does nothing.
     fn flush(&self) -> Result<(), ClusterError> {
         Ok(())
+    }
+
+    /// Blocks until the object at `key` may have changed since
+    /// `resource_version` (a watch event for it), or `max` has passed.
+    /// Waits call it between their readiness checks instead of sleeping a
+    /// poll interval. The default cannot watch and answers
+    /// [`Watched::Unsupported`] at once; the caller then polls.
+    fn watch_change(
+        &self,
+        key: &ObjectKey,
+        resource_version: &str,
+        max: std::time::Duration,
+    ) -> Result<Watched, ClusterError> {
+        let _ = (key, resource_version, max);
+        Ok(Watched::Unsupported)
     }
 
     /// Where this cluster is, for people: a real one's API server URL and
@@ -523,6 +552,14 @@ impl<C: Cluster + ?Sized> Cluster for std::sync::Arc<C> {
     }
     fn location(&self) -> Option<String> {
         (**self).location()
+    }
+    fn watch_change(
+        &self,
+        key: &ObjectKey,
+        resource_version: &str,
+        max: std::time::Duration,
+    ) -> Result<Watched, ClusterError> {
+        (**self).watch_change(key, resource_version, max)
     }
     fn delete(
         &self,

@@ -3,7 +3,7 @@ use super::clock::Clock;
 use super::faults;
 use super::journal::{Entry, Intent, Journal, JournalError, ReleaseJournal};
 use super::ready;
-use crate::cluster::{ownership, ApplyOptions, Cluster, ClusterError, ObjectKey, Scope};
+use crate::cluster::{ownership, ApplyOptions, Cluster, ClusterError, ObjectKey, Scope, Watched};
 use crate::plan::planner::FIELD_MANAGER;
 use crate::plan::{
     ObjectAction, Plan, ReleaseAction, ReleaseOptions, ReleasePlan, Stage, WaitStrategy,
@@ -1072,6 +1072,7 @@ impl<'a> Executor<'a> {
     ) -> Result<(), Failure> {
         let mut pending: Vec<&(ObjectKey, String)> = objs.iter().collect();
         let mut last_msg: std::collections::HashMap<&ObjectKey, String> = Default::default();
+        let mut seen_rv: std::collections::HashMap<&ObjectKey, String> = Default::default();
         loop {
             let mut still = Vec::new();
             for item in pending {
@@ -1097,6 +1098,7 @@ impl<'a> Executor<'a> {
                 }
                 // Only an observation at or after our write counts.
                 let rv = meta_str(&live, "resourceVersion");
+                seen_rv.insert(key, rv.to_string());
                 let fresh = written_rv.is_empty() || rv_at_least(&rv, written_rv);
                 let v = ready::check(&live, strategy, wait_for_jobs);
                 if fresh && v.ready {
@@ -1136,9 +1138,39 @@ impl<'a> Executor<'a> {
                 )));
             }
             let left = deadline.saturating_sub(self.clock.now());
-            self.clock
-                .sleep(self.opts.poll.min(left.max(Duration::from_millis(1))));
+            let (first, _) = still[0];
+            let rv = seen_rv.get(first).map_or("", String::as_str);
+            self.watch_or_sleep(first, rv, still.len() > 1, left);
             pending = still;
+        }
+    }
+
+    /// Between two readiness checks: a watch on the first object still
+    /// pending (from the resourceVersion last seen), for at most the time
+    /// left, or one poll interval where the cluster cannot watch. With
+    /// several objects pending the watch is cut to a second, so the others
+    /// are still looked at that often.
+    fn watch_or_sleep(&self, key: &ObjectKey, rv: &str, several: bool, left: Duration) {
+        let nap = self.opts.poll.min(left.max(Duration::from_millis(1)));
+        if rv.is_empty() || left.is_zero() {
+            self.clock.sleep(nap);
+            return;
+        }
+        let cap = if several {
+            Duration::from_secs(1)
+        } else {
+            WATCH_MAX
+        };
+        let t0 = self.clock.now();
+        match self.cluster.watch_change(key, rv, left.min(cap)) {
+            Ok(Watched::Changed) | Ok(Watched::Quiet) => {}
+            // A compacted resourceVersion or an unreachable server: poll
+            // for this round (the next check reads the object again).
+            Ok(Watched::Expired) | Ok(Watched::Unsupported) | Err(_) => {
+                if self.clock.now().saturating_sub(t0) < nap {
+                    self.clock.sleep(nap);
+                }
+            }
         }
     }
 
@@ -1789,6 +1821,9 @@ fn created_by(entries: &[Entry], run: &str) -> Vec<ObjectKey> {
 /// Field managers whose client-side writes rudder takes over
 /// ([`Cluster::upgrade_managed_fields`]): Helm 3's.
 const CSA_MANAGERS: &[&str] = &["helm"];
+
+/// The longest single watch of a wait; a quiet object is read again after it.
+const WATCH_MAX: Duration = Duration::from_secs(10);
 
 /// The operations (`Apply`, `Update`) under which `manager` holds fields of
 /// `live` (none when it holds none).
