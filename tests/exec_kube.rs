@@ -1591,3 +1591,73 @@ spec:
         );
     }
 }
+
+/// Waits watch the object they wait for: a watch from the resourceVersion
+/// last seen returns on the first change (not at its end), replays a change
+/// made before it started, and stays quiet for its whole span otherwise.
+#[test]
+fn waits_watch_the_object() {
+    use rudder::cluster::kube::{KubeCluster, KubeOptions};
+    use rudder::cluster::{Cluster, ObjectKey, Watched};
+    let Some(tb) = testbed() else { return };
+    let ns = tb.fresh_namespace("watch");
+    tb.apply(
+        &ns,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: w\ndata:\n  a: \"1\"\n",
+    );
+    let c = KubeCluster::connect(&KubeOptions {
+        kubeconfig: Some(tb.kubeconfig.display().to_string()),
+        context: None,
+    })
+    .unwrap();
+    let key = ObjectKey::new("", "ConfigMap", &ns, "w");
+    let live = c.get(&key).unwrap().unwrap();
+    let rv = live["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let t0 = Instant::now();
+    let w = c.watch_change(&key, &rv, Duration::from_secs(2)).unwrap();
+    let quiet = t0.elapsed();
+    assert_eq!(w, Watched::Quiet);
+    assert!(
+        quiet >= Duration::from_millis(1900) && quiet < Duration::from_secs(4),
+        "{quiet:?}"
+    );
+
+    let (w, took) = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            tb.kubectl_ok(&[
+                "-n",
+                &ns,
+                "patch",
+                "configmap",
+                "w",
+                "--type",
+                "merge",
+                "-p",
+                r#"{"data":{"a":"2"}}"#,
+            ]);
+        });
+        let t0 = Instant::now();
+        let w = c.watch_change(&key, &rv, Duration::from_secs(30)).unwrap();
+        (w, t0.elapsed())
+    });
+    assert_eq!(w, Watched::Changed);
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_secs(10),
+        "the watch did not end at the change: {took:?}"
+    );
+    // Resuming from the old resourceVersion replays that change at once.
+    let t0 = Instant::now();
+    assert_eq!(
+        c.watch_change(&key, &rv, Duration::from_secs(30)).unwrap(),
+        Watched::Changed
+    );
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    eprintln!(
+        "watch: quiet {quiet:?} for 2 s; change seen {took:?} after the start (made at 1.5 s)"
+    );
+}
