@@ -1661,3 +1661,141 @@ fn waits_watch_the_object() {
         "watch: quiet {quiet:?} for 2 s; change seen {took:?} after the start (made at 1.5 s)"
     );
 }
+
+/// An `--atomic` upgrade that fails in its pre-upgrade hook, and renames a
+/// ConfigMap (`settings` to `settings-v2`). Nothing but the hook ran, so
+/// `settings` is still live; Helm 3 rolls back from the failed revision's
+/// manifest, which lacks it, and refuses to update an object it does not find
+/// there (helm/helm#12436, #13437: `no ConfigMap with the name ... found`;
+/// Helm 4: `original object ConfigMap ... not found`), which leaves the
+/// rollback revision failed. rudder's rollback starts from the live objects
+/// and the journal, and ends deployed.
+#[test]
+fn a_failing_pre_upgrade_hook_is_rolled_back_cleanly() {
+    let Some(tb) = testbed() else { return };
+    let Some(h3) = common::helm(3) else { return };
+    let Some(h4) = common::helm(4) else { return };
+    let work = tempfile::tempdir().unwrap();
+    let chart = tiny_chart(
+        work.path(),
+        &[(
+            "all.yaml",
+            r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Values.name | default "settings" }}
+data: {a: "1"}
+{{- if .Values.hook }}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+  annotations: {"helm.sh/hook": pre-upgrade}
+spec:
+  backoffLimit: 0
+  template:
+    metadata: {labels: {testbed.kwok.io/behavior: fail}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: registry.invalid/migrate:1}]
+{{- end }}
+"#,
+        )],
+    );
+    let chart = chart.to_str().unwrap().to_string();
+    let rudder = Rudder::new(tb);
+    let tools: Vec<(&str, Option<PathBuf>)> =
+        vec![("helm3", Some(h3)), ("helm4", Some(h4)), ("rudder", None)];
+    let results: Vec<(String, String, Vec<String>, String)> = std::thread::scope(|s| {
+        let handles: Vec<_> = tools
+            .iter()
+            .map(|(tag, helm)| {
+                let (chart, rudder, work) = (&chart, &rudder, work.path());
+                s.spawn(move || {
+                    let ns = tb.fresh_namespace(&format!("hook-{tag}"));
+                    let run = |args: &[&str]| -> (bool, String) {
+                        let mut full: Vec<&str> = args.to_vec();
+                        full.extend(["-n", &ns]);
+                        match helm {
+                            Some(bin) => {
+                                let o = common::helm_command(bin, &work.join(tag))
+                                    .env("KUBECONFIG", &tb.kubeconfig)
+                                    .env_remove("HELM_DRIVER")
+                                    .args(&full)
+                                    .output()
+                                    .unwrap();
+                                (
+                                    o.status.success(),
+                                    String::from_utf8_lossy(&o.stderr).into_owned(),
+                                )
+                            }
+                            None => {
+                                let (ok, _, err) = rudder.run(&full);
+                                (ok, err)
+                            }
+                        }
+                    };
+                    let (ok, err) = run(&["install", "h", chart, "--wait", "--timeout", "60s"]);
+                    assert!(ok, "{tag} install: {err}");
+                    let (ok, err) = run(&[
+                        "upgrade",
+                        "h",
+                        chart,
+                        "--set",
+                        "name=settings-v2",
+                        "--set",
+                        "hook=true",
+                        "--atomic",
+                        "--timeout",
+                        "30s",
+                    ]);
+                    assert!(!ok, "{tag}: the upgrade with a failing hook succeeded");
+                    let error = err
+                        .lines()
+                        .filter(|l| !l.starts_with("Using cluster") && !l.trim().is_empty())
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    let cms = tb.kubectl_ok(&["-n", &ns, "get", "configmaps", "-o", "name"]);
+                    let mut cms: Vec<String> = cms
+                        .lines()
+                        .map(|l| l.trim_start_matches("configmap/").to_string())
+                        .filter(|n| n != "kube-root-ca.crt")
+                        .collect();
+                    cms.sort();
+                    let hist: Vec<Value> = serde_json::from_str(&helm3(
+                        tb,
+                        &work.join("reader"),
+                        &["history", "h", "-n", &ns, "-o", "json"],
+                    ))
+                    .unwrap();
+                    let statuses = hist
+                        .iter()
+                        .map(|r| format!("{}:{}", r["revision"], r["status"].as_str().unwrap()))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    (ns, error, cms, statuses)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for ((tag, _), (ns, error, cms, statuses)) in tools.iter().zip(&results) {
+        eprintln!("{tag} ({ns}): {error}\n  configmaps {cms:?}; history {statuses}");
+    }
+    let (_, error, cms, statuses) = &results[2];
+    assert!(error.contains("pre-upgrade hook"), "{error}");
+    assert!(error.contains("rolled back"), "{error}");
+    assert_eq!(cms, &["settings"]);
+    assert_eq!(statuses, "1:superseded 2:failed 3:deployed");
+    // Helm 3's and Helm 4's rollbacks fail on the object the failed revision
+    // lost track of; the rollback revision is recorded failed.
+    for (i, tag) in [(0, "helm3"), (1, "helm4")] {
+        let (_, error, _, statuses) = &results[i];
+        assert!(
+            error.contains(r#"ConfigMap with the name "settings""#),
+            "{tag} rolled back cleanly: {error}"
+        );
+        assert_eq!(statuses, "1:deployed 2:superseded 3:failed", "{tag}");
+    }
+}
