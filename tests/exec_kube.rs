@@ -1448,8 +1448,6 @@ fn api_server_restart_mid_apply_then_rerun() {
 #[test]
 fn failed_upgrades_leave_nothing_behind() {
     let Some(tb) = testbed() else { return };
-    let Some(h3) = common::helm(3) else { return };
-    let Some(h4) = common::helm(4) else { return };
     let work = tempfile::tempdir().unwrap();
     let chart = tiny_chart(
         work.path(),
@@ -1489,105 +1487,60 @@ spec:
         )],
     );
     let chart = chart.to_str().unwrap().to_string();
-    let rudder = Rudder::new(tb);
-    let tools: Vec<(&str, Option<PathBuf>)> =
-        vec![("helm3", Some(h3)), ("helm4", Some(h4)), ("rudder", None)];
-    // Per tool: (namespace, step-3 ok, configmaps left, statuses).
-    let results: Vec<(String, bool, Vec<String>, String)> = std::thread::scope(|s| {
-        let handles: Vec<_> = tools
-            .iter()
-            .map(|(tag, helm)| {
-                let (chart, rudder, work) = (&chart, &rudder, work.path());
-                s.spawn(move || {
-                    let ns = tb.fresh_namespace(&format!("leak-{tag}"));
-                    let run = |args: &[&str]| -> (bool, String) {
-                        let mut full: Vec<&str> = args.to_vec();
-                        full.extend(["-n", &ns]);
-                        match helm {
-                            Some(bin) => {
-                                let o = common::helm_command(bin, &work.join(tag))
-                                    .env("KUBECONFIG", &tb.kubeconfig)
-                                    .env_remove("HELM_DRIVER")
-                                    .args(&full)
-                                    .output()
-                                    .unwrap();
-                                (
-                                    o.status.success(),
-                                    String::from_utf8_lossy(&o.stderr).into_owned(),
-                                )
-                            }
-                            None => {
-                                let (ok, _, err) = rudder.run(&full);
-                                (ok, err)
-                            }
-                        }
-                    };
-                    let (ok, err) = run(&["install", "leak", chart, "--wait", "--timeout", "60s"]);
-                    assert!(ok, "{tag} install: {err}");
-                    let (ok, _) = run(&[
-                        "upgrade",
-                        "leak",
-                        chart,
-                        "--set",
-                        "extra=extra-a",
-                        "--set",
-                        "broken=true",
-                        "--wait",
-                        "--timeout",
-                        "15s",
-                    ]);
-                    assert!(!ok, "{tag}: the never-ready upgrade succeeded");
-                    let (ok3, err3) = run(&[
-                        "upgrade",
-                        "leak",
-                        chart,
-                        "--set",
-                        "extra=extra-b",
-                        "--wait",
-                        "--timeout",
-                        "30s",
-                    ]);
-                    eprintln!("{tag}: third upgrade ok={ok3} {}", err3.trim());
-                    let cms = tb.kubectl_ok(&["-n", &ns, "get", "configmaps", "-o", "name"]);
-                    let mut cms: Vec<String> = cms
-                        .lines()
-                        .map(|l| l.trim_start_matches("configmap/").to_string())
-                        .filter(|n| n != "kube-root-ca.crt")
-                        .collect();
-                    cms.sort();
-                    let hist: Vec<Value> = serde_json::from_str(&helm3(
-                        tb,
-                        &work.join("reader"),
-                        &["history", "leak", "-n", &ns, "-o", "json"],
-                    ))
-                    .unwrap();
-                    let statuses = hist
-                        .iter()
-                        .map(|r| format!("{}:{}", r["revision"], r["status"].as_str().unwrap()))
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    (ns, ok3, cms, statuses)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    for ((tag, _), (ns, ok3, cms, statuses)) in tools.iter().zip(&results) {
-        eprintln!("{tag} ({ns}): third upgrade ok={ok3}; configmaps {cms:?}; history {statuses}");
+    let Some(results) = side_by_side(tb, "leak", "leak", |tag, run| {
+        let (ok, err) = run(&["install", "leak", &chart, "--wait", "--timeout", "60s"]);
+        assert!(ok, "{tag} install: {err}");
+        let (ok, _) = run(&[
+            "upgrade",
+            "leak",
+            &chart,
+            "--set",
+            "extra=extra-a",
+            "--set",
+            "broken=true",
+            "--wait",
+            "--timeout",
+            "15s",
+        ]);
+        assert!(!ok, "{tag}: the never-ready upgrade succeeded");
+        let (ok3, err3) = run(&[
+            "upgrade",
+            "leak",
+            &chart,
+            "--set",
+            "extra=extra-b",
+            "--wait",
+            "--timeout",
+            "30s",
+        ]);
+        eprintln!("{tag}: third upgrade ok={ok3} {}", err3.trim());
+        ok3
+    }) else {
+        return;
+    };
+    for (tag, o) in ["helm3", "helm4", "rudder"].iter().zip(&results) {
+        eprintln!(
+            "{tag} ({}): third upgrade ok={}; configmaps {:?}; history {}",
+            o.ns, o.value, o.configmaps, o.history
+        );
     }
-    let (_, ok3, cms, statuses) = &results[2];
-    assert!(*ok3, "rudder's third upgrade failed");
-    assert_eq!(cms, &["base", "extra-b"], "rudder left objects behind");
-    assert_eq!(statuses, "1:superseded 2:failed 3:deployed");
+    let r = &results[2];
+    assert!(r.value, "rudder's third upgrade failed");
+    assert_eq!(
+        r.configmaps,
+        ["base", "extra-b"],
+        "rudder left objects behind"
+    );
+    assert_eq!(r.history, "1:superseded 2:failed 3:deployed");
     // Helm 3's three-way merge starts from revision 1 too, so it never removes
     // the never-ready label the failed revision set: its third upgrade fails.
-    assert!(!results[0].1, "helm 3's third upgrade succeeded");
+    assert!(!results[0].value, "helm 3's third upgrade succeeded");
     // Helm 3 and 4 both keep extra-a: the leak rudder closes.
     for (i, tag) in [(0, "helm3"), (1, "helm4")] {
         assert!(
-            results[i].2.iter().any(|c| c == "extra-a"),
+            results[i].configmaps.iter().any(|c| c == "extra-a"),
             "{tag} no longer leaves extra-a behind: {:?}",
-            results[i].2
+            results[i].configmaps
         );
     }
 }
@@ -1673,8 +1626,6 @@ fn waits_watch_the_object() {
 #[test]
 fn a_failing_pre_upgrade_hook_is_rolled_back_cleanly() {
     let Some(tb) = testbed() else { return };
-    let Some(h3) = common::helm(3) else { return };
-    let Some(h4) = common::helm(4) else { return };
     let work = tempfile::tempdir().unwrap();
     let chart = tiny_chart(
         work.path(),
@@ -1704,16 +1655,89 @@ spec:
         )],
     );
     let chart = chart.to_str().unwrap().to_string();
+    let Some(results) = side_by_side(tb, "hook", "h", |tag, run| {
+        let (ok, err) = run(&["install", "h", &chart, "--wait", "--timeout", "60s"]);
+        assert!(ok, "{tag} install: {err}");
+        let (ok, err) = run(&[
+            "upgrade",
+            "h",
+            &chart,
+            "--set",
+            "name=settings-v2",
+            "--set",
+            "hook=true",
+            "--atomic",
+            "--timeout",
+            "30s",
+        ]);
+        assert!(!ok, "{tag}: the upgrade with a failing hook succeeded");
+        err.lines()
+            .filter(|l| !l.starts_with("Using cluster") && !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }) else {
+        return;
+    };
+    for (tag, o) in ["helm3", "helm4", "rudder"].iter().zip(&results) {
+        eprintln!(
+            "{tag} ({}): {}\n  configmaps {:?}; history {}",
+            o.ns, o.value, o.configmaps, o.history
+        );
+    }
+    let r = &results[2];
+    assert!(r.value.contains("pre-upgrade hook"), "{}", r.value);
+    assert!(r.value.contains("rolled back"), "{}", r.value);
+    assert_eq!(r.configmaps, ["settings"]);
+    assert_eq!(r.history, "1:superseded 2:failed 3:deployed");
+    // Helm 3's and Helm 4's rollbacks fail on the object the failed revision
+    // lost track of; the rollback revision is recorded failed.
+    for (i, tag) in [(0, "helm3"), (1, "helm4")] {
+        let o = &results[i];
+        assert!(
+            o.value.contains(r#"ConfigMap with the name "settings""#),
+            "{tag} rolled back cleanly: {}",
+            o.value
+        );
+        assert_eq!(o.history, "1:deployed 2:superseded 3:failed", "{tag}");
+    }
+}
+
+/// What one tool's run of a [`side_by_side`] sequence left.
+struct Outcome<T> {
+    ns: String,
+    /// What the sequence returned.
+    value: T,
+    /// The ConfigMaps left in `ns` (`kube-root-ca.crt` aside), sorted.
+    configmaps: Vec<String>,
+    /// The release's history as `REV:STATUS ...`, read by Helm 3.
+    history: String,
+}
+
+/// Runs `steps` with Helm 3, Helm 4 and rudder at once, each in a fresh
+/// namespace `PREFIX-TOOL`. `steps(tag, run)` calls `run(args)`, which adds
+/// `-n NS` and answers (succeeded, stderr). Outcomes come in the order helm3,
+/// helm4, rudder; `None` (after the skip message) without Helm.
+fn side_by_side<T: Send>(
+    tb: &Testbed,
+    prefix: &str,
+    release: &str,
+    steps: impl Fn(&str, &dyn Fn(&[&str]) -> (bool, String)) -> T + Sync,
+) -> Option<Vec<Outcome<T>>> {
+    let tools = [
+        ("helm3", Some(common::helm(3)?)),
+        ("helm4", Some(common::helm(4)?)),
+        ("rudder", None),
+    ];
+    let work = tempfile::tempdir().unwrap();
     let rudder = Rudder::new(tb);
-    let tools: Vec<(&str, Option<PathBuf>)> =
-        vec![("helm3", Some(h3)), ("helm4", Some(h4)), ("rudder", None)];
-    let results: Vec<(String, String, Vec<String>, String)> = std::thread::scope(|s| {
+    let steps = &steps;
+    Some(std::thread::scope(|s| {
         let handles: Vec<_> = tools
             .iter()
             .map(|(tag, helm)| {
-                let (chart, rudder, work) = (&chart, &rudder, work.path());
+                let (rudder, work) = (&rudder, work.path());
                 s.spawn(move || {
-                    let ns = tb.fresh_namespace(&format!("hook-{tag}"));
+                    let ns = tb.fresh_namespace(&format!("{prefix}-{tag}"));
                     let run = |args: &[&str]| -> (bool, String) {
                         let mut full: Vec<&str> = args.to_vec();
                         full.extend(["-n", &ns]);
@@ -1736,66 +1760,34 @@ spec:
                             }
                         }
                     };
-                    let (ok, err) = run(&["install", "h", chart, "--wait", "--timeout", "60s"]);
-                    assert!(ok, "{tag} install: {err}");
-                    let (ok, err) = run(&[
-                        "upgrade",
-                        "h",
-                        chart,
-                        "--set",
-                        "name=settings-v2",
-                        "--set",
-                        "hook=true",
-                        "--atomic",
-                        "--timeout",
-                        "30s",
-                    ]);
-                    assert!(!ok, "{tag}: the upgrade with a failing hook succeeded");
-                    let error = err
-                        .lines()
-                        .filter(|l| !l.starts_with("Using cluster") && !l.trim().is_empty())
-                        .collect::<Vec<_>>()
-                        .join(" ");
+                    let value = steps(tag, &run);
                     let cms = tb.kubectl_ok(&["-n", &ns, "get", "configmaps", "-o", "name"]);
-                    let mut cms: Vec<String> = cms
+                    let mut configmaps: Vec<String> = cms
                         .lines()
                         .map(|l| l.trim_start_matches("configmap/").to_string())
                         .filter(|n| n != "kube-root-ca.crt")
                         .collect();
-                    cms.sort();
+                    configmaps.sort();
                     let hist: Vec<Value> = serde_json::from_str(&helm3(
                         tb,
                         &work.join("reader"),
-                        &["history", "h", "-n", &ns, "-o", "json"],
+                        &["history", release, "-n", &ns, "-o", "json"],
                     ))
                     .unwrap();
-                    let statuses = hist
+                    let history = hist
                         .iter()
                         .map(|r| format!("{}:{}", r["revision"], r["status"].as_str().unwrap()))
                         .collect::<Vec<_>>()
                         .join(" ");
-                    (ns, error, cms, statuses)
+                    Outcome {
+                        ns,
+                        value,
+                        configmaps,
+                        history,
+                    }
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    for ((tag, _), (ns, error, cms, statuses)) in tools.iter().zip(&results) {
-        eprintln!("{tag} ({ns}): {error}\n  configmaps {cms:?}; history {statuses}");
-    }
-    let (_, error, cms, statuses) = &results[2];
-    assert!(error.contains("pre-upgrade hook"), "{error}");
-    assert!(error.contains("rolled back"), "{error}");
-    assert_eq!(cms, &["settings"]);
-    assert_eq!(statuses, "1:superseded 2:failed 3:deployed");
-    // Helm 3's and Helm 4's rollbacks fail on the object the failed revision
-    // lost track of; the rollback revision is recorded failed.
-    for (i, tag) in [(0, "helm3"), (1, "helm4")] {
-        let (_, error, _, statuses) = &results[i];
-        assert!(
-            error.contains(r#"ConfigMap with the name "settings""#),
-            "{tag} rolled back cleanly: {error}"
-        );
-        assert_eq!(statuses, "1:deployed 2:superseded 3:failed", "{tag}");
-    }
+    }))
 }
