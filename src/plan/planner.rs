@@ -1382,17 +1382,28 @@ fn removed_anywhere(
         let mut ptr = String::new();
         removed_fields(old, desired, live, &mut ptr, changed);
     }
-    if let Some(owned) = applied_fields(live, FIELD_MANAGER) {
-        let mut ptr = String::new();
-        let mut removed = Vec::new();
-        removed_fields(&owned, desired, live, &mut ptr, &mut removed);
-        // Only what the server's dry run drops: a Secret's stringData lands
-        // in data, which rudder then owns although the desired object
-        // never names it.
-        for p in removed {
-            if dry.pointer(&p).is_none() && !changed.contains(&p) {
-                changed.push(p);
-            }
+    // The fields rudder's own applies set (managedFields, manager rudder,
+    // operation Apply): an apply that no longer sets one removes it,
+    // whichever revision set it. After a failed upgrade the last deployed
+    // manifest does not know the fields the failed one added.
+    let entries = live
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array);
+    let mut removed = Vec::new();
+    for e in entries.into_iter().flatten() {
+        if e["manager"] != FIELD_MANAGER || e["operation"] != "Apply" {
+            continue;
+        }
+        if let Some(Value::Object(f)) = e.get("fieldsV1") {
+            let mut ptr = String::new();
+            removed_owned(f, desired, live, &mut ptr, &mut removed);
+        }
+    }
+    // Only what the server's dry run drops: a Secret's stringData lands in
+    // data, which rudder then owns although the desired object never names it.
+    for p in removed {
+        if dry.pointer(&p).is_none() && !changed.contains(&p) {
+            changed.push(p);
         }
     }
 }
@@ -1556,63 +1567,44 @@ fn same_scalar(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Leaves the last manifest set, the new one lacks, and live still has:
-/// an apply removes them.
-/// The fields `manager` owns on `live` through server-side apply, as an
-/// object skeleton [`removed_fields`] can walk: `f:name` entries become
-/// keys; list items (`k:`, `v:`, `i:`) are left out, since a list the
-/// desired object still sets is compared whole. An apply that no longer
-/// sets such a field removes it, whichever revision set it: after a failed
-/// upgrade the last deployed manifest does not know the fields the failed
-/// one added.
-fn applied_fields(live: &Value, manager: &str) -> Option<Value> {
-    fn skeleton(fields: &serde_json::Map<String, Value>) -> Value {
-        let mut out = serde_json::Map::new();
-        for (k, v) in fields {
-            if let Some(name) = k.strip_prefix("f:") {
-                let sub = match v {
-                    Value::Object(m) => skeleton(m),
-                    _ => Value::Object(serde_json::Map::new()),
-                };
-                out.insert(name.to_string(), sub);
-            }
-        }
-        Value::Object(out)
-    }
-    let entries = live.pointer("/metadata/managedFields")?.as_array()?;
-    let mut merged: Option<Value> = None;
-    for e in entries {
-        if e["manager"] != manager || e["operation"] != "Apply" {
-            continue;
-        }
-        let Some(Value::Object(f)) = e.get("fieldsV1") else {
+/// Fields that `owned` (a managedFields `fieldsV1` tree) names, the
+/// desired object lacks and live still has. Only `f:name` entries are
+/// followed; list items (`k:`, `v:`, `i:`) are left out, since a list the
+/// desired object still sets is compared whole. The same walk as
+/// [`removed_fields`], over the server's record of what an apply set.
+fn removed_owned(
+    owned: &Map<String, Value>,
+    desired: &Value,
+    live: &Value,
+    ptr: &mut String,
+    out: &mut Vec<String>,
+) {
+    let Value::Object(lm) = live else { return };
+    for (k, sub) in owned {
+        let Some(name) = k.strip_prefix("f:") else {
             continue;
         };
-        let sk = skeleton(f);
-        merged = Some(match merged {
-            None => sk,
-            Some(mut m) => {
-                merge_skeleton(&mut m, sk);
-                m
-            }
-        });
-    }
-    merged
-}
-
-fn merge_skeleton(into: &mut Value, from: Value) {
-    if let (Value::Object(a), Value::Object(b)) = (into, from) {
-        for (k, v) in b {
-            match a.get_mut(&k) {
-                Some(existing) => merge_skeleton(existing, v),
-                None => {
-                    a.insert(k, v);
-                }
-            }
+        if skip_top(ptr, name) {
+            continue;
         }
+        let Some(lv) = lm.get(name) else { continue };
+        let len = ptr.len();
+        ptr.push('/');
+        push_escaped(ptr, name);
+        match (desired.get(name), sub) {
+            (None, _) if !out.iter().any(|c| c == ptr) => out.push(ptr.clone()),
+            (None, _) => {}
+            (Some(dv), Value::Object(m)) if dv.is_object() => {
+                removed_owned(m, dv, lv, ptr, out);
+            }
+            _ => {}
+        }
+        ptr.truncate(len);
     }
 }
 
+/// Leaves the last manifest set, the new one lacks, and live still has:
+/// an apply removes them.
 fn removed_fields(
     old: &Value,
     desired: &Value,
