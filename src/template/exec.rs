@@ -6,7 +6,7 @@
 //! Deep recursion (nested `include`, `template`, `tpl`) runs on a growable
 //! stack, and total nesting is bounded, so hostile input cannot overflow it.
 use super::ast::{Arg, Command, List, Name, Node, Number, Pipe, TemplateCall, Tree};
-use super::funcs::{CallContext, FuncError, FuncResult, FuncSpec, Param};
+use super::funcs::{too_large, CallContext, FuncError, FuncResult, FuncSpec, Param};
 use super::gofmt::quote_go;
 use super::value::{GoObject, ListKind, MapKind, Value};
 use super::Engine;
@@ -873,6 +873,14 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 }
             },
         };
+        // The value cap, for every function: those that can grow a value
+        // much beyond their arguments check before allocating (check_size).
+        let max = self.sh.engine.options.max_output_bytes;
+        let result = match result {
+            Ok(Value::Str(s)) if s.len() > max => Err(too_large(s.len() as u128, max)),
+            Ok(Value::Bytes(b)) if b.len() > max => Err(too_large(b.len() as u128, max)),
+            other => other,
+        };
         match result {
             Ok(v) => Ok(Tv {
                 iface: matches!(v, Value::Nil),
@@ -1157,6 +1165,10 @@ impl CallContext for Ctx<'_, '_> {
 
     fn network_enabled(&self) -> bool {
         self.sh.engine.options.enable_dns
+    }
+
+    fn max_value_bytes(&self) -> usize {
+        self.sh.engine.options.max_output_bytes
     }
 
     fn lint_mode(&self) -> bool {

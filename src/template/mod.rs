@@ -94,9 +94,15 @@ pub enum TemplateError {
     /// The named template does not exist.
     #[error("template: no template {} associated with template \"gotpl\"", gofmt::quote_go(.0))]
     NotFound(String),
-    /// The output limit ([`EngineOptions::max_output_bytes`]) was reached.
-    #[error("rendering output exceeded the limit of {0} bytes")]
-    OutputLimit(usize),
+    /// The output limit ([`EngineOptions::max_output_bytes`]) was reached
+    /// while executing `template`.
+    #[error("template: {template}: rendering output exceeded the limit of {limit} bytes")]
+    OutputLimit {
+        /// The template being executed (the chart file).
+        template: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl TemplateError {
@@ -426,7 +432,10 @@ impl Engine {
                 helm: helm_exec_message(name, &go),
                 go,
             }),
-            Err(exec::ExecErr::Limit(n)) => Err(TemplateError::OutputLimit(n)),
+            Err(exec::ExecErr::Limit(limit)) => Err(TemplateError::OutputLimit {
+                template: name.to_string(),
+                limit,
+            }),
             Err(_) => Ok(String::new()),
         }
     }

@@ -104,6 +104,48 @@ fn len_of_invalid_and_typed_nil() {
 }
 
 #[test]
+fn no_value_grows_past_the_output_limit() {
+    let e = |text: &str| {
+        let mut e = Engine::new(EngineOptions {
+            max_output_bytes: 1000,
+            ..EngineOptions::default()
+        });
+        e.add_template("t", text).expect("parses");
+        e.execute("t", &Value::Nil)
+    };
+    // Checked before allocating, in the functions that grow values...
+    for text in [
+        "{{ repeat 1000000000 \"x\" | repeat 1000000000 }}",
+        "{{ repeat 1001 \"x\" }}",
+        "{{ indent 100 (repeat 20 \"\\n\") }}",
+        "{{ nindent 100 (repeat 20 \"\\n\") }}",
+        "{{ replace \"a\" \"bbbb\" (repeat 300 \"a\") }}",
+        "{{ $s := repeat 400 \"x\" }}{{ join \",\" (list $s $s $s) }}",
+        "{{ $s := repeat 400 \"x\" }}{{ print $s $s $s }}",
+        "{{ $s := repeat 400 \"x\" }}{{ cat $s $s $s }}",
+        "{{ $s := repeat 400 \"x\" }}{{ toJson (list $s $s $s) }}",
+        "{{ len (until 1000000000) }}",
+        "{{ randAlpha 1000000000 }}",
+    ] {
+        let err = e(text).expect_err(text).to_string();
+        assert!(
+            err.contains("would exceed the limit of 1000 bytes"),
+            "{text}: {err}"
+        );
+    }
+    // ...and after every call, whatever the function.
+    let err = e("{{ $s := \"x\" }}{{ range until 20 }}{{ $s = printf \"%s%s\" $s $s }}{{ end }}")
+        .expect_err("doubling")
+        .to_string();
+    assert!(
+        err.contains("would exceed the limit of 1000 bytes"),
+        "{err}"
+    );
+    // Under the cap all is as before.
+    assert_eq!(e("{{ repeat 3 \"ab\" | len }}").expect("renders"), "6");
+}
+
+#[test]
 fn output_limit_and_strict_mode() {
     let mut e = Engine::new(EngineOptions {
         max_output_bytes: 10,
@@ -116,7 +158,10 @@ fn output_limit_and_strict_mode() {
     .expect("parses");
     assert_eq!(
         e.execute("t", &Value::Nil),
-        Err(TemplateError::OutputLimit(10))
+        Err(TemplateError::OutputLimit {
+            template: "t".into(),
+            limit: 10
+        })
     );
 
     let mut strict = Engine::new(EngineOptions {

@@ -223,16 +223,19 @@ fn slice(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     })
 }
 
-fn print(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn print(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, a)?;
     Ok(Value::str(sprint(a)))
 }
 
-fn printf(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn printf(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, a)?;
     let f = a.first().and_then(|v| v.as_str()).unwrap_or("");
     Ok(Value::str(sprintf(f, &a[1.min(a.len())..])))
 }
 
-fn println(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn println(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, a)?;
     Ok(Value::str(sprintln(a)))
 }
 

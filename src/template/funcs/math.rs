@@ -172,13 +172,34 @@ pub fn until_step(start: i64, stop: i64, step: i64) -> Vec<i64> {
     v
 }
 
-fn until(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+/// Refuses a sequence from `start` towards `stop` by `step` whose list
+/// would pass the value cap, before it is built.
+fn check_sequence(
+    ctx: &dyn CallContext,
+    start: i64,
+    stop: i64,
+    step: i64,
+) -> Result<(), FuncError> {
+    if step == 0 {
+        return Ok(());
+    }
+    let span = (stop as i128 - start as i128).unsigned_abs();
+    let n = span
+        .div_ceil(step.unsigned_abs() as u128)
+        .min(MAX_SEQUENCE as u128);
+    // A list slot, plus the i64 it is built from.
+    super::check_size(ctx, n * (std::mem::size_of::<Value>() as u128 + 8))
+}
+
+fn until(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let count = arg_int(a, 0);
     let step = if count < 0 { -1 } else { 1 };
+    check_sequence(ctx, 0, count, step)?;
     Ok(int_list(until_step(0, count, step)))
 }
 
-fn until_step_fn(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn until_step_fn(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    check_sequence(ctx, arg_int(a, 0), arg_int(a, 1), arg_int(a, 2))?;
     Ok(int_list(until_step(
         arg_int(a, 0),
         arg_int(a, 1),
@@ -193,8 +214,14 @@ fn join_ints(v: &[i64]) -> String {
         .join(" ")
 }
 
-fn seq(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn seq(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let p: Vec<i64> = a.iter().map(to_int64).collect();
+    match p.len() {
+        1 => check_sequence(ctx, 1, p[0], 1)?,
+        2 => check_sequence(ctx, p[0], p[1], 1)?,
+        3 => check_sequence(ctx, p[0], p[2], p[1])?,
+        _ => {}
+    }
     let out = match p.len() {
         1 => {
             let (start, end) = (1, p[0]);

@@ -132,6 +132,91 @@ pub trait CallContext {
     }
     /// Records a line for the engine's log (lint mode's `[INFO]` lines).
     fn log(&mut self, _line: String) {}
+    /// The most bytes any one value may hold: the engine's output limit
+    /// ([`EngineOptions::max_output_bytes`](crate::template::EngineOptions)).
+    /// Functions that can grow a value check the size they would produce
+    /// before allocating it ([`check_size`]); the engine checks every
+    /// result after the call as well.
+    fn max_value_bytes(&self) -> usize {
+        DEFAULT_MAX_VALUE_BYTES
+    }
+}
+
+/// The value cap of a [`CallContext`] that does not set one: 100 MiB, the
+/// engine's default output limit.
+pub const DEFAULT_MAX_VALUE_BYTES: usize = 100 * 1024 * 1024;
+
+/// Refuses a value of `bytes` bytes (computed before it is built) when it
+/// would be larger than the context's value cap. This keeps hostile
+/// templates (`repeat 1000000000 "x" | repeat 1000000000`) from taking
+/// gigabytes before they fail.
+pub fn check_size(ctx: &dyn CallContext, bytes: u128) -> Result<(), FuncError> {
+    let max = ctx.max_value_bytes();
+    if bytes > max as u128 {
+        Err(too_large(bytes, max))
+    } else {
+        Ok(())
+    }
+}
+
+/// Refuses a call whose arguments together already hold more than the cap,
+/// for functions whose result holds all of them (`print`, `cat`, `toJson`).
+pub fn check_args_size(ctx: &dyn CallContext, args: &[Value]) -> Result<(), FuncError> {
+    let max = ctx.max_value_bytes() as u128;
+    let mut total = 0;
+    for a in args {
+        total += value_bytes(a, max);
+        if total > max {
+            return Err(too_large(total, ctx.max_value_bytes()));
+        }
+    }
+    Ok(())
+}
+
+/// The error for a value over the cap.
+pub(crate) fn too_large(bytes: u128, max: usize) -> FuncError {
+    FuncError::Msg(format!(
+        "a value of {bytes} bytes would exceed the limit of {max} bytes (the output limit)"
+    ))
+}
+
+/// The bytes a value holds for the cap: string and byte lengths, and for
+/// lists and maps their elements' bytes plus one slot each. Walks at most
+/// `budget` bytes' worth, so shared or cyclic structures stop early.
+pub(crate) fn value_bytes(v: &Value, budget: u128) -> u128 {
+    const SLOT: u128 = std::mem::size_of::<Value>() as u128;
+    fn walk(v: &Value, budget: u128, depth: usize, acc: &mut u128) {
+        if *acc > budget || depth > 10_000 {
+            return;
+        }
+        match v {
+            Value::Str(s) => *acc += s.len() as u128,
+            Value::Bytes(b) => *acc += b.len() as u128,
+            Value::List(l, _) => {
+                *acc += SLOT * l.len() as u128;
+                for x in l.iter() {
+                    walk(x, budget, depth + 1, acc);
+                    if *acc > budget {
+                        return;
+                    }
+                }
+            }
+            Value::Map(m, _) => {
+                let Ok(m) = m.try_borrow() else { return };
+                for (k, x) in m.iter() {
+                    *acc += SLOT + k.len() as u128;
+                    walk(x, budget, depth + 1, acc);
+                    if *acc > budget {
+                        return;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut acc = 0;
+    walk(v, budget, 0, &mut acc);
+    acc
 }
 
 /// The native implementation of a template function.

@@ -52,27 +52,33 @@ fn random_string(count: i64, alphabet: &[u8]) -> Result<String, FuncError> {
 /// beyond this, we report its allocation error instead.
 const MAX_LEN: usize = 1 << 30;
 
-fn rand_alpha_num(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn rand_alpha_num(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+    super::check_size(ctx, int_arg(args, 0).max(0) as u128)?;
     let alphabet: Vec<u8> = [DIGITS, LETTERS].concat();
     random_string(int_arg(args, 0), &alphabet).map(Value::str)
 }
 
-fn rand_alpha(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn rand_alpha(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+    super::check_size(ctx, int_arg(args, 0).max(0) as u128)?;
     random_string(int_arg(args, 0), LETTERS).map(Value::str)
 }
 
-fn rand_numeric(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn rand_numeric(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+    super::check_size(ctx, int_arg(args, 0).max(0) as u128)?;
     random_string(int_arg(args, 0), DIGITS).map(Value::str)
 }
 
-fn rand_ascii(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn rand_ascii(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+    super::check_size(ctx, int_arg(args, 0).max(0) as u128)?;
     let printable: Vec<u8> = (32u8..=126).collect();
     random_string(int_arg(args, 0), &printable).map(Value::str)
 }
 
 /// Base64 of `count` random bytes. A negative count is Go's `make` panic.
-fn rand_bytes(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn rand_bytes(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let n = int_arg(args, 0);
+    // The raw bytes and their base64 text are both held at the end.
+    super::check_size(ctx, n.max(0) as u128 * 7 / 3)?;
     let n = usize::try_from(n)
         .ok()
         .filter(|&n| n <= MAX_LEN)

@@ -83,7 +83,8 @@ fn trim_newline(s: String) -> Value {
     Value::str(s.strip_suffix('\n').unwrap_or(&s))
 }
 
-fn to_yaml(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn to_yaml(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, args)?;
     Ok(trim_newline(yaml::to_yaml(&arg(args))))
 }
 
@@ -103,7 +104,8 @@ fn value_to_node_v3(v: &Value) -> Node {
     }
 }
 
-fn to_yaml_pretty(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn to_yaml_pretty(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, args)?;
     let n = args.first().map(value_to_node_v3).unwrap_or(Node::Null);
     Ok(trim_newline(yaml::to_yaml_pretty(&n)))
 }
@@ -122,15 +124,18 @@ fn from_yaml_array(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     })
 }
 
-fn to_json(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn to_json(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, args)?;
     Ok(Value::str(yaml::to_json(&arg(args), true)))
 }
 
-fn to_pretty_json(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn to_pretty_json(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, args)?;
     Ok(Value::str(yaml::to_json_pretty(&arg(args), "  ")))
 }
 
-fn to_raw_json(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn to_raw_json(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, args)?;
     yaml::try_to_json(&arg(args), false)
         .map(Value::str)
         .map_err(|e| FuncError::msg(e.to_string()))
@@ -199,7 +204,8 @@ fn must_from_json(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
         .map_err(|e| FuncError::msg(e.to_string()))
 }
 
-fn to_toml(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+fn to_toml(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, args)?;
     match yaml::try_to_toml(&arg(args)) {
         Ok(s) => Ok(Value::str(s)),
         // Go panics inside reflection for a nil value: a template error.

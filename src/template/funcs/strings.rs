@@ -247,13 +247,14 @@ fn abbrevboth(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     bytes_ok(&abbreviate_full(&go_bytes(&s), left, right).unwrap_or_default())
 }
 
-fn repeat(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn repeat(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let n = arg_int(a, 0);
     let s = arg_str(a, 1);
     if n < 0 {
         return Err(err("strings: negative Repeat count"));
     }
     let total = (s.len() as u128) * (n as u128);
+    super::check_size(ctx, total)?;
     if total > (1u128 << 31) {
         return Err(err("strings: Repeat output length overflow"));
     }
@@ -692,7 +693,12 @@ fn wrap(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     bytes_ok(&wrap_custom(&arg_str(a, 1), arg_int(a, 0), "", false))
 }
 
-fn wrap_with(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn wrap_with(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    // A break goes at a space, or inside a word once per `width` bytes.
+    let (s, nl) = (arg_str(a, 2), arg_str(a, 1));
+    let spaces = s.bytes().filter(|&b| b == b' ').count() as u128;
+    let breaks = spaces + s.len() as u128 / arg_int(a, 0).max(1) as u128 + 1;
+    super::check_size(ctx, s.len() as u128 + breaks * nl.len() as u128)?;
     bytes_ok(&wrap_custom(
         &arg_str(a, 2),
         arg_int(a, 0),
@@ -715,7 +721,8 @@ fn has_suffix(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     Ok(Value::Bool(arg_str(a, 1).ends_with(arg_str(a, 0).as_ref())))
 }
 
-fn quote(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn quote(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, a)?;
     let parts: Vec<String> = a
         .iter()
         .filter(|v| !matches!(v, Value::Nil))
@@ -724,7 +731,8 @@ fn quote(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     s_ok(parts.join(" "))
 }
 
-fn squote(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn squote(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, a)?;
     let parts: Vec<String> = a
         .iter()
         .filter(|v| !matches!(v, Value::Nil))
@@ -733,7 +741,8 @@ fn squote(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     s_ok(parts.join(" "))
 }
 
-fn cat(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn cat(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    super::check_args_size(ctx, a)?;
     let parts: Vec<String> = a
         .iter()
         .filter(|v| !matches!(v, Value::Nil))
@@ -754,18 +763,37 @@ pub fn indent_str(spaces: i64, s: &str) -> Result<String, super::FuncError> {
     Ok(out)
 }
 
-fn indent(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    s_ok(indent_str(arg_int(a, 0), &arg_str(a, 1))?)
+/// The size `indent_str(spaces, s)` would have, checked against the cap.
+fn check_indent(ctx: &dyn CallContext, spaces: i64, s: &str) -> Result<(), super::FuncError> {
+    let lines = s.bytes().filter(|&b| b == b'\n').count() as u128 + 1;
+    super::check_size(ctx, s.len() as u128 + 1 + lines * spaces.max(0) as u128)
 }
 
-fn nindent(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    s_ok(format!("\n{}", indent_str(arg_int(a, 0), &arg_str(a, 1))?))
+fn indent(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    let s = arg_str(a, 1);
+    check_indent(ctx, arg_int(a, 0), &s)?;
+    s_ok(indent_str(arg_int(a, 0), &s)?)
 }
 
-fn replace(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+fn nindent(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    let s = arg_str(a, 1);
+    check_indent(ctx, arg_int(a, 0), &s)?;
+    s_ok(format!("\n{}", indent_str(arg_int(a, 0), &s)?))
+}
+
+fn replace(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let old = arg_str(a, 0);
     let new = arg_str(a, 1);
     let src = arg_str(a, 2);
+    if new.len() > old.len() {
+        // Go's Replace with an empty `old` inserts at every rune boundary.
+        let n = if old.is_empty() {
+            src.chars().count() as u128 + 1
+        } else {
+            src.matches(old.as_ref()).count() as u128
+        };
+        super::check_size(ctx, src.len() as u128 + n * (new.len() - old.len()) as u128)?;
+    }
     s_ok(src.replace(old.as_ref(), &new))
 }
 
@@ -793,8 +821,19 @@ fn split_list(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     Ok(string_list(go_split_n(&arg_str(a, 1), &arg_str(a, 0), -1)))
 }
 
-fn join(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    s_ok(strslice(&arg(a, 1)).join(&arg_str(a, 0)))
+fn join(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
+    let list = arg(a, 1);
+    let sep = arg_str(a, 0);
+    let max = ctx.max_value_bytes() as u128;
+    let items = match &list {
+        Value::List(l, _) => l.len() as u128,
+        _ => 1,
+    };
+    super::check_size(
+        ctx,
+        super::value_bytes(&list, max) + items * sep.len() as u128,
+    )?;
+    s_ok(strslice(&list).join(&sep))
 }
 
 fn sort_alpha(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
