@@ -22,7 +22,31 @@ pub fn missing<T>(what: &str) -> Option<T> {
         panic!("RUDDER_REQUIRE_ORACLE=1 but {what} is missing");
     }
     eprintln!("SKIPPED: {what} is missing; set it up to run this test");
+    log_skip(what);
     None
+}
+
+/// Appends the skip to `$RUDDER_SKIP_LOG` (set by `scripts/test`), which
+/// prints a summary at the end of the run: cargo test hides the output of
+/// tests that pass, skips included.
+pub fn log_skip(what: &str) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("RUDDER_SKIP_LOG") else {
+        return;
+    };
+    let bin = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .map(|s| s.rsplit_once('-').map_or(s.clone(), |(b, _)| b.to_string()))
+        .unwrap_or_default();
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{bin}::{test}\t{what}");
+    }
 }
 
 /// The `../shared` directory next to the project, if present.
