@@ -45,7 +45,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 // No unsafe code, except memory-mapping chart files in
-// `chart::load::load_mapped`, an `unsafe fn` whose contract says why.
+// `chart::loader::load_mapped`, an `unsafe fn` whose contract says why.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

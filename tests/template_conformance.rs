@@ -68,7 +68,7 @@ fn run_case(case: &Json) -> Outcome {
             return Outcome::Error(format!("cannot write {name}"));
         }
     }
-    let chart = match rudder::chart::load::load_dir(&root) {
+    let chart = match rudder::chart::loader::load_dir(&root) {
         Ok(c) => c,
         Err(e) => return Outcome::Error(e.to_string()),
     };

@@ -5,8 +5,8 @@ mod common;
 
 use rudder::chart::snapshot::snapshot_text;
 use rudder::chart::{chart_from_component, Component};
-use rudder::upgrader::components::Kind;
 use rudder::upgrader::config::{ConfigError, Loaded};
+use rudder::upgrader::control_plane::Kind;
 use rudder::upgrader::{self, demo, Options, UpgraderError};
 use serde_json::Value;
 use std::path::Path;
@@ -72,7 +72,7 @@ fn objects_of(text: &str) -> Vec<Value> {
 fn single_controller_apiserver_is_a_surge_deployment_with_a_pdb() {
     let d = tempfile::tempdir().unwrap();
     let l = config(d.path(), "single", 1, &[]);
-    let m = rudder::upgrader::components::ControlPlaneComponent::new(&l, Kind::KubeApiserver)
+    let m = rudder::upgrader::control_plane::ControlPlaneComponent::new(&l, Kind::KubeApiserver)
         .render_manifests()
         .unwrap();
     let all: Vec<Value> = m.values().flat_map(|t| objects_of(t)).collect();
@@ -102,7 +102,7 @@ fn single_controller_apiserver_is_a_surge_deployment_with_a_pdb() {
     assert!(!all.iter().any(|o| o["kind"] == "DaemonSet"));
 
     let l = config(d.path(), "ha", 3, &[]);
-    let m = rudder::upgrader::components::ControlPlaneComponent::new(&l, Kind::KubeApiserver)
+    let m = rudder::upgrader::control_plane::ControlPlaneComponent::new(&l, Kind::KubeApiserver)
         .render_manifests()
         .unwrap();
     let all: Vec<Value> = m.values().flat_map(|t| objects_of(t)).collect();
@@ -257,7 +257,7 @@ fn pod_labels_go_on_every_pod_template_of_their_component() {
         )],
     );
     for kind in [Kind::Kubernetes, Kind::Calico] {
-        let m = rudder::upgrader::components::ControlPlaneComponent::new(&l, kind)
+        let m = rudder::upgrader::control_plane::ControlPlaneComponent::new(&l, kind)
             .render_manifests()
             .unwrap();
         let workloads: Vec<Value> = m

@@ -153,7 +153,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             revision,
         } => {
             let opts = options(&cli.common)?;
-            if rudder::upgrader::components::Kind::from_name(&component).is_none() {
+            if rudder::upgrader::control_plane::Kind::from_name(&component).is_none() {
                 return Err(upgrader::UpgraderError::UnknownComponent(component).to_string());
             }
             let t = targets(&cli.global)?;

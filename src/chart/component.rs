@@ -104,7 +104,7 @@ pub fn chart_from_component(c: &dyn Component) -> Result<Chart, ComponentError> 
     let bytes =
         super::package::package_bytes(&chart).map_err(|e| fail(Stage::Validating, Box::new(e)))?;
     let loaded =
-        super::load::load_archive(&bytes).map_err(|e| fail(Stage::Validating, Box::new(e)))?;
+        super::loader::load_archive(&bytes).map_err(|e| fail(Stage::Validating, Box::new(e)))?;
     if loaded.templates != chart.templates || loaded.files != chart.files {
         return Err(fail(
             Stage::Validating,

@@ -6,7 +6,7 @@
 //! which a later pipeline stage provides through [`LintRenderer`]; without
 //! one they are skipped. Schema validation of values and deprecated-API
 //! warnings are not implemented here.
-use super::load::{load_archive_files, load_dir};
+use super::loader::{load_archive_files, load_dir};
 use super::model::Chart;
 use crate::manifest::names::{name_errors, rule_for_kind};
 use crate::yaml::Node;
@@ -196,7 +196,7 @@ pub fn lint(path: &Path, opts: &LintOptions<'_>) -> LintResult {
         result.error = Some(format!(
             "unable to check Chart.yaml file in chart: stat {}: {}",
             chart_dir.join("Chart.yaml").display(),
-            super::load::io_message(&e)
+            super::loader::io_message(&e)
         ));
         return result;
     }
@@ -209,7 +209,7 @@ pub fn lint(path: &Path, opts: &LintOptions<'_>) -> LintResult {
 
 fn expand_archive(path: &Path) -> Result<(TempDir, PathBuf), String> {
     let data = std::fs::read(path)
-        .map_err(|e| format!("open {}: {}", path.display(), super::load::io_message(&e)))?;
+        .map_err(|e| format!("open {}: {}", path.display(), super::loader::io_message(&e)))?;
     let files = load_archive_files(&data).map_err(|e| format!("unable to extract tarball: {e}"))?;
     let name = files
         .iter()
@@ -323,7 +323,7 @@ fn lint_chartfile(dir: &Path, l: &mut Linter) {
                 format!(
                     "unable to parse YAML\n\tread {}: {}",
                     path.display(),
-                    super::load::io_message(&e)
+                    super::loader::io_message(&e)
                 ),
             );
             return;
@@ -455,7 +455,7 @@ fn lint_values(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
                 format!(
                     "unable to parse YAML: read {}: {}",
                     path.display(),
-                    super::load::io_message(&e)
+                    super::loader::io_message(&e)
                 ),
             );
             return;

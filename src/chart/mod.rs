@@ -2,7 +2,7 @@
 //! validating, linting and packaging.
 //!
 //! This stage owns everything about a chart as files: Helm's layout and
-//! loader ([`load`]), `.helmignore` ([`ignore`]), Chart.yaml decoding and
+//! loader ([`load()`](loader::load)), `.helmignore` ([`ignore`]), Chart.yaml decoding and
 //! `Metadata.Validate` ([`metadata`]), packaging ([`package`]), chart-level
 //! lint rules ([`lint`]), and building charts from rendered manifests
 //! ([`build`]) or components ([`component`]). Rendering templates is the
@@ -12,7 +12,7 @@ pub mod component;
 pub mod fixtures;
 pub mod ignore;
 pub mod lint;
-pub mod load;
+pub mod loader;
 pub mod metadata;
 pub mod model;
 pub mod package;
@@ -21,7 +21,7 @@ pub mod snapshot;
 
 pub use build::{chart_from_manifests, chart_from_manifests_with, BuildError, BuildOptions};
 pub use component::{chart_from_component, Component, ComponentError, HandlebarsComponent, Stage};
-pub use load::{
+pub use loader::{
     load, load_archive, load_dir, load_file, load_files, load_inspecting, load_mapped,
     load_mapped_inspecting, LoadError,
 };

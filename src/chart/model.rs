@@ -151,7 +151,7 @@ pub(crate) fn lossy_text(b: &[u8]) -> std::borrow::Cow<'_, str> {
 /// dependency processing does) copies a reference, not the contents.
 ///
 /// The bytes live on the heap, or, for large files loaded by
-/// [`load_mapped`](super::load::load_mapped), in a read-only memory map of
+/// [`load_mapped`](super::loader::load_mapped), in a read-only memory map of
 /// the file: a file the render never reads (a chart's CRDs, say) then costs
 /// neither a copy nor memory.
 #[derive(Clone, Default)]

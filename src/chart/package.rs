@@ -102,7 +102,7 @@ pub fn package_bytes(chart: &Chart) -> Result<Vec<u8>, PackageError> {
     let io = |e: std::io::Error| PackageError::Io {
         op: "write",
         path: "<archive>".into(),
-        message: super::load::io_message(&e),
+        message: super::loader::io_message(&e),
     };
     let gz = flate2::GzBuilder::new()
         .mtime(0)
@@ -136,7 +136,7 @@ pub fn save(chart: &Chart, dest: impl AsRef<Path>) -> Result<PathBuf, PackageErr
     std::fs::create_dir_all(dest).map_err(|e| PackageError::Io {
         op: "mkdir",
         path: dest.display().to_string(),
-        message: super::load::io_message(&e),
+        message: super::loader::io_message(&e),
     })?;
     let path = dest.join(archive_name(chart));
     write_file(&path, &bytes)?;
@@ -153,7 +153,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PackageError> {
     let io = |op, e: std::io::Error| PackageError::Io {
         op,
         path: path.display().to_string(),
-        message: super::load::io_message(&e),
+        message: super::loader::io_message(&e),
     };
     let mut f = std::fs::File::create(path).map_err(|e| io("open", e))?;
     if let Err(e) = f.write_all(bytes).and_then(|_| f.sync_all()) {
@@ -177,7 +177,7 @@ pub fn save_dir(chart: &Chart, dir: impl AsRef<Path>) -> Result<(), PackageError
             std::fs::create_dir_all(parent).map_err(|e| PackageError::Io {
                 op: "mkdir",
                 path: parent.display().to_string(),
-                message: super::load::io_message(&e),
+                message: super::loader::io_message(&e),
             })?;
         }
         write_file(&target, &data)?;

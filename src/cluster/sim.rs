@@ -44,7 +44,7 @@
 //! The kinds that have a controller on a real cluster (Deployment,
 //! ReplicaSet, ReplicationController, DaemonSet, StatefulSet, Job, Pod,
 //! PersistentVolumeClaim, Service) show the status
-//! [`controllers::status`](super::controllers::status) computes when they
+//! [`super::controllers::status`] computes when they
 //! are read (`get`, `list`, [`SimCluster::snapshot`], and the object a
 //! write returns): from the time since the object's last *spec-changing*
 //! write (its creation or a write that bumped its `generation`), its

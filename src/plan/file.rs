@@ -1317,7 +1317,7 @@ fn load_entry(e: &ReleaseEntry) -> Result<DesiredRelease, FileError> {
         }
         let text = std::fs::read_to_string(&v.path).map_err(|err| FileError::Read {
             path: path.clone(),
-            message: crate::chart::load::io_message(&err),
+            message: crate::chart::loader::io_message(&err),
         })?;
         let m = parse_values_file(&text).map_err(|message| FileError::BadValues {
             path: path.clone(),
@@ -1346,7 +1346,7 @@ fn load_entry(e: &ReleaseEntry) -> Result<DesiredRelease, FileError> {
 pub fn load(path: &Path) -> Result<Vec<DesiredRelease>, FileError> {
     let text = std::fs::read_to_string(path).map_err(|e| FileError::Read {
         path: path.display().to_string(),
-        message: crate::chart::load::io_message(&e),
+        message: crate::chart::loader::io_message(&e),
     })?;
     parse(&text, path)?.load_releases()
 }

@@ -482,7 +482,7 @@ fn likely_templates(chart: &Chart) -> Vec<(String, Source)> {
     out
 }
 
-/// Loads the chart at `path` ([`crate::chart::load`]) to render it through
+/// Loads the chart at `path` ([`crate::chart::load()`]) to render it through
 /// `engine`: the engine starts parsing the chart's templates
 /// ([`TemplateSet::parse_ahead`]) as soon as they are read, while the
 /// values files decode, and a later [`render_with`] on the same engine

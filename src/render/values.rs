@@ -52,7 +52,7 @@ pub fn parse_values_file(text: &str) -> Result<Map, String> {
 /// Helm's YAML reader error (`error converting YAML to JSON: yaml: invalid
 /// leading UTF-8 octet`) rather than U+FFFD.
 pub fn parse_values_bytes(data: &[u8]) -> Result<Map, String> {
-    if let Some(e) = crate::chart::load::yaml_utf8_error(data) {
+    if let Some(e) = crate::chart::loader::yaml_utf8_error(data) {
         return Err(format!("error converting YAML to JSON: yaml: {e}"));
     }
     parse_values_file(&String::from_utf8_lossy(data))

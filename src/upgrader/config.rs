@@ -408,12 +408,12 @@ impl ClusterConfig {
             .map(|k| ("workloadAnnotations", k))
             .chain(self.pod_labels.keys().map(|k| ("podLabels", k)))
         {
-            if super::components::Kind::from_name(k).is_none() {
+            if super::control_plane::Kind::from_name(k).is_none() {
                 return Err(bad(
                     &format!("{field}.{k}"),
                     format!(
                         "unknown component {k:?}; known: {}",
-                        super::components::Kind::ALL
+                        super::control_plane::Kind::ALL
                             .iter()
                             .map(|k| k.name())
                             .collect::<Vec<_>>()

@@ -155,7 +155,7 @@ fn image_of(t: &Targets) -> (String, Vec<String>) {
     let key = ObjectKey::new(
         "apps",
         "Deployment",
-        super::components::NAMESPACE,
+        super::control_plane::NAMESPACE,
         "kube-apiserver",
     );
     let live = t.cluster.get(&key).ok().flatten().unwrap_or_default();
@@ -286,7 +286,7 @@ pub fn run(
     write!(step.out, "{h}")?;
     let hist = t
         .store
-        .history(super::components::NAMESPACE, "kube-apiserver")
+        .history(super::control_plane::NAMESPACE, "kube-apiserver")
         .map_err(|e| UpgraderError::Targets(e.to_string()))?;
     let mut statuses: Vec<(u64, String, String)> = hist
         .iter()

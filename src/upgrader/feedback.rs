@@ -9,7 +9,7 @@
 //! the same line, until the result; off a terminal each line is printed
 //! whole once its wait is over, and wait progress goes to a separate
 //! writer (stderr in the binary), between whole lines.
-use super::components::Kind;
+use super::control_plane::Kind;
 use crate::cluster::{Cluster, ObjectKey};
 use crate::exec::{Event, Progress, Report};
 use crate::plan::{Plan, ReleaseAction};

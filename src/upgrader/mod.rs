@@ -1,7 +1,7 @@
 //! The bundled upgrader: Lokomotive's control-plane upgrade, done as
 //! plan-then-apply.
 //!
-//! A cluster config ([`config`]) becomes components ([`components`]), each
+//! A cluster config ([`config`]) becomes components ([`components()`]), each
 //! a chart through [`crate::chart::chart_from_component`]; the order
 //! ([`order`]) becomes `needs` with reasons; the planner computes the plan
 //! and the executor applies it, atomically per release, stopping at the
@@ -19,8 +19,8 @@
 //! assert_eq!(&names[..3], ["bootstrap-secrets", "pod-checkpointer", "kube-apiserver"]);
 //! # Ok(()) }
 //! ```
-pub mod components;
 pub mod config;
+pub mod control_plane;
 pub mod demo;
 pub mod feedback;
 pub mod order;
@@ -31,7 +31,7 @@ use crate::plan::{
     DesiredRelease, Need, Plan, ReleaseAction, ReleaseOptions, ReleaseRef, WaitStrategy,
 };
 use crate::targets::Targets;
-use components::{ControlPlaneComponent, Kind, NAMESPACE};
+use control_plane::{ControlPlaneComponent, Kind, NAMESPACE};
 use std::io::Write;
 use std::time::Duration;
 

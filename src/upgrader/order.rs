@@ -5,8 +5,8 @@
 //! components, each needing the one before it. The reasons are
 //! Lokomotive's (`pkg/platform/platform_test.go` and the commits quoted in
 //! its history) and the Kubernetes version-skew policy.
-use super::components::Kind;
 use super::config::ClusterConfig;
+use super::control_plane::Kind;
 use serde::Serialize;
 
 /// One edge of the order: `component` needs `needs` to be ready first.

@@ -346,7 +346,7 @@ fn load_as(
 /// # Safety
 ///
 /// The chart's mapped bytes are the files themselves: while the chart or a
-/// clone of any of its [`FileData`](super::FileData) is alive, the chart's
+/// clone of any of its [`super::FileData`] is alive, the chart's
 /// files must not be modified or truncated (by this or any other process).
 /// A modified file changes bytes the chart already checked; reading a
 /// truncated file's lost end kills the process with `SIGBUS`. A short-lived
