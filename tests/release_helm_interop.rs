@@ -5,7 +5,7 @@ mod release_common;
 
 use release_common::*;
 use rudder::release::store::postgres::PgStore;
-use rudder::release::{codec, HistoryMax, Releases, Rendered, Store};
+use rudder::release::{codec, HistoryMax, Releases, RevisionContent, Store};
 use std::collections::BTreeMap;
 
 /// Compares `rudder ARGS` with `helm ARGS` on the same records: stdout
@@ -350,7 +350,7 @@ fn helm4_writes_rudder_reads() {
     helm_writes_rudder_reads(4);
 }
 
-fn rendered(chart_dir: &std::path::Path, config: &str, notes: &str) -> Rendered {
+fn rendered(chart_dir: &std::path::Path, config: &str, notes: &str) -> RevisionContent {
     use rudder::chart::{Chart, ChartFile, Metadata};
     let mut tpls = Vec::new();
     for f in ["NOTES.txt", "test.yaml"] {
@@ -387,7 +387,7 @@ fn rendered(chart_dir: &std::path::Path, config: &str, notes: &str) -> Rendered 
         weight: 2,
         ..Default::default()
     };
-    Rendered {
+    RevisionContent {
         chart,
         config,
         manifest: String::new(),

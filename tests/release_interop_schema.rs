@@ -91,7 +91,7 @@ fn connection_from_pg_variables() {
         .begin_install(
             "default",
             "envrel",
-            rudder::release::Rendered::default(),
+            rudder::release::RevisionContent::default(),
             false,
         )
         .unwrap();

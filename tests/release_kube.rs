@@ -16,7 +16,7 @@ use release_common::{json_diff, notes_chart, tricky_values};
 use rudder::cluster::kube::{KubeCluster, KubeOptions};
 use rudder::cluster::Cluster;
 use rudder::release::store::objects::{Driver, ObjectStore};
-use rudder::release::{HistoryMax, Release, Releases, Rendered, Status, Store, StoreError};
+use rudder::release::{HistoryMax, Release, Releases, RevisionContent, Status, Store, StoreError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -375,7 +375,7 @@ fn kube() -> Option<(&'static testbed_common::Testbed, Arc<dyn Cluster>)> {
     Some((tb, Arc::new(c)))
 }
 
-fn rendered(chart_dir: &Path, config: &str, notes: &str) -> Rendered {
+fn rendered(chart_dir: &Path, config: &str, notes: &str) -> RevisionContent {
     let chart = rudder::chart::load(chart_dir).unwrap();
     let config: BTreeMap<String, rudder::yaml::Node> = serde_json::from_str(config).unwrap();
     let hook = rudder::release::Hook {
@@ -387,7 +387,7 @@ fn rendered(chart_dir: &Path, config: &str, notes: &str) -> Rendered {
         weight: 2,
         ..Default::default()
     };
-    Rendered {
+    RevisionContent {
         chart,
         config,
         manifest: String::new(),

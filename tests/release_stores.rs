@@ -7,7 +7,9 @@ mod release_common;
 use proptest::prelude::*;
 use rudder::release::store::file::{FaultInjector, FileStore};
 use rudder::release::store::memory::MemoryStore;
-use rudder::release::{codec, HistoryMax, Release, Releases, Rendered, Status, Store, StoreError};
+use rudder::release::{
+    codec, HistoryMax, Release, Releases, RevisionContent, Status, Store, StoreError,
+};
 use std::sync::{Arc, Barrier};
 
 fn rel(name: &str, version: u64, status: Status, desc: &str) -> Release {
@@ -208,7 +210,7 @@ proptest! {
 fn two_writers(store: Arc<dyn Store>) {
     let r = Releases::new(store.as_ref());
     let p = r
-        .begin_install("default", "web", Rendered::default(), false)
+        .begin_install("default", "web", RevisionContent::default(), false)
         .unwrap();
     r.finish_install(&p, Ok(()), None).unwrap();
     // Two upgraders race from the same starting point.
@@ -221,9 +223,9 @@ fn two_writers(store: Arc<dyn Store>) {
                 let r = Releases::new(store.as_ref());
                 let base = r.upgrade_base("default", "web").unwrap();
                 barrier.wait();
-                let rendered = Rendered {
+                let rendered = RevisionContent {
                     notes: format!("writer {i}"),
-                    ..Rendered::default()
+                    ..RevisionContent::default()
                 };
                 r.begin_upgrade(&base, rendered, HistoryMax(0))
                     .and_then(|p| r.finish_upgrade(&base, &p, Ok(()), None))
@@ -346,7 +348,7 @@ fn history_max_keeps_the_deployed_revision() {
     let base = r.upgrade_base("default", "web").unwrap();
     assert_eq!(base.current.version, 4);
     let p = r
-        .begin_upgrade(&base, Rendered::default(), HistoryMax(3))
+        .begin_upgrade(&base, RevisionContent::default(), HistoryMax(3))
         .unwrap();
     r.finish_upgrade(&base, &p, Ok(()), None).unwrap();
     let h: Vec<_> = r
@@ -378,7 +380,7 @@ fn lifecycle_errors_are_helms() {
         "\"x\" has no deployed releases"
     );
     let p = r
-        .begin_install("default", "x", Rendered::default(), false)
+        .begin_install("default", "x", RevisionContent::default(), false)
         .unwrap();
     assert_eq!(
         r.upgrade_base("default", "x").unwrap_err().to_string(),
@@ -390,7 +392,7 @@ fn lifecycle_errors_are_helms() {
         "Release \"x\" failed: boom"
     );
     assert_eq!(
-        r.begin_install("default", "x", Rendered::default(), false)
+        r.begin_install("default", "x", RevisionContent::default(), false)
             .unwrap_err()
             .to_string(),
         "cannot re-use a name that is still in use"
@@ -403,9 +405,9 @@ fn lifecycle_errors_are_helms() {
     );
     let mut labels = std::collections::BTreeMap::new();
     labels.insert("owner".to_string(), "me".to_string());
-    let bad = Rendered {
+    let bad = RevisionContent {
         labels,
-        ..Rendered::default()
+        ..RevisionContent::default()
     };
     assert!(r
         .begin_install("default", "y", bad, false)

@@ -1866,7 +1866,7 @@ fn rv_at_least(rv: &str, written: &str) -> bool {
 }
 
 /// The record pieces a plan carries for the executor.
-fn record_parts(rp: &ReleasePlan) -> Result<release::Rendered, String> {
+fn record_parts(rp: &ReleasePlan) -> Result<release::RevisionContent, String> {
     let rec = rp.record.as_ref().ok_or(
         "the plan holds no release record (plans printed without --save cannot be applied)",
     )?;
@@ -1876,7 +1876,7 @@ fn record_parts(rp: &ReleasePlan) -> Result<release::Rendered, String> {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    Ok(release::Rendered {
+    Ok(release::RevisionContent {
         chart: rel.chart.unwrap_or_default(),
         config: rel.config,
         manifest: rel.manifest,

@@ -711,9 +711,13 @@ impl<'a> Planner<'a> {
             let mut these: Vec<&render::Hook> = rendered
                 .hooks
                 .iter()
-                .filter(|h| h.events.iter().any(|e| hook_event_name(*e) == phase))
+                .filter(|h| h.events.iter().any(|e| e.as_str() == phase))
                 .collect();
-            these.sort_by(|a, b| a.weight.cmp(&b.weight).then_with(|| a.name.cmp(&b.name)));
+            these.sort_by(|a, b| {
+                a.weight
+                    .cmp(&b.weight)
+                    .then_with(|| a.head.name.cmp(&b.head.name))
+            });
             for h in these {
                 let mut value = parse_doc(&rref, &h.source, &h.content)?;
                 let key = self.qualify_with(ctx, &rref, &value, &d.namespace, &new_kinds)?;
@@ -1155,21 +1159,6 @@ fn sort_prune(objects: &mut [ObjectChange]) {
             .then_with(|| compare_kinds(INSTALL_ORDER, &b.key.kind, &a.key.kind))
             .then_with(|| a.key.cmp(&b.key))
     });
-}
-
-fn hook_event_name(e: render::HookEvent) -> &'static str {
-    use render::HookEvent::*;
-    match e {
-        PreInstall => "pre-install",
-        PostInstall => "post-install",
-        PreDelete => "pre-delete",
-        PostDelete => "post-delete",
-        PreUpgrade => "pre-upgrade",
-        PostUpgrade => "post-upgrade",
-        PreRollback => "pre-rollback",
-        PostRollback => "post-rollback",
-        Test => "test",
-    }
 }
 
 fn hooks_same(base: &Release, rendered: &Rendered) -> bool {
@@ -1768,24 +1757,7 @@ fn prune_revisions(history: &[Release], max: usize, deployed: Option<u64>) -> Ve
 fn record_value(d: &DesiredRelease, rendered: &Rendered, manifest: &str, version: u64) -> Value {
     let mut chart = (*d.chart).clone();
     chart.dependencies.clear();
-    let hooks: Vec<release::Hook> = rendered
-        .hooks
-        .iter()
-        .map(|h| release::Hook {
-            name: h.name.clone(),
-            kind: h.kind.clone(),
-            path: h.source.clone(),
-            manifest: h.content.clone(),
-            events: h
-                .events
-                .iter()
-                .map(|e| hook_event_name(*e).to_string())
-                .collect(),
-            weight: h.weight,
-            delete_policies: h.delete_policies.clone(),
-            ..Default::default()
-        })
-        .collect();
+    let hooks: Vec<release::Hook> = rendered.hooks.iter().map(release::Hook::from).collect();
     let rel = Release {
         name: d.name.clone(),
         chart: Some(chart),

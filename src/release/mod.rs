@@ -17,6 +17,6 @@ pub mod time;
 pub mod view;
 
 pub use model::{Hook, HookExecution, Info, Release, Status};
-pub use store::ops::{HistoryMax, ListQuery, OpError, Releases, Rendered, UpgradeBase};
+pub use store::ops::{HistoryMax, ListQuery, OpError, Releases, RevisionContent, UpgradeBase};
 pub use store::{open, Store, StoreError};
 pub use time::HelmTime;

@@ -172,6 +172,22 @@ pub struct Hook {
     pub output_log_policies: Vec<String>,
 }
 
+impl From<&crate::render::Hook> for Hook {
+    /// The record of a rendered hook, before it runs (an empty last run).
+    fn from(h: &crate::render::Hook) -> Hook {
+        Hook {
+            name: h.head.name.clone(),
+            kind: h.head.kind.clone(),
+            path: h.source.clone(),
+            manifest: h.content.clone(),
+            events: h.events.iter().map(|e| e.as_str().to_string()).collect(),
+            weight: h.weight,
+            delete_policies: h.delete_policies.clone(),
+            ..Hook::default()
+        }
+    }
+}
+
 fn is_zero_i64(v: &i64) -> bool {
     *v == 0
 }

@@ -81,8 +81,15 @@ pub struct Manifest {
     pub source: String,
     /// The trimmed document text.
     pub content: String,
-    /// Its identity.
+    /// Its identity: apiVersion, kind, name, namespace and annotations.
     pub head: Head,
+}
+
+impl Manifest {
+    /// The object's identity, as [`Hook::id`] gives a hook's.
+    pub fn id(&self) -> ObjectId {
+        self.head.id()
+    }
 }
 
 /// A hook event (`helm.sh/hook` value).
@@ -110,6 +117,29 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
+    /// The event's name as the `helm.sh/hook` annotation and release
+    /// records spell it (`pre-install`, ..., `test`).
+    ///
+    /// ```
+    /// use rudder::render::HookEvent;
+    /// assert_eq!(HookEvent::PreUpgrade.as_str(), "pre-upgrade");
+    /// assert_eq!(HookEvent::parse("test-success"), Some(HookEvent::Test));
+    /// assert_eq!(HookEvent::Test.to_string(), "test");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::PreInstall => "pre-install",
+            HookEvent::PostInstall => "post-install",
+            HookEvent::PreDelete => "pre-delete",
+            HookEvent::PostDelete => "post-delete",
+            HookEvent::PreUpgrade => "pre-upgrade",
+            HookEvent::PostUpgrade => "post-upgrade",
+            HookEvent::PreRollback => "pre-rollback",
+            HookEvent::PostRollback => "post-rollback",
+            HookEvent::Test => "test",
+        }
+    }
+
     /// Parses one trimmed, lower-cased event name.
     pub fn parse(s: &str) -> Option<HookEvent> {
         Some(match s {
@@ -127,13 +157,10 @@ impl HookEvent {
     }
 }
 
-/// A rendered hook document.
+/// A rendered hook document. Its name and kind are in [`Hook::head`], as a
+/// [`Manifest`]'s are.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Hook {
-    /// `metadata.name`.
-    pub name: String,
-    /// `kind`.
-    pub kind: String,
     /// The template that produced it.
     pub source: String,
     /// The trimmed document text.
@@ -144,8 +171,21 @@ pub struct Hook {
     pub weight: i64,
     /// `helm.sh/hook-delete-policy` entries, trimmed and lower-cased.
     pub delete_policies: Vec<String>,
-    /// Its identity.
+    /// Its identity: apiVersion, kind, name, namespace and annotations.
     pub head: Head,
+}
+
+impl Hook {
+    /// The object's identity, as [`Manifest::id`] gives a manifest's.
+    pub fn id(&self) -> ObjectId {
+        self.head.id()
+    }
+}
+
+impl std::fmt::Display for HookEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A document that Helm cannot decode; aborts the render.
@@ -315,8 +355,6 @@ pub fn sort_manifests_by(
                 .map(|v| split_list(v))
                 .unwrap_or_default();
             out.hooks.push(Hook {
-                name: head.name.clone(),
-                kind: head.kind.clone(),
                 source: path.clone(),
                 content: doc.to_string(),
                 events,
@@ -327,7 +365,7 @@ pub fn sort_manifests_by(
         }
     }
     sort_by_install_order(&mut out.manifests, |m| &m.head.kind);
-    sort_by_install_order(&mut out.hooks, |h| &h.kind);
+    sort_by_install_order(&mut out.hooks, |h| &h.head.kind);
     Ok(out)
 }
 

@@ -84,9 +84,11 @@ pub struct ListQuery {
     pub offset: usize,
 }
 
-/// A release under way: the fields an install or upgrade renders.
+/// What a new revision holds: the fields an install or upgrade renders,
+/// handed to [`Releases::begin_install`] and [`Releases::begin_upgrade`].
+/// [`RevisionContent::from_render`] makes one from a render.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Rendered {
+pub struct RevisionContent {
     /// The chart (without subcharts in the record, as Helm stores it).
     pub chart: Chart,
     /// The user-supplied values.
@@ -99,6 +101,79 @@ pub struct Rendered {
     pub notes: String,
     /// User labels (`--labels`); for upgrades merged over the last revision's.
     pub labels: BTreeMap<String, String>,
+}
+
+impl RevisionContent {
+    /// The revision a render makes, as Helm records it: the chart without
+    /// its subcharts, the user's values, the manifest that `helm get
+    /// manifest` shows (templates in install order, CRDs of `crds/` left
+    /// out), the hooks with their events, weights and delete policies, and
+    /// the notes. Labels start empty.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use rudder::chart::{Chart, ChartFile, Metadata};
+    /// use rudder::release::store::memory::MemoryStore;
+    /// use rudder::release::{HistoryMax, Releases, RevisionContent, Status};
+    /// use rudder::render::{render, RenderOptions};
+    /// let chart = Chart {
+    ///     metadata: Metadata {
+    ///         api_version: "v2".into(),
+    ///         name: "web".into(),
+    ///         version: "1.0.0".into(),
+    ///         ..Metadata::default()
+    ///     },
+    ///     templates: vec![
+    ///         ChartFile {
+    ///             name: "templates/cm.yaml".into(),
+    ///             data: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n".into(),
+    ///         },
+    ///         ChartFile {
+    ///             name: "templates/job.yaml".into(),
+    ///             data: "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations:\n    helm.sh/hook: pre-install\n".into(),
+    ///         },
+    ///     ],
+    ///     ..Chart::default()
+    /// };
+    /// let opts = RenderOptions { release_name: "web".into(), ..RenderOptions::default() };
+    /// let rendered = render(&chart, &Default::default(), &opts)?;
+    /// let content = RevisionContent::from_render(&chart, Default::default(), &rendered);
+    /// assert!(content.manifest.starts_with("---\n# Source: web/templates/cm.yaml\n"));
+    /// assert_eq!(content.hooks[0].events, ["pre-install"]);
+    ///
+    /// // Record it as Helm's install does: pending-install, then deployed.
+    /// let store = MemoryStore::new();
+    /// let releases = Releases::new(&store);
+    /// let pending = releases.begin_install("default", "web", content.clone(), false)?;
+    /// assert_eq!(pending.info.status, Status::PendingInstall);
+    /// let done = releases.finish_install(&pending, Ok(()), None)?;
+    /// assert_eq!((done.version, done.info.status), (1, Status::Deployed));
+    /// assert_eq!(done.info.description, "Install complete");
+    ///
+    /// // An upgrade whose wait failed: revision 2 is failed, 1 stays deployed.
+    /// let base = releases.upgrade_base("default", "web")?;
+    /// let pending = releases.begin_upgrade(&base, content, HistoryMax::default())?;
+    /// let failed = releases.finish_upgrade(&base, &pending, Err("timed out".into()), None)?;
+    /// assert_eq!(failed.info.description, "Upgrade \"web\" failed: timed out");
+    /// assert_eq!(releases.deployed("default", "web")?.version, 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn from_render(
+        chart: &Chart,
+        config: BTreeMap<String, Node>,
+        rendered: &crate::render::Rendered,
+    ) -> RevisionContent {
+        let mut chart = chart.clone();
+        chart.dependencies.clear();
+        RevisionContent {
+            chart,
+            config,
+            manifest: crate::render::output::release_manifest(rendered, false),
+            hooks: rendered.hooks.iter().map(Hook::from).collect(),
+            notes: rendered.notes.clone(),
+            labels: BTreeMap::new(),
+        }
+    }
 }
 
 /// The records an upgrade starts from (Helm's `prepareUpgrade`).
@@ -354,7 +429,7 @@ impl<'a> Releases<'a> {
         &self,
         namespace: &str,
         name: &str,
-        r: Rendered,
+        r: RevisionContent,
         replace: bool,
     ) -> Result<Release, OpError> {
         codec::check_user_labels(&r.labels)?;
@@ -453,7 +528,7 @@ impl<'a> Releases<'a> {
     pub fn begin_upgrade(
         &self,
         base: &UpgradeBase,
-        r: Rendered,
+        r: RevisionContent,
         max: HistoryMax,
     ) -> Result<Release, OpError> {
         codec::check_user_labels(&r.labels)?;
