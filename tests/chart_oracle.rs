@@ -85,7 +85,7 @@ fn fixture_charts_pass_helm_lint_and_render_back_their_objects() {
         let c = chart::chart_from_component(comp.as_ref()).expect("chart builds");
         let dir = tmp.path().join(&c.metadata.name);
         chart::save_dir(&c, &dir).expect("writes dir");
-        let pkg = chart::save(&c, tmp.path()).expect("packages");
+        let pkg = chart::save_archive(&c, tmp.path()).expect("packages");
         for target in [dir.as_path(), pkg.as_path()] {
             let t = target.to_str().expect("utf-8 path");
             let o = helm_in(&helm, &home, &["lint", "--strict", t]);
@@ -200,7 +200,7 @@ fn helm_renders_rudder_packages_like_the_original_directories() {
         let out = tmp
             .path()
             .join(dir.parent().and_then(|p| p.file_name()).expect("id"));
-        let pkg = chart::save(&c, &out).expect("packages");
+        let pkg = chart::save_archive(&c, &out).expect("packages");
         let render = |target: &Path| {
             helm_in(
                 &helm,

@@ -26,4 +26,4 @@ pub use loader::{
     load_mapped_inspecting, LoadError,
 };
 pub use model::{Chart, ChartFile, Dependency, FileData, Lock, Maintainer, Metadata};
-pub use package::{package_bytes, save, save_dir, PackageError};
+pub use package::{package_bytes, save_archive, save_dir, PackageError};

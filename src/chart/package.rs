@@ -1,7 +1,10 @@
 //! `helm package`: a chart as a deterministic `<name>-<version>.tgz`.
 //!
 //! Helm's archive layout (`chartutil.Save`): everything under `<name>/`,
-//! Chart.yaml and Chart.lock re-serialised, values.yaml as its raw bytes,
+//! Chart.yaml and Chart.lock re-serialised, values.yaml as its raw bytes
+//! (when the chart has no raw values.yaml, `chart.values` serialised: so
+//! editing `chart.values` of a loaded chart changes nothing, the raw file
+//! wins, as in Helm),
 //! subcharts expanded under `charts/<name>/`, regular-file entries only.
 //! Unlike Helm, rudder's archives are reproducible: entries are sorted the
 //! way a directory walk visits them (component by component), every entry
@@ -78,8 +81,16 @@ fn collect(
             ));
         }
     }
+    // values.yaml: its raw bytes when the chart was loaded with one (Helm's
+    // chartutil.Save writes only those, comments and all); otherwise, for a
+    // chart built in memory, `chart.values` as YAML, which Helm would drop.
     if let Some(v) = chart.raw.iter().find(|f| f.name == "values.yaml") {
         out.push((format!("{base}/values.yaml"), v.data.to_vec()));
+    } else if let Some(values) = &chart.values {
+        out.push((
+            format!("{base}/values.yaml"),
+            crate::yaml::to_yaml(values).into_bytes(),
+        ));
     }
     if let Some(schema) = &chart.schema {
         if serde_json::from_slice::<serde_json::Value>(schema).is_err() {
@@ -125,9 +136,42 @@ pub fn package_bytes(chart: &Chart) -> Result<Vec<u8>, PackageError> {
     gz.finish().map_err(io)
 }
 
-/// Writes `<dest>/<name>-<version>.tgz` (creating `dest` if needed) and
-/// returns its path. A partial file is removed on failure.
-pub fn save(chart: &Chart, dest: impl AsRef<Path>) -> Result<PathBuf, PackageError> {
+/// Writes the chart's package, `<dest>/<name>-<version>.tgz` (creating
+/// `dest` if needed), as `helm package` does, and returns its path. A
+/// partial file is removed on failure. [`save_dir`] writes the chart as a
+/// directory instead.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use rudder::chart::{self, Chart, ChartFile, Metadata};
+/// let chart = Chart {
+///     metadata: Metadata {
+///         api_version: "v2".into(),
+///         name: "web".into(),
+///         version: "1.2.3".into(),
+///         ..Metadata::default()
+///     },
+///     templates: vec![ChartFile {
+///         name: "templates/cm.yaml".into(),
+///         data: "kind: ConfigMap\n".into(),
+///     }],
+///     values: Some(serde_json::from_str(r#"{"replicas": 2}"#)?),
+///     ..Chart::default()
+/// };
+/// let out = tempfile::tempdir()?;
+/// let path = chart::save_archive(&chart, out.path())?;
+/// assert!(path.ends_with("web-1.2.3.tgz"));
+/// // The same chart always gives the same bytes.
+/// assert_eq!(std::fs::read(&path)?, chart::package_bytes(&chart)?);
+/// // Loading it back gives the chart; an in-memory chart's values are
+/// // written as values.yaml.
+/// let loaded = chart::load(&path)?;
+/// assert_eq!(loaded.metadata.version, "1.2.3");
+/// let values = loaded.raw.iter().find(|f| f.name == "values.yaml").ok_or("no values.yaml")?;
+/// assert_eq!(values.data.to_vec(), b"replicas: 2\n");
+/// # Ok(()) }
+/// ```
+pub fn save_archive(chart: &Chart, dest: impl AsRef<Path>) -> Result<PathBuf, PackageError> {
     let dest = dest.as_ref();
     let bytes = package_bytes(chart)?;
     if dest.exists() && !dest.is_dir() {

@@ -261,7 +261,7 @@ fn from_manifests(a: FromManifestsArgs) -> CliResult {
 pub fn package(a: PackageArgs) -> ExitCode {
     finish((|| {
         let c = chart::load(&a.chart)?;
-        let path = chart::save(&c, &a.destination)?;
+        let path = chart::save_archive(&c, &a.destination)?;
         let abs = std::path::absolute(&path).unwrap_or(path);
         println!(
             "Successfully packaged chart and saved it to: {}",
@@ -342,7 +342,7 @@ pub fn build_fixtures(a: BuildFixturesArgs) -> ExitCode {
                     .map_err(|e| msg(format!("{}: {e}", dir.display())))?;
             }
             chart::save_dir(&c, &dir)?;
-            let pkg = chart::save(&c, &a.output)?;
+            let pkg = chart::save_archive(&c, &a.output)?;
             println!(
                 "{}: {} and {}",
                 c.metadata.name,
