@@ -1319,9 +1319,9 @@ fn load_entry(e: &ReleaseEntry) -> Result<DesiredRelease, FileError> {
             path: path.clone(),
             message: crate::chart::loader::io_message(&err),
         })?;
-        let m = parse_values_file(&text).map_err(|message| FileError::BadValues {
+        let m = parse_values_file(&text).map_err(|e| FileError::BadValues {
             path: path.clone(),
-            message,
+            message: e.message,
             release: release.clone(),
             at: v.at.clone(),
         })?;
