@@ -298,6 +298,26 @@ impl Loading {
 }
 
 /// Loads a chart from a directory or a chart archive (Helm's `loader.Load`).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let root = dir.path().join("web");
+/// std::fs::create_dir_all(root.join("templates"))?;
+/// std::fs::write(root.join("Chart.yaml"), "apiVersion: v2\nname: web\nversion: 1.0.0\n")?;
+/// std::fs::write(root.join("values.yaml"), "replicas: 2\n")?;
+/// std::fs::write(root.join("templates/cm.yaml"), "kind: ConfigMap\n")?;
+/// let chart = rudder::chart::load(&root)?;
+/// assert_eq!(chart.metadata.name, "web");
+/// assert_eq!(chart.templates[0].name, "templates/cm.yaml");
+/// assert!(chart.values.is_some());
+///
+/// // A chart that Helm refuses is an error naming the file.
+/// std::fs::write(root.join("Chart.yaml"), "name: [\n")?;
+/// let err = rudder::chart::load(&root).unwrap_err();
+/// assert!(err.to_string().contains("Chart.yaml"), "{err}");
+/// # Ok(()) }
+/// ```
 pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
     load_as(path.as_ref(), ReadMode::Read, None)
 }

@@ -621,6 +621,21 @@ fn set_index(list: &mut Vec<Node>, i: i64, val: Node) -> Result<(), PErr> {
 /// friends).
 ///
 /// As in Go, an error can leave part of the argument applied to `base`.
+///
+/// ```
+/// use rudder::render::strvals::{parse_into, Mode};
+/// use rudder::yaml::Node;
+/// let mut values = std::collections::BTreeMap::new();
+/// parse_into("image.tag=v2,replicas=3,ports[0]=80", &mut values, Mode::Typed, None).unwrap();
+/// let yaml = rudder::yaml::to_yaml(&Node::Map(values.clone()));
+/// assert_eq!(yaml, "image:\n  tag: v2\nports:\n- 80\nreplicas: 3\n");
+/// // --set-string keeps every value a string.
+/// parse_into("replicas=3", &mut values, Mode::String, None).unwrap();
+/// assert_eq!(values["replicas"], Node::Str("3".into()));
+/// // Helm's errors, word for word.
+/// let err = parse_into("a[=1,b=2", &mut values, Mode::Typed, None).unwrap_err();
+/// assert_eq!(err.to_string(), "error parsing index: EOF");
+/// ```
 pub fn parse_into(
     s: &str,
     base: &mut BTreeMap<String, Node>,

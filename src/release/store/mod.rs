@@ -153,6 +153,28 @@ pub(crate) fn check_name(s: &str) -> Result<(), StoreError> {
 /// `postgresql://...`/`postgres://...` (also `postgresql:` alone, which
 /// takes every parameter from the `PG*` variables, and libpq's
 /// `host=... dbname=...` form).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use rudder::release::{self, Release, Status};
+/// let dir = tempfile::tempdir()?;
+/// let store = release::open(&format!("file:{}", dir.path().display()))?;
+/// let mut rel = Release {
+///     name: "web".into(),
+///     namespace: "default".into(),
+///     version: 1,
+///     ..Release::default()
+/// };
+/// rel.info.status = Status::Deployed;
+/// store.create(&rel)?;
+/// let history = store.history("default", "web")?;
+/// assert_eq!(history.len(), 1);
+/// assert_eq!(history[0].info.status, Status::Deployed);
+/// // Records are Helm's: one file per revision, as Helm names its Secrets.
+/// assert!(dir.path().join("default/sh.helm.release.v1.web.v1").exists());
+/// assert!(release::open("nosuchdriver://x").is_err());
+/// # Ok(()) }
+/// ```
 pub fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
     if needs_cluster(url) {
         return Err(StoreError::InvalidUrl(format!(
