@@ -278,14 +278,13 @@ fn run_inner(a: &TemplateArgs, debug: bool, stdout: &mut String) -> Result<(), F
     let user = a.values.user_values()?;
     // Helm's `availableName`, after the chart and the values are read.
     let check_name = || validate_release_name(&name);
+    // `--namespace=` overrides HELM_NAMESPACE with nothing: Helm then
+    // takes the kubeconfig's, `default` without one.
     let namespace = a
         .namespace
         .clone()
-        .or_else(|| {
-            std::env::var("HELM_NAMESPACE")
-                .ok()
-                .filter(|s| !s.is_empty())
-        })
+        .or_else(|| std::env::var("HELM_NAMESPACE").ok())
+        .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "default".to_string());
     let opts = RenderOptions {
         release_name: name.clone(),

@@ -357,110 +357,26 @@ pub fn normalize(root: &Command, argv: &[OsString]) -> Parsed {
         }
         i += 1;
     }
+    if path.is_empty() {
+        // `rudder --foo`: Helm's flag errors, clap for the rest.
+        let mut ignored = Vec::new();
+        if let Err(Some(m)) = parse_flags(&flags_of(cmd), &args, &[], &mut ignored) {
+            return Parsed::Error(m);
+        }
+        return Parsed::Clap;
+    }
     let Some(spec) = find_spec(&path) else {
         return Parsed::Clap;
     };
     // Phase 2: every flag against the command's flags (its own and the
     // global ones), as pflag parses them.
-    let flags = flags_of(cmd);
     let mut out: Vec<OsString> = vec![argv[0].clone()];
     out.extend(path.iter().map(OsString::from));
-    let mut positionals: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        if path_at.contains(&i) {
-            i += 1;
-            continue;
-        }
-        let a = &args[i];
-        i += 1;
-        if a == "--" {
-            positionals.extend(args[i..].iter().cloned());
-            break;
-        }
-        if !a.starts_with('-') || a.len() == 1 {
-            positionals.push(a.clone());
-            continue;
-        }
-        if let Some(body) = a.strip_prefix("--") {
-            let (name, attached) = match body.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (body, None),
-            };
-            if name.is_empty() || name.starts_with('-') || name.starts_with('=') {
-                return Parsed::Error(format!("bad flag syntax: {a}"));
-            }
-            let Some(f) = flags.iter().find(|f| f.long.as_deref() == Some(name)) else {
-                return Parsed::Error(format!("unknown flag: --{name}"));
-            };
-            match (f.kind, attached) {
-                (Kind::Help, _) => return Parsed::Clap,
-                (Kind::Bool, None) => f.emit(None, &mut out),
-                (Kind::Bool, Some(v)) => match parse_bool(v) {
-                    Some(true) => f.emit(None, &mut out),
-                    Some(false) => {}
-                    None => return Parsed::Error(bool_error(f, v)),
-                },
-                (Kind::OptionalValue, v) => f.emit(v, &mut out),
-                (Kind::Value, Some(v)) => f.emit(Some(v), &mut out),
-                (Kind::Value, None) => match args.get(i) {
-                    Some(v) => {
-                        f.emit(Some(v), &mut out);
-                        i += 1;
-                    }
-                    None => return Parsed::Error(format!("flag needs an argument: {a}")),
-                },
-            }
-            continue;
-        }
-        // A group of shorthands: `-abc`, `-nvalue`, `-n=value`, `-n value`.
-        let mut rest: &str = &a[1..];
-        while let Some(c) = rest.chars().next() {
-            let after = &rest[c.len_utf8()..];
-            let Some(f) = flags.iter().find(|f| f.short == Some(c)) else {
-                return Parsed::Error(format!(
-                    "unknown shorthand flag: {} in -{rest}",
-                    go_quote_rune(c)
-                ));
-            };
-            match f.kind {
-                Kind::Help => return Parsed::Clap,
-                Kind::Bool | Kind::OptionalValue => {
-                    if let Some(v) = after.strip_prefix('=') {
-                        if f.kind == Kind::OptionalValue {
-                            f.emit(Some(v), &mut out);
-                        } else {
-                            match parse_bool(v) {
-                                Some(true) => f.emit(None, &mut out),
-                                Some(false) => {}
-                                None => return Parsed::Error(bool_error(f, v)),
-                            }
-                        }
-                        rest = "";
-                        continue;
-                    }
-                    f.emit(None, &mut out);
-                    rest = after;
-                }
-                Kind::Value => {
-                    if let Some(v) = after.strip_prefix('=') {
-                        f.emit(Some(v), &mut out);
-                    } else if !after.is_empty() {
-                        f.emit(Some(after), &mut out);
-                    } else if let Some(v) = args.get(i) {
-                        f.emit(Some(v), &mut out);
-                        i += 1;
-                    } else {
-                        return Parsed::Error(format!(
-                            "flag needs an argument: {} in -{rest}",
-                            go_quote_rune(c)
-                        ));
-                    }
-                    rest = "";
-                }
-            }
-        }
-    }
+    let mut positionals = match parse_flags(&flags_of(cmd), &args, &path_at, &mut out) {
+        Ok(p) => p,
+        Err(Some(m)) => return Parsed::Error(m),
+        Err(None) => return Parsed::Clap,
+    };
     let n = positionals.len();
     let bad = match spec.arity {
         Arity::None if n > 0 => Some(arity_message(spec, 0, "accepts no")),
@@ -592,4 +508,113 @@ pub fn clap_error_text(root: &Command, argv: &[OsString], e: &clap::Error) -> Op
         quote(&flag.display()),
         quote(&value)
     ))
+}
+
+/// pflag's reading of `args` (the words at `skip` are the command path)
+/// against `flags`: the flags as clap should read them, appended to
+/// `out`, and the positionals; `Err(Some(message))` for Helm's error,
+/// `Err(None)` when help was asked for.
+fn parse_flags(
+    flags: &[Flag],
+    args: &[String],
+    skip: &[usize],
+    out: &mut Vec<OsString>,
+) -> Result<Vec<String>, Option<String>> {
+    let mut positionals: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        if skip.contains(&i) {
+            i += 1;
+            continue;
+        }
+        let a = &args[i];
+        i += 1;
+        if a == "--" {
+            positionals.extend(args[i..].iter().cloned());
+            break;
+        }
+        if !a.starts_with('-') || a.len() == 1 {
+            positionals.push(a.clone());
+            continue;
+        }
+        if let Some(body) = a.strip_prefix("--") {
+            let (name, attached) = match body.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (body, None),
+            };
+            if name.is_empty() || name.starts_with('-') || name.starts_with('=') {
+                return Err(Some(format!("bad flag syntax: {a}")));
+            }
+            let Some(f) = flags.iter().find(|f| f.long.as_deref() == Some(name)) else {
+                return Err(Some(format!("unknown flag: --{name}")));
+            };
+            match (f.kind, attached) {
+                (Kind::Help, _) => return Err(None),
+                (Kind::Bool, None) => f.emit(None, out),
+                (Kind::Bool, Some(v)) => match parse_bool(v) {
+                    Some(true) => f.emit(None, out),
+                    Some(false) => {}
+                    None => return Err(Some(bool_error(f, v))),
+                },
+                (Kind::OptionalValue, v) => f.emit(v, out),
+                (Kind::Value, Some(v)) => f.emit(Some(v), out),
+                (Kind::Value, None) => match args.get(i) {
+                    Some(v) => {
+                        f.emit(Some(v), out);
+                        i += 1;
+                    }
+                    None => return Err(Some(format!("flag needs an argument: {a}"))),
+                },
+            }
+            continue;
+        }
+        // A group of shorthands: `-abc`, `-nvalue`, `-n=value`, `-n value`.
+        let mut rest: &str = &a[1..];
+        while let Some(c) = rest.chars().next() {
+            let after = &rest[c.len_utf8()..];
+            let Some(f) = flags.iter().find(|f| f.short == Some(c)) else {
+                return Err(Some(format!(
+                    "unknown shorthand flag: {} in -{rest}",
+                    go_quote_rune(c)
+                )));
+            };
+            match f.kind {
+                Kind::Help => return Err(None),
+                Kind::Bool | Kind::OptionalValue => {
+                    if let Some(v) = after.strip_prefix('=') {
+                        if f.kind == Kind::OptionalValue {
+                            f.emit(Some(v), out);
+                        } else {
+                            match parse_bool(v) {
+                                Some(true) => f.emit(None, out),
+                                Some(false) => {}
+                                None => return Err(Some(bool_error(f, v))),
+                            }
+                        }
+                        rest = "";
+                        continue;
+                    }
+                    f.emit(None, out);
+                    rest = after;
+                }
+                Kind::Value => {
+                    if let Some(v) = after.strip_prefix('=') {
+                        f.emit(Some(v), out);
+                    } else if !after.is_empty() {
+                        f.emit(Some(after), out);
+                    } else if let Some(v) = args.get(i) {
+                        f.emit(Some(v), out);
+                        i += 1;
+                    } else {
+                        return Err(Some(format!(
+                            "flag needs an argument: {} in -{rest}",
+                            go_quote_rune(c)
+                        )));
+                    }
+                    rest = "";
+                }
+            }
+        }
+    }
+    Ok(positionals)
 }
