@@ -29,6 +29,10 @@ pub struct GlobalArgs {
     /// The kubeconfig context to use.
     #[arg(long = "kube-context", global = true)]
     pub kube_context: Option<String>,
+    /// Verbose output, as Helm's `--debug`: `rudder template` prints every
+    /// rendered file when one is not valid YAML, then fails.
+    #[arg(long, global = true)]
+    pub debug: bool,
 }
 
 /// The default store of the embedded setup.

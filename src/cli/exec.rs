@@ -309,7 +309,13 @@ fn options(f: &ReleaseFlags) -> Result<ReleaseOptions, String> {
 fn print_release(rel: &rudder::release::Release, output: &str) -> Result<(), String> {
     let format = Format::parse(output).ok_or("invalid format type")?;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(view::status(rel, format, StatusOptions::default()).as_bytes());
+    // Helm's install and upgrade print with `statusPrinter{rel,
+    // settings.Debug, ...}`: --debug adds the values, hooks and manifest.
+    let opts = StatusOptions {
+        debug: super::global().debug,
+        ..StatusOptions::default()
+    };
+    let _ = out.write_all(view::status(rel, format, opts).as_bytes());
     Ok(())
 }
 

@@ -10,6 +10,7 @@ mod exec;
 mod plan;
 mod release;
 mod template;
+mod usage;
 mod values;
 
 pub use rudder::targets::GlobalArgs;
@@ -81,10 +82,15 @@ pub fn main() -> ExitCode {
     // subcommand. It is parsed with its own flags alone first; whatever
     // does not parse that way (help, mistakes) goes through the full
     // parser below, which prints exactly what it always did.
-    if let Some(a) = template::parse_alone(std::env::args_os()) {
+    if let Some((g, a)) = template::parse_alone(std::env::args_os()) {
+        let _ = GLOBAL.set(g);
         return template::run(&a);
     }
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match parse_helm_style(&argv) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     let _ = GLOBAL.set(cli.global.clone());
     match cli.command {
         Command::List(a) => release::list(a),
@@ -108,6 +114,58 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Parses `argv` as Helm would for the Helm-shaped commands (Helm's
+/// messages, exit 1; help to stdout, exit 0) and as clap does otherwise.
+fn parse_helm_style(argv: &[std::ffi::OsString]) -> Result<Cli, ExitCode> {
+    use clap::CommandFactory;
+    let root = Cli::command();
+    let parsed = usage::normalize(&root, argv);
+    let line = match parsed {
+        usage::Parsed::Clap => argv.to_vec(),
+        usage::Parsed::Normalized(n) => n,
+        usage::Parsed::Error(m) => {
+            eprintln!("Error: {m}");
+            return Err(ExitCode::from(1));
+        }
+        usage::Parsed::Help(path) => {
+            let mut cmd = root;
+            cmd.build();
+            let mut found = Some(&mut cmd);
+            for p in &path {
+                found = found.and_then(|c| c.find_subcommand_mut(p));
+            }
+            if let Some(c) = found {
+                print!("{}", c.render_help());
+            }
+            return Err(ExitCode::SUCCESS);
+        }
+    };
+    Cli::try_parse_from(&line).map_err(|e| {
+        use clap::error::ErrorKind;
+        match e.kind() {
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                let _ = e.print();
+                ExitCode::SUCCESS
+            }
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand if argv.len() <= 1 => {
+                // `rudder` alone: Helm prints its help and succeeds.
+                print!("{}", Cli::command().render_help());
+                ExitCode::SUCCESS
+            }
+            _ => match usage::clap_error_text(&Cli::command(), &line, &e) {
+                Some(m) => {
+                    eprintln!("Error: {m}");
+                    ExitCode::from(1)
+                }
+                None => {
+                    let _ = e.print();
+                    ExitCode::from(2)
+                }
+            },
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,13 +183,21 @@ mod tests {
             "rudder template rel chart -n ns --kube-version 1.31.0 --output-dir out",
             "rudder template rel chart -f a.yaml,b.yaml --set a=1 --set-string b=2 --include-crds",
             "rudder template chart --show-only templates/a.yaml --skip-tests --no-hooks --is-upgrade",
+            "rudder template chart --debug --store memory: --name-template x -g --skip-crds",
+            "rudder template chart -l a=b --labels c=d,e=f --description d --post-renderer cat --post-renderer-args a",
         ];
         for s in same {
-            let fast = template::parse_alone(argv(s)).expect(s);
-            let Command::Template(full) = Cli::try_parse_from(argv(s)).expect(s).command else {
+            let (fast_global, fast) = template::parse_alone(argv(s)).expect(s);
+            let cli = Cli::try_parse_from(argv(s)).expect(s);
+            let Command::Template(full) = cli.command else {
                 panic!("{s}: not template");
             };
             assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{s}");
+            assert_eq!(
+                format!("{fast_global:?}"),
+                format!("{:?}", cli.global),
+                "{s}"
+            );
         }
         let left = [
             "rudder",

@@ -1,16 +1,27 @@
 //! `rudder template [NAME] CHART`: render a chart locally, with
 //! `helm template`'s flags, output and exit codes.
 use clap::Args;
-use rudder::render::output::{debug_dump, template_stdout, write_output_dir, OutputOptions};
+use rudder::release::codec::check_user_labels;
+use rudder::render::names::{template_name, validate_release_name};
+use rudder::render::output::{
+    debug_dump, release_manifest, template_stdout, template_stdout_of, write_output_dir,
+    OutputOptions,
+};
+use rudder::render::postrender::PostRenderer;
 use rudder::render::{RenderError, RenderOptions};
+use rudder::template::funcs::util::go_string_from_bytes;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// `argv` parsed as `rudder template ...` by the template subcommand's
-/// parser alone; `None` for another subcommand, or when that parser fails
-/// or wants to print help (the full parser then handles the arguments).
-pub fn parse_alone(argv: impl IntoIterator<Item = std::ffi::OsString>) -> Option<TemplateArgs> {
+/// parser (and the global flags) alone; `None` for another subcommand, or
+/// when that parser fails or wants to print help (the full parser then
+/// handles the arguments).
+pub fn parse_alone(
+    argv: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Option<(super::GlobalArgs, TemplateArgs)> {
     use clap::FromArgMatches;
     let mut argv = argv.into_iter();
     argv.next()?;
@@ -18,11 +29,13 @@ pub fn parse_alone(argv: impl IntoIterator<Item = std::ffi::OsString>) -> Option
     if sub != "template" {
         return None;
     }
-    let cmd = TemplateArgs::augment_args(clap::Command::new("template"));
+    let cmd =
+        super::GlobalArgs::augment_args(TemplateArgs::augment_args(clap::Command::new("template")));
     let matches = cmd
         .try_get_matches_from(std::iter::once(sub).chain(argv))
         .ok()?;
-    TemplateArgs::from_arg_matches(&matches).ok()
+    let global = super::GlobalArgs::from_arg_matches(&matches).ok()?;
+    Some((global, TemplateArgs::from_arg_matches(&matches).ok()?))
 }
 
 /// Flags of `rudder template` (a subset of `helm template`'s, same meaning).
@@ -64,9 +77,6 @@ pub struct TemplateArgs {
     /// Write files under this directory instead of stdout.
     #[arg(long = "output-dir")]
     output_dir: Option<PathBuf>,
-    /// On invalid YAML, print every rendered file, then fail.
-    #[arg(long = "debug")]
-    debug: bool,
     /// Skip `values.schema.json` validation.
     #[arg(long = "skip-schema-validation")]
     skip_schema_validation: bool,
@@ -79,6 +89,124 @@ pub struct TemplateArgs {
     /// Accepted for compatibility; rudder never contacts a cluster here.
     #[arg(long = "validate")]
     validate: bool,
+    /// The release name from a Go template (Sprig functions, no data);
+    /// the chart is then the only argument.
+    #[arg(long = "name-template")]
+    name_template: Option<String>,
+    /// Generate the name; `helm template` keeps `release-name` (the chart
+    /// is then the only argument).
+    #[arg(short = 'g', long = "generate-name")]
+    generate_name: bool,
+    /// Do not install CRDs (no effect on `template` output, as in Helm).
+    #[arg(long = "skip-crds")]
+    skip_crds: bool,
+    /// Labels of the release record, `key=value[,key=value]`: checked as
+    /// Helm checks them, no effect on the output.
+    #[arg(short = 'l', long = "labels")]
+    labels: Vec<String>,
+    /// The release description (no effect on `template` output).
+    #[arg(long = "description")]
+    description: Option<String>,
+    /// An executable the rendered manifests are piped through; its
+    /// stdout replaces them (hooks are not piped).
+    #[arg(long = "post-renderer")]
+    post_renderer: Option<String>,
+    /// An argument for the post-renderer (repeatable, one argument each).
+    #[arg(long = "post-renderer-args")]
+    post_renderer_args: Vec<String>,
+}
+
+/// Helm's `stringToString` flag value: one `=` makes the whole value one
+/// pair (commas included), more are comma-separated (CSV) pairs.
+fn parse_labels(values: &[String]) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for val in values {
+        let bad = |what: &str| {
+            format!(
+                "invalid argument {} for \"-l, --labels\" flag: {what} must be formatted as key=value",
+                rudder::template::gofmt::quote_go(val)
+            )
+        };
+        let pairs: Vec<String> = match val.matches('=').count() {
+            0 => return Err(bad(val)),
+            1 => vec![val.trim_matches('"').to_string()],
+            _ => csv_fields(val).map_err(|e| {
+                format!(
+                    "invalid argument {} for \"-l, --labels\" flag: {e}",
+                    rudder::template::gofmt::quote_go(val)
+                )
+            })?,
+        };
+        for pair in pairs {
+            match pair.split_once('=') {
+                Some((k, v)) => {
+                    out.insert(k.to_string(), v.to_string());
+                }
+                None => return Err(bad(&pair)),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One record of Go's `encoding/csv` reader: comma-separated fields,
+/// `"..."` quoting with `""` for a quote.
+fn csv_fields(s: &str) -> Result<Vec<String>, String> {
+    let mut fields = Vec::new();
+    let mut chars = s.chars().peekable();
+    let mut col = 0usize;
+    loop {
+        let mut f = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            col += 1;
+            loop {
+                match chars.next() {
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        f.push('"');
+                    }
+                    Some('"') => break,
+                    Some(c) => f.push(c),
+                    None => {
+                        return Err(format!(
+                            "parse error on line 1, column {}: extraneous or missing \" in quoted-field",
+                            s.len() + 1
+                        ))
+                    }
+                }
+            }
+            match chars.peek() {
+                None | Some(',') => {}
+                Some(_) => {
+                    return Err(format!(
+                    "parse error on line 1, column {}: extraneous or missing \" in quoted-field",
+                    col + f.len() + 2
+                ))
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                if c == '"' {
+                    return Err(format!(
+                        "parse error on line 1, column {}: bare \" in non-quoted-field",
+                        col + f.len() + 1
+                    ));
+                }
+                f.push(c);
+                chars.next();
+            }
+        }
+        col += f.len();
+        fields.push(f);
+        if chars.next().is_none() {
+            return Ok(fields);
+        }
+        col += 1;
+    }
 }
 
 /// A failure with Helm's message and whether the release was partial.
@@ -94,7 +222,20 @@ impl<T: std::fmt::Display> From<T> for Failure {
     }
 }
 
-fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
+fn run_inner(a: &TemplateArgs, debug: bool, stdout: &mut String) -> Result<(), Failure> {
+    // Flag values are checked as the flag parser checks them, first.
+    let labels = parse_labels(&a.labels)?;
+    let post_renderer = match &a.post_renderer {
+        Some(p) if !p.is_empty() => Some(
+            PostRenderer::new(p, a.post_renderer_args.clone()).map_err(|e| {
+                format!(
+                    "invalid argument {} for \"--post-renderer\" flag: {e}",
+                    rudder::template::gofmt::quote_go(p)
+                )
+            })?,
+        ),
+        _ => None,
+    };
     let kube_version = match &a.kube_version {
         Some(k) if !k.is_empty() => Some(
             rudder::render::objects::KubeVersion::parse(k)?
@@ -103,29 +244,47 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
         ),
         _ => None,
     };
+    // Helm's `Install.NameAndChart`, with `helm template`'s default name.
+    let name_template = a.name_template.as_deref().unwrap_or("");
     let (name, chart_path) = match a.args.as_slice() {
-        [chart] => ("release-name".to_string(), chart.clone()),
-        [name, chart] => (name.clone(), chart.clone()),
-        [_, _, rest @ ..] => {
+        [_, _, rest @ ..] if !rest.is_empty() => {
             return Err(Failure::from(format!(
                 "expected at most two arguments, unexpected arguments: {}",
                 rest.join(", ")
             )))
         }
-        [] => return Err(Failure::from("requires at least 1 arg(s), only received 0")),
+        [name, chart] => {
+            if a.generate_name {
+                return Err(Failure::from(
+                    "cannot set --generate-name and also specify a name",
+                ));
+            }
+            if !name_template.is_empty() {
+                return Err(Failure::from(
+                    "cannot set --name-template and also specify a name",
+                ));
+            }
+            (name.clone(), chart.clone())
+        }
+        [chart] => match template_name(name_template)? {
+            Some(n) => (n, chart.clone()),
+            None => ("release-name".to_string(), chart.clone()),
+        },
+        _ => return Err(Failure::from(super::usage::min_args_message("template"))),
     };
     if !std::path::Path::new(&chart_path).exists() {
         return Err(Failure::from(format!("path \"{chart_path}\" not found")));
     }
     let user = a.values.user_values()?;
+    // Helm's `availableName`, after the chart and the values are read.
+    let check_name = || validate_release_name(&name);
+    // `--namespace=` overrides HELM_NAMESPACE with nothing: Helm then
+    // takes the kubeconfig's, `default` without one.
     let namespace = a
         .namespace
         .clone()
-        .or_else(|| {
-            std::env::var("HELM_NAMESPACE")
-                .ok()
-                .filter(|s| !s.is_empty())
-        })
+        .or_else(|| std::env::var("HELM_NAMESPACE").ok())
+        .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "default".to_string());
     let opts = RenderOptions {
         release_name: name.clone(),
@@ -156,6 +315,22 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
     // truncation would kill the process).
     let chart = unsafe { rudder::render::load_mapped_for(&mut engine, &chart_path) }?;
     let result = rudder::render::render_with(&mut engine, &chart, &user, &opts);
+    // Helm checks the name before processing dependencies and the labels
+    // after the values' schema: errors of the steps before those win.
+    let early = |e: &RenderError| {
+        matches!(
+            e,
+            RenderError::NotInstallable | RenderError::MissingDependencies(_)
+        )
+    };
+    match &result {
+        Err(e) if early(e) => {}
+        _ => check_name()?,
+    }
+    match &result {
+        Err(e) if !e.has_partial_release() => {}
+        _ => check_user_labels(&labels)?,
+    }
     // The process ends right after printing: freeing the parse trees, the
     // chart and the rendered objects one by one is wasted work (3-7% of a
     // large chart's run).
@@ -165,7 +340,7 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
         Ok(r) => r,
         Err(e) => {
             let partial = e.has_partial_release();
-            if a.debug {
+            if debug {
                 if let RenderError::Manifest { files, .. } = &e {
                     stdout.push_str(&debug_dump(files.iter()));
                 } else if partial {
@@ -183,9 +358,43 @@ fn run_inner(a: &TemplateArgs, stdout: &mut String) -> Result<(), Failure> {
     for w in &rendered.warnings {
         eprintln!("{}", warning_line(w));
     }
-    match &a.output_dir {
-        None => stdout.push_str(&template_stdout(&rendered, &out_opts)?),
-        Some(dir) => {
+    match (&a.output_dir, &post_renderer) {
+        (None, None) => stdout.push_str(&template_stdout(&rendered, &out_opts)?),
+        (None, Some(pr)) => {
+            let manifest = release_manifest(&rendered, out_opts.include_crds);
+            match pr.run(&rudder::template::output_bytes(&manifest)) {
+                Ok(out) => {
+                    let out = go_string_from_bytes(&out);
+                    stdout.push_str(&template_stdout_of(&out, &rendered, &out_opts)?);
+                }
+                Err(e) => {
+                    // The release exists with an empty manifest: --debug
+                    // prints that and the hooks.
+                    if debug {
+                        let no_show = OutputOptions {
+                            show_only: Vec::new(),
+                            ..out_opts.clone()
+                        };
+                        stdout.push_str(&template_stdout_of("", &rendered, &no_show)?);
+                    }
+                    let mut message = format!("error while running post render on files: {e}");
+                    if !debug {
+                        message.push_str("\n\nUse --debug flag to render out invalid YAML");
+                    }
+                    return Err(Failure { message });
+                }
+            }
+        }
+        (Some(dir), pr) => {
+            // With --output-dir the files are written before the
+            // post-renderer runs, on nothing.
+            if let Some(pr) = pr {
+                pr.run(b"").map_err(|e| Failure {
+                    message: format!(
+                        "error while running post render on files: {e}\n\nUse --debug flag to render out invalid YAML"
+                    ),
+                })?;
+            }
             let release_dir = a.release_name.then_some(name.as_str());
             stdout.push_str(&write_output_dir(&rendered, &out_opts, dir, release_dir)?);
         }
@@ -206,7 +415,7 @@ fn warning_line(w: &str) -> String {
 /// Runs `rudder template`.
 pub fn run(a: &TemplateArgs) -> ExitCode {
     let mut stdout = String::new();
-    let result = run_inner(a, &mut stdout);
+    let result = run_inner(a, super::global().debug, &mut stdout);
     let mut lock = std::io::stdout().lock();
     // A closed stdout is not worth a second error.
     let _ = lock.write_all(&rudder::template::output_bytes(&stdout));

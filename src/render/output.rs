@@ -138,9 +138,19 @@ pub fn filepath_match(pattern: &str, name: &str) -> bool {
 
 /// What `helm template` prints to stdout without `--output-dir`.
 pub fn template_stdout(r: &Rendered, opts: &OutputOptions) -> Result<String, OutputError> {
-    let manifest = release_manifest(r, opts.include_crds);
+    template_stdout_of(&release_manifest(r, opts.include_crds), r, opts)
+}
+
+/// [`template_stdout`] with the release manifest given: what
+/// `--post-renderer` printed for [`release_manifest`] (Helm prints it,
+/// trimmed, then the hooks, and `--show-only` selects from that text).
+pub fn template_stdout_of(
+    manifest: &str,
+    r: &Rendered,
+    opts: &OutputOptions,
+) -> Result<String, OutputError> {
     let mut out = String::with_capacity(manifest.len() + 1);
-    out.push_str(go_trim_space(&manifest));
+    out.push_str(go_trim_space(manifest));
     out.push('\n');
     if !opts.no_hooks {
         for h in &r.hooks {

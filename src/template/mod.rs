@@ -416,6 +416,17 @@ impl Engine {
     /// Executes one template with `data` and returns the text after Helm's
     /// removal of every `<no value>`.
     pub fn execute(&self, name: &str, data: &Value) -> Result<String, TemplateError> {
+        match self.execute_plain(name, data) {
+            // Only copy the output when there is something to remove.
+            Ok(s) if s.contains("<no value>") => Ok(s.replace("<no value>", "")),
+            r => r,
+        }
+    }
+
+    /// Executes one template with `data` as Go's `Template.Execute` does:
+    /// a missing value prints `<no value>` (what Helm's own uses of plain
+    /// `text/template`, such as `--name-template`, print).
+    pub fn execute_plain(&self, name: &str, data: &Value) -> Result<String, TemplateError> {
         let shared = exec::Shared::new(self);
         let set = Rc::new(exec::Set {
             local: HashMap::default(),
@@ -425,8 +436,6 @@ impl Engine {
             return Err(TemplateError::NotFound(name.to_string()));
         }
         match shared.execute_named(&set, name, data.clone()) {
-            // Only copy the output when there is something to remove.
-            Ok(s) if s.contains("<no value>") => Ok(s.replace("<no value>", "")),
             Ok(s) => Ok(s),
             Err(exec::ExecErr::Go(go)) => Err(TemplateError::Exec {
                 helm: helm_exec_message(name, &go),

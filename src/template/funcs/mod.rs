@@ -23,6 +23,7 @@ pub mod reflect;
 pub mod regex;
 pub mod semver;
 pub mod serialization;
+pub mod sprig_only;
 pub mod strings;
 pub mod urls;
 pub mod util;
@@ -329,5 +330,35 @@ pub fn helm_registry() -> Registry {
     network::register(&mut r);
     serialization::register(&mut r);
     helm::register(&mut r);
+    r
+}
+
+/// Sprig's own function map, `sprig.TxtFuncMap()`, which Helm evaluates
+/// `--name-template` with: Go builtins and Sprig (with `env`, `expandenv`
+/// and Sprig's plain `fail`), without Helm's functions (`toYaml`,
+/// `include`, `tpl`, `required`, `lookup`, `toToml`, `fromYaml`, ...).
+/// Verified against Helm v3.17.2 name by name. Sprig's `fromJson` is
+/// Helm's here (they differ only on invalid JSON).
+pub fn sprig_registry() -> Registry {
+    let mut r = Registry::with_capacity(280);
+    builtins::register(&mut r);
+    strings::register(&mut r);
+    lists::register(&mut r);
+    dicts::register(&mut r);
+    math::register(&mut r);
+    regex::register(&mut r);
+    encoding::register(&mut r);
+    conversion::register(&mut r);
+    reflect::register(&mut r);
+    paths::register(&mut r);
+    urls::register(&mut r);
+    semver::register(&mut r);
+    defaults::register(&mut r);
+    dates::register(&mut r);
+    random::register(&mut r);
+    crypto::register(&mut r);
+    network::register(&mut r);
+    serialization::register_sprig(&mut r);
+    sprig_only::register(&mut r);
     r
 }

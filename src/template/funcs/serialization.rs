@@ -34,6 +34,20 @@ pub fn register(r: &mut Registry) {
     r.add("mustFromJson", &[S], None, must_from_json);
 }
 
+/// Adds the functions of this family that Sprig itself has (the JSON
+/// ones), for [`super::sprig_registry`].
+pub fn register_sprig(r: &mut Registry) {
+    use Param::{Any, String as S};
+    r.add("toJson", &[Any], None, to_json);
+    r.add("fromJson", &[S], None, from_json);
+    r.add("toPrettyJson", &[Any], None, to_pretty_json);
+    r.add("toRawJson", &[Any], None, to_raw_json);
+    r.add("mustToJson", &[Any], None, must_to_json);
+    r.add("mustToPrettyJson", &[Any], None, must_to_pretty_json);
+    r.add("mustToRawJson", &[Any], None, must_to_raw_json);
+    r.add("mustFromJson", &[S], None, must_from_json);
+}
+
 /// The value `encoding/json` would see: maps sorted by key, `int`/`int64`
 /// as integers, `[]byte` as base64 text, objects through their
 /// `to_json_value` (a `time.Time` becomes its RFC 3339 text).
