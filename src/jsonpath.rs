@@ -152,7 +152,14 @@ impl Parser<'_> {
                     out.push(self.bracket()?);
                 }
                 c if c.is_ascii_digit() || c == '-' => {
-                    let t = self.name();
+                    let start = self.i;
+                    while self
+                        .peek()
+                        .is_some_and(|c| c.is_ascii_digit() || "-+.eE".contains(c))
+                    {
+                        self.i += 1;
+                    }
+                    let t: String = self.s[start..self.i].iter().collect();
                     let n = if let Ok(i) = t.parse::<i64>() {
                         Node::Int(i)
                     } else {
@@ -393,7 +400,8 @@ fn recursive(input: Vec<Node>, out: &mut Vec<Node>) {
         let children = match &v {
             Node::Map(m) => sorted_values(m),
             Node::Seq(s) => s.clone(),
-            Node::Str(s) => s.chars().map(|c| Node::Str(c.to_string())).collect(),
+            // Go indexes a string's bytes (uint8s, which have no children).
+            Node::Str(s) => s.bytes().map(|b| Node::Int(i64::from(b))).collect(),
             _ => Vec::new(),
         };
         if !children.is_empty() {
