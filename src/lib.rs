@@ -53,6 +53,7 @@ pub mod chart;
 pub mod cluster;
 pub mod duration;
 pub mod exec;
+pub mod jsonpath;
 pub mod manifest;
 mod par;
 pub mod plan;

@@ -66,7 +66,8 @@ pub trait LintRenderer {
     ) -> Result<BTreeMap<String, String>, String>;
 
     /// Validates values.yaml against `values.schema.json` (Helm's values
-    /// rule); the error is the schema error text. The default accepts all.
+    /// rule; `schema` is empty when the chart has none, which passes); the
+    /// error is the schema error text. The default accepts all.
     fn validate_values_schema(&self, _values: &Node, _schema: &[u8]) -> Result<(), String> {
         Ok(())
     }
@@ -473,8 +474,10 @@ fn lint_values(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
         l.add(Severity::Error, p, format!("unable to parse YAML: {e}"));
         return;
     }
+    // Helm coalesces the user values over values.yaml whether or not
+    // there is a schema (logging what it skips); an empty schema passes.
     let schema = std::fs::read(dir.join("values.schema.json")).unwrap_or_default();
-    if let (Some(r), false) = (opts.renderer, schema.is_empty()) {
+    if let Some(r) = opts.renderer {
         let values = crate::yaml::parse_values(&text).unwrap_or_default();
         if let Err(e) = r.validate_values_schema(&values, &schema) {
             l.add(Severity::Error, p, e);

@@ -314,6 +314,37 @@ pub struct Chart {
     pub dependencies: Vec<Chart>,
 }
 
+impl Chart {
+    /// Helm's `findReadme`: the first file (in load order) named
+    /// `README.md`, `README.txt` or `README`, any case, at the chart's top.
+    pub fn readme(&self) -> Option<&ChartFile> {
+        self.files.iter().find(|f| {
+            ["readme.md", "readme.txt", "readme"]
+                .iter()
+                .any(|n| f.name.eq_ignore_ascii_case(n))
+        })
+    }
+
+    /// Helm's `CRDObjects`: the chart's `crds/*.yaml|yml|json` files, then
+    /// its subcharts' (all of them, enabled or not), depth first.
+    pub fn crd_objects(&self) -> Vec<&ChartFile> {
+        let mut out: Vec<&ChartFile> = self
+            .files
+            .iter()
+            .filter(|f| {
+                f.name.starts_with("crds/")
+                    && [".yaml", ".yml", ".json"]
+                        .iter()
+                        .any(|e| f.name.ends_with(e))
+            })
+            .collect();
+        for d in &self.dependencies {
+            out.extend(d.crd_objects());
+        }
+        out
+    }
+}
+
 mod base64_bytes {
     use base64::Engine;
     use serde::{Deserialize, Deserializer, Serializer};

@@ -80,6 +80,12 @@ pub struct PackageArgs {
     /// Location to write the chart.
     #[arg(short = 'd', long, default_value = ".")]
     destination: PathBuf,
+    /// Set the version on the chart to this semver version.
+    #[arg(long)]
+    version: Option<String>,
+    /// Set the appVersion on the chart to this version.
+    #[arg(long)]
+    app_version: Option<String>,
 }
 
 /// `rudder lint`.
@@ -97,6 +103,17 @@ pub struct LintArgs {
     /// Namespace to render templates in.
     #[arg(short = 'n', long, default_value = "default")]
     namespace: String,
+    #[command(flatten)]
+    values: super::values::ValuesArgs,
+    /// Kubernetes version used for capabilities and deprecation checks.
+    #[arg(long)]
+    kube_version: Option<String>,
+    /// Lint dependent charts.
+    #[arg(long)]
+    with_subcharts: bool,
+    /// Disable JSON schema validation.
+    #[arg(long)]
+    skip_schema_validation: bool,
 }
 
 /// `rudder show`.
@@ -115,6 +132,24 @@ enum ShowWhat {
     },
     /// Show the chart's values.yaml.
     Values {
+        /// Chart directory or archive.
+        chart: PathBuf,
+        /// Supply a JSONPath expression to filter the output.
+        #[arg(long)]
+        jsonpath: Option<String>,
+    },
+    /// Show the chart's README.
+    Readme {
+        /// Chart directory or archive.
+        chart: PathBuf,
+    },
+    /// Show the chart's CRDs (its subcharts' too).
+    Crds {
+        /// Chart directory or archive.
+        chart: PathBuf,
+    },
+    /// Show all information of the chart.
+    All {
         /// Chart directory or archive.
         chart: PathBuf,
     },
@@ -260,28 +295,109 @@ fn from_manifests(a: FromManifestsArgs) -> CliResult {
 /// Runs `rudder package`.
 pub fn package(a: PackageArgs) -> ExitCode {
     finish((|| {
-        let c = chart::load(&a.chart)?;
-        let path = chart::save_archive(&c, &a.destination)?;
-        let abs = std::path::absolute(&path).unwrap_or(path);
-        println!(
-            "Successfully packaged chart and saved it to: {}",
-            abs.display()
-        );
+        let mut c = chart::load(&a.chart)?;
+        // Helm rewrites Chart.yaml's fields (and so the archive name), then
+        // checks the version is SemVer (Masterminds' lenient parse).
+        // An empty flag leaves the field alone, as in Helm.
+        if let Some(v) = a.version.as_ref().filter(|v| !v.is_empty()) {
+            c.metadata.version = v.clone();
+        }
+        if chart::semver::parse_lenient(&c.metadata.version).is_err() {
+            return Err(msg("Invalid Semantic Version"));
+        }
+        if let Some(v) = a.app_version.as_ref().filter(|v| !v.is_empty()) {
+            c.metadata.app_version = v.clone();
+        }
+        // Helm saves into the working directory for `.`, else joins the
+        // destination as given (Go's filepath.Join, lexically cleaned).
+        let dest = if a.destination == Path::new(".") {
+            std::env::current_dir().map_err(|e| msg(format!("getwd: {e}")))?
+        } else {
+            a.destination.clone()
+        };
+        let path = chart::save_archive(&c, &dest)?;
+        let shown = rudder::template::funcs::paths::clean(&path.to_string_lossy());
+        println!("Successfully packaged chart and saved it to: {shown}");
         Ok(())
     })())
 }
 
+/// `--with-subcharts`: Helm walks each path's `charts/` folder (lexical
+/// order, symlinks not followed) and adds every folder holding a
+/// `Chart.yaml` and every `.tgz`/`.tar.gz` file, after the given paths.
+fn with_subcharts(paths: &[PathBuf]) -> Vec<PathBuf> {
+    fn walk(p: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            return;
+        };
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        if name.as_deref() == Some("Chart.yaml") {
+            out.push(p.parent().map(Path::to_path_buf).unwrap_or_default());
+        } else {
+            let s = p.to_string_lossy();
+            if s.ends_with(".tgz") || s.ends_with(".tar.gz") {
+                out.push(p.to_path_buf());
+            }
+        }
+        if !meta.is_dir() {
+            return;
+        }
+        let Ok(rd) = std::fs::read_dir(p) else { return };
+        let mut names: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.file_name())).collect();
+        names.sort();
+        for n in names {
+            walk(&p.join(n), out);
+        }
+    }
+    let mut out = paths.to_vec();
+    for p in paths {
+        walk(&p.join("charts"), &mut out);
+    }
+    out
+}
+
 /// Runs `rudder lint`.
 pub fn lint(a: LintArgs) -> ExitCode {
-    let renderer = rudder::render::lint::Renderer::default();
-    let opts = lint::LintOptions {
-        namespace: a.namespace.clone(),
-        renderer: Some(&renderer),
+    let kube_version = match &a.kube_version {
+        Some(v) => match rudder::render::objects::KubeVersion::parse(v) {
+            Ok(_) => Some(v.clone()),
+            Err(e) => return fail(&e),
+        },
+        None => None,
     };
-    let results: Vec<_> = a.charts.iter().map(|p| lint::lint(p, &opts)).collect();
+    let charts = if a.with_subcharts {
+        with_subcharts(&a.charts)
+    } else {
+        a.charts.clone()
+    };
+    let values = match a.values.user_values() {
+        Ok(v) => v,
+        Err(e) => return fail(&*msg(e)),
+    };
+    // Each path gets its own renderer, as each `helm lint` path gets its
+    // own engine.
+    let results: Vec<_> = charts
+        .iter()
+        .map(|p| {
+            let mut renderer = rudder::render::lint::Renderer::default();
+            renderer.values = values.clone();
+            renderer.kube_version = kube_version.clone();
+            renderer.skip_schema_validation = a.skip_schema_validation;
+            let opts = lint::LintOptions {
+                namespace: a.namespace.clone(),
+                renderer: Some(&renderer),
+            };
+            lint::lint(p, &opts)
+        })
+        .collect();
     // Helm's engine logs these while it renders, before the report, with
     // Go's log prefix (the source line in Helm's engine.go).
     for line in results.iter().flat_map(|r| &r.log) {
+        if line.starts_with("coalesce.go:") {
+            // Values warnings come with their origin already.
+            eprintln!("{line}");
+            continue;
+        }
         let origin = if line.starts_with("[INFO] Fail:") {
             "engine.go:227"
         } else {
@@ -299,21 +415,86 @@ pub fn lint(a: LintArgs) -> ExitCode {
     }
 }
 
+/// What `helm show` prints, in its order: Chart.yaml, values, README,
+/// CRDs (`all` separates the parts present with `---`).
+#[derive(Clone, Copy, PartialEq)]
+enum ShowPart {
+    Chart,
+    Values,
+    Readme,
+    Crds,
+    All,
+}
+
+fn show_text(c: &Chart, part: ShowPart, jsonpath: Option<&str>) -> Result<String, Box<dyn Error>> {
+    let all = part == ShowPart::All;
+    let mut out = String::new();
+    if part == ShowPart::Chart || all {
+        out.push_str(&chart::metadata::metadata_to_yaml(&c.metadata));
+        out.push('\n');
+    }
+    // Helm has values (possibly empty) exactly when values.yaml exists.
+    let raw_values = c.raw.iter().find(|f| f.name == "values.yaml");
+    if let (true, Some(v)) = (part == ShowPart::Values || all, raw_values) {
+        if all {
+            out.push_str("---\n");
+        }
+        match jsonpath.filter(|j| !j.is_empty()) {
+            Some(t) => {
+                let values = c
+                    .values
+                    .clone()
+                    .unwrap_or(rudder::yaml::Node::Map(Default::default()));
+                let text = rudder::jsonpath::show_values(t, &values)
+                    .map_err(|e| msg(format!("error parsing jsonpath {t}: {e}")))?;
+                out.push_str(&text);
+            }
+            None => {
+                out.push_str(&String::from_utf8_lossy(&v.data));
+                out.push('\n');
+            }
+        }
+    }
+    if part == ShowPart::Readme || all {
+        if let Some(r) = c.readme() {
+            if all {
+                out.push_str("---\n");
+            }
+            out.push_str(&String::from_utf8_lossy(&r.data));
+            out.push('\n');
+        }
+    }
+    if part == ShowPart::Crds || all {
+        let crds = c.crd_objects();
+        if let Some(first) = crds.first() {
+            if all && !first.data.starts_with(b"---") {
+                out.push_str("---\n");
+            }
+            for f in crds {
+                out.push_str(&String::from_utf8_lossy(&f.data));
+                out.push('\n');
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Runs `rudder show ...`.
 pub fn show(a: ShowArgs) -> ExitCode {
     finish((|| {
-        match a.what {
-            ShowWhat::Chart { chart: p } => {
-                let c = chart::load(&p)?;
-                println!("{}", chart::metadata::metadata_to_yaml(&c.metadata));
-            }
-            ShowWhat::Values { chart: p } => {
-                let c = chart::load(&p)?;
-                if let Some(v) = c.raw.iter().find(|f| f.name == "values.yaml") {
-                    println!("{}", String::from_utf8_lossy(&v.data));
-                }
-            }
-        }
+        let (p, part, jsonpath) = match a.what {
+            ShowWhat::Chart { chart } => (chart, ShowPart::Chart, None),
+            ShowWhat::Values { chart, jsonpath } => (chart, ShowPart::Values, jsonpath),
+            ShowWhat::Readme { chart } => (chart, ShowPart::Readme, None),
+            ShowWhat::Crds { chart } => (chart, ShowPart::Crds, None),
+            ShowWhat::All { chart } => (chart, ShowPart::All, None),
+        };
+        let c = chart::load(&p)?;
+        let text = show_text(&c, part, jsonpath.as_deref())?;
+        let mut o = std::io::stdout().lock();
+        std::io::Write::write_all(&mut o, text.as_bytes())
+            .and_then(|()| std::io::Write::flush(&mut o))
+            .map_err(|e| msg(e.to_string()))?;
         Ok(())
     })())
 }

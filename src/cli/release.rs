@@ -80,6 +80,13 @@ pub struct ListArgs {
     /// A regular expression; only releases whose names match are listed.
     #[arg(short = 'f', long)]
     filter: Option<String>,
+    /// Selector (label query) to filter on, supports '=', '==', '!=', in,
+    /// notin and existence (e.g. -l key1=value1,key2=value2).
+    #[arg(short = 'l', long)]
+    selector: Option<String>,
+    /// Format time using golang time formatter. Example: --time-format "2006-01-02 15:04:05Z0700".
+    #[arg(long)]
+    time_format: Option<String>,
 }
 
 /// `rudder history NAME`.
@@ -254,6 +261,7 @@ pub fn list(a: ListArgs) -> ExitCode {
             reverse: a.reverse,
             limit: a.max,
             offset: a.offset,
+            selector: a.selector.clone(),
         };
         let (rels, skipped) = store
             .releases()
@@ -268,7 +276,12 @@ pub fn list(a: ListArgs) -> ExitCode {
                 Format::Table => names.iter().map(|n| format!("{n}\n")).collect(),
             });
         }
-        Ok(view::list(&rels, fmt, a.no_headers))
+        Ok(view::list_with(
+            &rels,
+            fmt,
+            a.no_headers,
+            a.time_format.as_deref(),
+        ))
     })())
 }
 

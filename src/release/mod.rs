@@ -12,6 +12,7 @@
 //! This module only records; talking to a cluster is the executor's job.
 pub mod codec;
 pub mod model;
+pub mod selector;
 pub mod store;
 pub mod time;
 pub mod view;

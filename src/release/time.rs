@@ -318,6 +318,193 @@ impl HelmTime {
     }
 }
 
+const LONG_DAYS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+const LONG_MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// Go's layout elements, longest first where one is a prefix of another
+/// (Go's `nextStdChunk` order of precedence).
+const LAYOUT_TOKENS: &[&str] = &[
+    "January",
+    "Jan",
+    "Monday",
+    "Mon",
+    "MST",
+    "2006",
+    "002",
+    "01",
+    "02",
+    "03",
+    "04",
+    "05",
+    "06",
+    "__2",
+    "_2",
+    "15",
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+    "PM",
+    "pm",
+    "Z07:00:00",
+    "Z070000",
+    "Z07:00",
+    "Z0700",
+    "Z07",
+    "-07:00:00",
+    "-070000",
+    "-07:00",
+    "-0700",
+    "-07",
+];
+
+impl HelmTime {
+    /// Go's `Time.Format(layout)` (`helm list --time-format`), in the
+    /// offset the time was recorded with. The zero time is Go's
+    /// `0001-01-01 00:00:00 UTC`.
+    pub fn format_go(&self, layout: &str) -> String {
+        let i = self.inner.unwrap_or(Instant {
+            secs: days_from_civil(1, 1, 1) * 86_400,
+            nanos: 0,
+            offset: None,
+        });
+        let c = i.civil();
+        let off = i.offset.unwrap_or(0);
+        let zone = |colon: bool, secs: bool, z: bool, hours_only: bool| -> String {
+            if z && off == 0 {
+                return "Z".into();
+            }
+            let sign = if off < 0 { '-' } else { '+' };
+            let a = off.unsigned_abs();
+            let (h, m, s) = (a / 3600, (a % 3600) / 60, a % 60);
+            let sep = if colon { ":" } else { "" };
+            let mut out = format!("{sign}{h:02}");
+            if !hours_only {
+                out.push_str(&format!("{sep}{m:02}"));
+            }
+            if secs {
+                out.push_str(&format!("{sep}{s:02}"));
+            }
+            out
+        };
+        let hour12 = match c.hour % 12 {
+            0 => 12,
+            h => h,
+        };
+        let yday = days_from_civil(c.year, c.month, c.day) - days_from_civil(c.year, 1, 1) + 1;
+        let b = layout.as_bytes();
+        let mut out = String::new();
+        let mut k = 0;
+        'scan: while k < b.len() {
+            let rest = &layout[k..];
+            // Fractional seconds: `.000`/`,000` (fixed) or `.999` (trimmed)
+            // right after a seconds field... Go accepts them anywhere a
+            // digit run of 0s or 9s follows `.` or `,`.
+            if (b[k] == b'.' || b[k] == b',')
+                && k + 1 < b.len()
+                && (b[k + 1] == b'0' || b[k + 1] == b'9')
+            {
+                let d = b[k + 1];
+                let mut j = k + 1;
+                while j < b.len() && b[j] == d {
+                    j += 1;
+                }
+                if j >= b.len() || !b[j].is_ascii_digit() {
+                    let n = j - k - 1;
+                    let digits = format!("{:09}", i.nanos);
+                    let mut frac = digits[..n.min(9)].to_string();
+                    if d == b'9' {
+                        frac = frac.trim_end_matches('0').to_string();
+                        if !frac.is_empty() {
+                            out.push(b[k] as char);
+                            out.push_str(&frac);
+                        }
+                    } else {
+                        out.push(b[k] as char);
+                        out.push_str(&frac);
+                    }
+                    k = j;
+                    continue;
+                }
+            }
+            for t in LAYOUT_TOKENS {
+                if !rest.starts_with(t) {
+                    continue;
+                }
+                // Go: `Jan`/`Mon` only when not followed by a lowercase
+                // letter (`January`/`Monday` were tried first).
+                let text = match *t {
+                    "January" => LONG_MONTHS[(c.month - 1) as usize].to_string(),
+                    "Jan" => MONTHS[(c.month - 1) as usize].to_string(),
+                    "Monday" => LONG_DAYS[c.weekday].to_string(),
+                    "Mon" => DAYS[c.weekday].to_string(),
+                    "MST" => match i.offset {
+                        None => "UTC".into(),
+                        Some(_) => zone(false, false, false, false),
+                    },
+                    "2006" => fmt_year(c.year),
+                    "002" => format!("{yday:03}"),
+                    "01" => format!("{:02}", c.month),
+                    "02" => format!("{:02}", c.day),
+                    "03" => format!("{hour12:02}"),
+                    "04" => format!("{:02}", c.min),
+                    "05" => format!("{:02}", c.sec),
+                    "06" => format!("{:02}", c.year.rem_euclid(100)),
+                    "__2" => format!("{yday:>3}"),
+                    "_2" => format!("{:>2}", c.day),
+                    "15" => format!("{:02}", c.hour),
+                    "1" => c.month.to_string(),
+                    "2" => c.day.to_string(),
+                    "3" => hour12.to_string(),
+                    "4" => c.min.to_string(),
+                    "5" => c.sec.to_string(),
+                    "PM" => (if c.hour >= 12 { "PM" } else { "AM" }).to_string(),
+                    "pm" => (if c.hour >= 12 { "pm" } else { "am" }).to_string(),
+                    "Z07:00:00" => zone(true, true, true, false),
+                    "Z070000" => zone(false, true, true, false),
+                    "Z07:00" => zone(true, false, true, false),
+                    "Z0700" => zone(false, false, true, false),
+                    "Z07" => zone(false, false, true, true),
+                    "-07:00:00" => zone(true, true, false, false),
+                    "-070000" => zone(false, true, false, false),
+                    "-07:00" => zone(true, false, false, false),
+                    "-0700" => zone(false, false, false, false),
+                    _ => zone(false, false, false, true),
+                };
+                out.push_str(&text);
+                k += t.len();
+                continue 'scan;
+            }
+            let ch = rest.chars().next().unwrap_or(' ');
+            out.push(ch);
+            k += ch.len_utf8();
+        }
+        out
+    }
+}
+
 impl fmt::Display for HelmTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_rfc3339_nano())
@@ -341,6 +528,31 @@ impl<'de> Deserialize<'de> for HelmTime {
 
 #[cfg(test)]
 mod tests {
+
+    /// Go layout elements on one instant (the same layouts that
+    /// tests/release_list_flags.rs checks against `helm list --time-format`).
+    #[test]
+    fn format_go_layouts() {
+        let t = HelmTime::parse("2026-02-03T14:05:09.012300000-07:00").unwrap();
+        let cases = [
+            ("2006-01-02", "2026-02-03"),
+            ("2006-01-02 15:04:05Z0700", "2026-02-03 14:05:09-0700"),
+            ("Jan _2 15:04:05 MST 2006", "Feb  3 14:05:09 -0700 2026"),
+            (
+                "Monday, 02-Jan-06 03:04:05.000 PM -07:00",
+                "Tuesday, 03-Feb-26 02:05:09.012 PM -07:00",
+            ),
+            ("15:04:05.999999999", "14:05:09.0123"),
+            ("002 __2 Z07:00", "034  34 -07:00"),
+            ("no layout here", "no layout here"),
+        ];
+        for (layout, want) in cases {
+            assert_eq!(t.format_go(layout), want, "{layout}");
+        }
+        let utc = HelmTime::parse("2026-02-03T04:05:09Z").unwrap();
+        assert_eq!(utc.format_go("3:04pm MST Z07:00"), "4:05am UTC Z");
+    }
+
     use super::*;
 
     #[test]

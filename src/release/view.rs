@@ -102,15 +102,20 @@ pub struct ListRow {
 
 /// `helm list` rows for these releases.
 pub fn list_rows(rels: &[Release]) -> Vec<ListRow> {
+    list_rows_with(rels, None)
+}
+
+/// [`list_rows`] with `--time-format` (a Go layout) for UPDATED.
+pub fn list_rows_with(rels: &[Release], time_format: Option<&str>) -> Vec<ListRow> {
     rels.iter()
         .map(|r| ListRow {
             name: r.name.clone(),
             namespace: r.namespace.clone(),
             revision: r.version.to_string(),
-            updated: if r.info.last_deployed.is_zero() {
-                "-".into()
-            } else {
-                r.info.last_deployed.to_go_string()
+            updated: match (r.info.last_deployed.is_zero(), time_format) {
+                (true, _) => "-".into(),
+                (false, Some(f)) if !f.is_empty() => r.info.last_deployed.format_go(f),
+                (false, _) => r.info.last_deployed.to_go_string(),
             },
             status: r.info.status.to_string(),
             chart: r.chart_label(),
@@ -121,7 +126,18 @@ pub fn list_rows(rels: &[Release]) -> Vec<ListRow> {
 
 /// `helm list` output (`no_headers`: `--no-headers`, tables only).
 pub fn list(rels: &[Release], format: Format, no_headers: bool) -> String {
-    let rows = list_rows(rels);
+    list_with(rels, format, no_headers, None)
+}
+
+/// [`list`] with `--time-format` (a Go layout such as `2006-01-02`) for
+/// the UPDATED column (and field).
+pub fn list_with(
+    rels: &[Release],
+    format: Format,
+    no_headers: bool,
+    time_format: Option<&str>,
+) -> String {
+    let rows = list_rows_with(rels, time_format);
     match format {
         Format::Json => go_json(&rows),
         Format::Yaml => go_yaml(&rows),

@@ -8,8 +8,8 @@
 //! Kubernetes' `deprecation.WarningMessage` for API versions that client-go
 //! v0.32 still registers.
 use super::objects::KubeVersion;
-use super::pipeline::{render_files, RenderOptions};
-use super::values::Map;
+use super::pipeline::{prepare_values, render_files, RenderOptions};
+use super::values::{coalesce_values, Map, Warnings};
 use crate::chart::lint::LintRenderer;
 use crate::chart::Chart;
 use crate::template::{Engine, EngineOptions};
@@ -24,6 +24,10 @@ pub struct Renderer {
     pub values: Map,
     /// `--kube-version`, if given.
     pub kube_version: Option<String>,
+    /// `--skip-schema-validation`: the template rule renders without
+    /// checking values against the charts' schemas (Helm v3.17.2 still
+    /// runs the values.yaml rule's check).
+    pub skip_schema_validation: bool,
     log: std::cell::RefCell<Vec<String>>,
 }
 
@@ -37,6 +41,7 @@ impl LintRenderer for Renderer {
             release_name: "test-release".into(),
             namespace: namespace.to_string(),
             kube_version: self.kube_version.clone(),
+            skip_schema_validation: self.skip_schema_validation,
             lint: true,
             ..RenderOptions::default()
         };
@@ -44,6 +49,14 @@ impl LintRenderer for Renderer {
             lint_mode: true,
             ..EngineOptions::default()
         });
+        // Helm's template rule coalesces the values twice (`CoalesceValues`,
+        // then again in `ToRenderValues`), logging what each pass skips,
+        // before anything renders.
+        let mut w = Warnings::default();
+        if let Ok((processed, vals)) = prepare_values(chart, &self.values, &mut w) {
+            let _ = coalesce_values(&mut w, &processed, &vals, false);
+        }
+        self.log.borrow_mut().extend(w.0);
         let r = render_files(&mut engine, chart, &self.values, &opts).map_err(|e| e.to_string());
         self.log.borrow_mut().extend(engine.take_log());
         r
@@ -54,12 +67,19 @@ impl LintRenderer for Renderer {
     }
 
     fn validate_values_schema(&self, values: &Node, schema: &[u8]) -> Result<(), String> {
-        let empty = Map::new();
-        let map = match values {
-            Node::Map(m) => m,
-            _ => &empty,
-        };
-        super::schema::validate_single(map, schema)
+        // Helm's values rule: the user values coalesced over values.yaml
+        // as tables only (`CoalesceTables`), subcharts' values untouched;
+        // what it would warn about is not logged.
+        let mut map = self.values.clone();
+        if let Node::Map(m) = values {
+            let mut w = Warnings::default();
+            super::values::coalesce_tables(&mut w, &mut map, m, "", false);
+            self.log.borrow_mut().extend(w.0);
+        }
+        if schema.is_empty() {
+            return Ok(());
+        }
+        super::schema::validate_single(&map, schema)
     }
 
     fn deprecation(&self, api_version: &str, kind: &str) -> Option<String> {

@@ -553,7 +553,9 @@ fn execute_all_into(
     opts: &RenderOptions,
     sink: &mut dyn FnMut(String, String),
 ) -> Result<(Chart, Warnings), RenderError> {
-    if is_library(chart) {
+    // helm lint renders a library chart too (only its partials exist
+    // for the engine); installing one is refused.
+    if is_library(chart) && !opts.lint {
         return Err(RenderError::NotInstallable);
     }
     if !opts.lint {

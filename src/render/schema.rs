@@ -169,6 +169,38 @@ fn describe(kind: &ValidationErrorKind, instance: &Json, fallback: String) -> (b
     }
 }
 
+/// One step of an instance path, for [`error_order`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Index(u64),
+    Key(String),
+    /// After every child: an array's own errors.
+    Last,
+}
+
+/// The order gojsonschema reports an error in: by instance path, a value's
+/// own errors before its children's, except an array's own after its items'.
+fn error_order(pointer: &str, kind: &ValidationErrorKind) -> Vec<Step> {
+    let mut steps: Vec<Step> = pointer
+        .split('/')
+        .skip(1)
+        .map(|seg| match seg.parse() {
+            Ok(i) => Step::Index(i),
+            Err(_) => Step::Key(seg.replace("~1", "/").replace("~0", "~")),
+        })
+        .collect();
+    if matches!(
+        kind,
+        ValidationErrorKind::MinItems { .. }
+            | ValidationErrorKind::MaxItems { .. }
+            | ValidationErrorKind::UniqueItems
+            | ValidationErrorKind::Contains
+    ) {
+        steps.push(Step::Last);
+    }
+    steps
+}
+
 /// Validates `vals` against one chart's schema (Helm's
 /// `ValidateAgainstSingleSchema`); the error lists one `- path: problem`
 /// line per violation.
@@ -204,7 +236,11 @@ pub fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
         Ok(v) => v,
         Err(e) => return Err(format!("- (root): {e}\n")),
     };
-    let errors: Vec<_> = validator.iter_errors(&instance).collect();
+    let mut errors: Vec<_> = validator.iter_errors(&instance).collect();
+    // gojsonschema reports an object's own errors (required, additional
+    // properties) before those of its properties, and an array's items'
+    // errors before the array's own (length, uniqueness).
+    errors.sort_by_cached_key(|e| error_order(e.instance_path().as_str(), e.kind()));
     // gojsonschema stops at a type mismatch: no other errors for that value.
     let type_errors: std::collections::BTreeSet<String> = errors
         .iter()

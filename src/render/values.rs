@@ -30,7 +30,8 @@ pub enum ValuesError {
     },
 }
 
-/// Collected warnings, printed by the CLI the way Helm logs them.
+/// Collected warnings, printed by the CLI the way Helm logs them: each with
+/// the `coalesce.go:LINE: ` prefix of Go's `log` in Helm v3.17.2.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Warnings(pub Vec<String>);
 
@@ -158,14 +159,14 @@ pub fn coalesce_tables(w: &mut Warnings, dst: &mut Map, src: &Map, prefix: &str,
                         coalesce_tables(w, dm, sv, &full(), merge);
                     } else {
                         w.push(format!(
-                            "warning: cannot overwrite table with non table for {} ({})",
+                            "coalesce.go:298: warning: cannot overwrite table with non table for {} ({})",
                             full(),
                             show(val)
                         ));
                     }
                 } else if matches!(dv, Node::Map(_)) && !matches!(val, Node::Null) {
                     w.push(format!(
-                        "warning: destination for {} is a table. Ignoring non-table value ({})",
+                        "coalesce.go:301: warning: destination for {} is a table. Ignoring non-table value ({})",
                         full(),
                         show(val)
                     ));
@@ -220,7 +221,7 @@ fn coalesce_chart_values(w: &mut Warnings, chart: &Chart, v: &mut Map, prefix: &
                 }
                 Node::Null => {}
                 _ => w.push(format!(
-                    "warning: skipped value for {sub_prefix}.{key}: Not a table."
+                    "coalesce.go:237: warning: skipped value for {sub_prefix}.{key}: Not a table."
                 )),
             },
             Some(_) => {}
@@ -270,7 +271,7 @@ fn coalesce_globals(w: &mut Warnings, dest: &mut Map, src_global: Option<&Node>,
         None => Map::new(),
         Some(Node::Map(m)) => m.clone(),
         Some(_) => {
-            w.push("warning: skipping globals because destination global is not a table.".into());
+            w.push("coalesce.go:138: warning: skipping globals because destination global is not a table.".into());
             return;
         }
     };
@@ -278,7 +279,10 @@ fn coalesce_globals(w: &mut Warnings, dest: &mut Map, src_global: Option<&Node>,
         None => Map::new(),
         Some(Node::Map(m)) => m.clone(),
         Some(_) => {
-            w.push("warning: skipping globals because source global is not a table.".into());
+            w.push(
+                "coalesce.go:145: warning: skipping globals because source global is not a table."
+                    .into(),
+            );
             return;
         }
     };

@@ -46,6 +46,9 @@ pub enum OpError {
     /// `--filter` is not a valid regular expression.
     #[error("{0}")]
     Filter(String),
+    /// `--selector` is not a valid label selector.
+    #[error(transparent)]
+    Selector(#[from] crate::release::selector::SelectorError),
     /// A revision exists but cannot be read (for the newest revision, or
     /// one asked for by number).
     #[error("release record {} ({}) cannot be read: {}", .0.key, .0.location, .0.reason)]
@@ -82,6 +85,9 @@ pub struct ListQuery {
     pub limit: usize,
     /// `--offset`: skip this many first.
     pub offset: usize,
+    /// `--selector`: a label selector the shown releases' labels must
+    /// match (applied after the status filter, before sorting).
+    pub selector: Option<String>,
 }
 
 /// What a new revision holds: the fields an install or upgrade renders,
@@ -355,6 +361,10 @@ impl<'a> Releases<'a> {
             }
         }
         out.retain(|r| statuses.contains(&r.info.status));
+        if let Some(sel) = &q.selector {
+            let sel = crate::release::selector::Selector::parse(sel)?;
+            out.retain(|r| sel.matches(&r.labels));
+        }
         // Helm sorts by name only; its sort is stable at these sizes, so
         // ties keep the store's order (database row order for SQL).
         if q.by_date {

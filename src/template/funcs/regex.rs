@@ -110,6 +110,16 @@ fn translate(pat: &str, ascii_classes: bool) -> String {
                     out.push(n);
                 }
             }
+            // Go takes a `-` after a class escape in a class as a literal
+            // (`[\w-.]`); the regex crate would read a range.
+            if in_class
+                && "dDwWsSpP".contains(n)
+                && chars.get(i) == Some(&'-')
+                && chars.get(i + 1) != Some(&']')
+            {
+                out.push_str("\\-");
+                i += 1;
+            }
             class_start = false;
             continue;
         }
@@ -528,6 +538,18 @@ mod tests {
 
     fn show(name: &str, args: &[Value]) -> String {
         super::super::util::testctx::show(register, name, args)
+    }
+
+    /// Go reads `-` after a class escape as a literal (redis-ha's
+    /// `masterGroupName` check is `^[\w-\.]+$`).
+    #[test]
+    fn dash_after_class_escape_is_literal() {
+        assert_eq!(
+            show("regexMatch", &[s(r"^[\w-\.]+$"), s("my-master.1")]),
+            "true"
+        );
+        assert_eq!(show("regexMatch", &[s(r"^[\w-\.]+$"), s("a b")]), "false");
+        assert_eq!(show("regexMatch", &[s(r"^[\d-]+$"), s("1-2")]), "true");
     }
 
     #[test]
