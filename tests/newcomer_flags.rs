@@ -61,6 +61,30 @@ fn workdir() -> tempfile::TempDir {
     .expect("Chart.yaml");
     std::fs::write(bad.join("templates/a.yaml"), "a: [x\n").expect("a");
     std::fs::write(bad.join("templates/b.yaml"), "b: {{ .Release.Name }}\n").expect("b");
+    // A parent whose dependency has a non-bool condition and tag, and
+    // import-values naming tables that are not there.
+    let dep = dir.path().join("dep");
+    std::fs::create_dir_all(dep.join("charts/sub/templates")).expect("mkdir");
+    std::fs::write(
+        dep.join("Chart.yaml"),
+        "apiVersion: v2\nname: dep\nversion: 0.1.0\ndependencies:\n- name: sub\n  version: 0.1.0\n  condition: sub.enabled,other.on\n  tags: [t1, t2]\n  import-values:\n  - child: nothere\n    parent: x\n  - child: cfg.deep\n    parent: yy\n  - missing\n",
+    )
+    .expect("Chart.yaml");
+    std::fs::write(
+        dep.join("values.yaml"),
+        "sub:\n  enabled: \"yes\"\n  cfg: 3\nother:\n  on: 1\ntags:\n  t1: \"no\"\n  t2: {}\n",
+    )
+    .expect("values");
+    std::fs::write(
+        dep.join("charts/sub/Chart.yaml"),
+        "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+    )
+    .expect("sub Chart.yaml");
+    std::fs::write(
+        dep.join("charts/sub/templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub\n",
+    )
+    .expect("sub cm");
     script(
         dir.path(),
         "pr.sh",
@@ -395,4 +419,22 @@ fn debug_is_global_and_template_debug_matches_helm() {
     );
     let r = run(Command::new(rudder()), dir.path(), &["upgrade", "r", "app"]);
     assert!(!text(&r.stdout).contains("USER-SUPPLIED VALUES:"));
+}
+
+/// Dependency warnings (non-bool conditions and tags, import-values with
+/// no such table) carry Helm's `dependencies.go:LINE:` log prefix and its
+/// wording, in template and lint.
+#[test]
+fn dependency_warnings_match_helm() {
+    check_all(
+        &[
+            &["template", "x", "dep"],
+            &["template", "x", "dep", "--set", "sub.enabled=false"],
+            &["template", "x", "dep", "--set", "tags.t1=true"],
+            &["template", "x", "dep", "--set", "sub.cfg.deep.a=1"],
+            &["lint", "dep"],
+            &["lint", "dep", "--strict", "--set", "other.on=true"],
+        ],
+        false,
+    );
 }

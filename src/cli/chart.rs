@@ -393,8 +393,8 @@ pub fn lint(a: LintArgs) -> ExitCode {
     // Helm's engine logs these while it renders, before the report, with
     // Go's log prefix (the source line in Helm's engine.go).
     for line in results.iter().flat_map(|r| &r.log) {
-        if line.starts_with("coalesce.go:") {
-            // Values warnings come with their origin already.
+        if line.starts_with("coalesce.go:") || line.starts_with("dependencies.go:") {
+            // Values and dependency warnings come with their origin already.
             eprintln!("{line}");
             continue;
         }

@@ -31,7 +31,8 @@ pub enum ValuesError {
 }
 
 /// Collected warnings, printed by the CLI the way Helm logs them: each with
-/// the `coalesce.go:LINE: ` prefix of Go's `log` in Helm v3.17.2.
+/// the `coalesce.go:LINE: ` or `dependencies.go:LINE: ` prefix of Go's
+/// `log` in Helm v3.17.2.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Warnings(pub Vec<String>);
 
@@ -317,14 +318,20 @@ fn coalesce_globals(w: &mut Warnings, dest: &mut Map, src_global: Option<&Node>,
 
 /// `Values.Table`: the map at a dotted path.
 pub fn table<'a>(vals: &'a Map, path: &str) -> Option<&'a Map> {
+    table_lookup(vals, path).ok()
+}
+
+/// `Values.Table` with its error: the path segment that is missing or not
+/// a map (Helm's `ErrNoTable`, printed as `"KEY" is not a table`).
+fn table_lookup<'a, 'p>(vals: &'a Map, path: &'p str) -> Result<&'a Map, &'p str> {
     let mut cur = vals;
     for part in path.split('.') {
         match cur.get(part) {
             Some(Node::Map(m)) => cur = m,
-            _ => return None,
+            _ => return Err(part),
         }
     }
-    Some(cur)
+    Ok(cur)
 }
 
 /// `Values.PathValue`: a non-table leaf at a dotted path.
@@ -433,7 +440,7 @@ fn process_tags(w: &mut Warnings, reqs: &mut [Dependency], cvals: &Map) {
                 Some(Node::Bool(true)) => has_true = true,
                 Some(Node::Bool(false)) => has_false = true,
                 Some(_) => w.push(format!(
-                    "Warning: Tag '{k}' for chart {} returned non-bool value",
+                    "dependencies.go:94: Warning: Tag '{k}' for chart {} returned non-bool value",
                     r.name
                 )),
                 None => {}
@@ -455,7 +462,7 @@ fn process_conditions(w: &mut Warnings, reqs: &mut [Dependency], cvals: &Map, pa
                     break;
                 }
                 Some(_) => w.push(format!(
-                    "Warning: Condition path '{c}' for chart {} returned non-bool value",
+                    "dependencies.go:63: Warning: Condition path '{c}' for chart {} returned non-bool value",
                     r.name
                 )),
                 None => {}
@@ -501,27 +508,27 @@ fn process_import_values(w: &mut Warnings, c: &mut Chart) -> Result<(), ValuesEr
                         _ => String::new(),
                     };
                     out.push(child_parent(&child, &parent));
-                    match table(&cvals, &format!("{}.{}", r.name, child)) {
-                        Some(vv) => {
+                    match table_lookup(&cvals, &format!("{}.{}", r.name, child)) {
+                        Ok(vv) => {
                             let m = path_to_map(&parent, vv.clone());
                             coalesce_tables(w, &mut b, &m, "", true);
                         }
-                        None => w.push(format!(
-                            "Warning: ImportValues missing table from chart {}: no table named {:?}",
-                            r.name, child
+                        Err(key) => w.push(format!(
+                            "dependencies.go:269: Warning: ImportValues missing table from chart {}: {key:?} is not a table",
+                            r.name
                         )),
                     }
                 }
                 Node::Str(iv) => {
                     let child = format!("exports.{iv}");
                     out.push(child_parent(&child, "."));
-                    match table(&cvals, &format!("{}.{}", r.name, child)) {
-                        Some(vm) => {
+                    match table_lookup(&cvals, &format!("{}.{}", r.name, child)) {
+                        Ok(vm) => {
                             let vm = vm.clone();
                             coalesce_tables(w, &mut b, &vm, "", true);
                         }
-                        None => w.push(format!(
-                            "Warning: ImportValues missing table: no table named {child:?}"
+                        Err(key) => w.push(format!(
+                            "dependencies.go:286: Warning: ImportValues missing table: {key:?} is not a table"
                         )),
                     }
                 }
