@@ -2,10 +2,14 @@
 //!
 //! Rule groups run in Helm's order: Chart.yaml, values.yaml, templates,
 //! dependencies. The checks on *rendered* templates (indentation, YAML
-//! syntax, object names, selectors, `List` annotations) need a renderer,
-//! which a later pipeline stage provides through [`LintRenderer`]; without
-//! one they are skipped. Schema validation of values and deprecated-API
-//! warnings are not implemented here.
+//! syntax, object names, selectors, `List` annotations), schema validation
+//! of values and deprecated-API warnings need a renderer, which a later
+//! pipeline stage provides through [`LintRenderer`]
+//! (`rudder::render::lint::Renderer`). A renderer is required: no rule is
+//! skipped without a word.
+//!
+//! [`lint`] lints a chart directory or archive, as `helm lint PATH` does;
+//! [`lint_chart`] lints a chart in memory.
 use super::loader::{load_archive_files, load_dir};
 use super::model::Chart;
 use crate::manifest::names::{name_errors, rule_for_kind};
@@ -85,13 +89,17 @@ pub trait LintRenderer {
     }
 }
 
-/// Options for [`lint`].
-#[derive(Default)]
+/// Options for [`lint`] and [`lint_chart`].
+///
+/// There is no way to lint without rendering: every rule of `helm lint`
+/// runs, or the lint fails. `rudder::render::lint::Renderer` is the
+/// renderer that `helm lint` uses.
 pub struct LintOptions<'a> {
     /// The namespace templates are rendered in.
     pub namespace: String,
-    /// Renderer for the rendered-template rules, if any.
-    pub renderer: Option<&'a dyn LintRenderer>,
+    /// Renders the templates (and validates values against the schema) for
+    /// the rules that need it.
+    pub renderer: &'a dyn LintRenderer,
 }
 
 /// The result of linting one path.
@@ -202,10 +210,85 @@ pub fn lint(path: &Path, opts: &LintOptions<'_>) -> LintResult {
         return result;
     }
     result.messages = lint_dir(&chart_dir, opts);
-    if let Some(r) = opts.renderer {
-        result.log = r.take_log();
-    }
+    result.log = opts.renderer.take_log();
     result
+}
+
+/// Lints a chart in memory: loaded, built by
+/// [`chart_from_manifests`](super::chart_from_manifests), or changed in
+/// code. Every rule of `helm lint` runs, the rendered-template ones
+/// included.
+///
+/// The Chart.yaml and values.yaml rules check [`Chart::metadata`] and
+/// [`Chart::values`] as they are in memory, changes made in code included;
+/// the raw Chart.yaml of a loaded chart is read only for the types of its
+/// fields (a float `version: 1.0`). Dependency findings name the chart
+/// rather than a directory. The result's `path` is the chart's name. On a
+/// loaded chart directory the findings are those of [`lint`].
+///
+/// ```
+/// use rudder::chart::lint::{lint_chart, LintOptions};
+/// use std::collections::BTreeMap;
+///
+/// let mut manifests = BTreeMap::new();
+/// manifests.insert(
+///     "deploy.yaml".to_string(),
+///     "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec: {}\n".to_string(),
+/// );
+/// let chart = rudder::chart::chart_from_manifests("web", "default", &manifests)?;
+/// let renderer = rudder::render::lint::Renderer::default();
+/// let opts = LintOptions { namespace: "default".into(), renderer: &renderer };
+/// let result = lint_chart(&chart, &opts);
+/// let found: Vec<String> = result.messages.iter().map(|m| m.to_string()).collect();
+/// assert_eq!(found, [
+///     "[INFO] Chart.yaml: icon is recommended",
+///     // The rendered rules ran.
+///     "[ERROR] templates/deploy.yaml: a Deployment must contain matchLabels or matchExpressions, and \"web\" does not",
+/// ]);
+/// assert!(result.failed(false));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn lint_chart(chart: &Chart, opts: &LintOptions<'_>) -> LintResult {
+    let mut l = Linter {
+        messages: Vec::new(),
+    };
+    let raw = |name: &str| {
+        chart
+            .raw
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.data.text().into_owned())
+    };
+    // The raw Chart.yaml only tells the types of fields (a float
+    // `version:`), and only while it still says what the metadata says.
+    let raw_chartfile = raw("Chart.yaml")
+        .filter(|t| super::metadata::decode_metadata(t).is_ok_and(|(m, _)| m == chart.metadata))
+        .and_then(|t| crate::yaml::parse_values(&t).ok())
+        .unwrap_or(Node::Null);
+    lint_metadata(&chart.metadata, &raw_chartfile, &mut l);
+    let schema = chart.schema.as_deref().unwrap_or_default();
+    let values = match (&chart.values, raw("values.yaml")) {
+        (Some(v), _) => Some(v.clone()),
+        // An empty values.yaml.
+        (None, Some(_)) => Some(Node::Map(Default::default())),
+        (None, None) => None,
+    };
+    match values {
+        Some(v) => {
+            if let Err(e) = opts.renderer.validate_values_schema(&v, schema) {
+                l.add(Severity::Error, "values.yaml", e);
+            }
+        }
+        None => l.add(Severity::Info, "values.yaml", "file does not exist"),
+    }
+    lint_chart_templates(chart, &opts.namespace, opts.renderer, &mut l);
+    lint_chart_dependencies(chart, &chart.metadata.name, &mut l);
+    LintResult {
+        path: chart.metadata.name.clone(),
+        messages: l.messages,
+        error: None,
+        log: opts.renderer.take_log(),
+    }
 }
 
 fn expand_archive(path: &Path) -> Result<(TempDir, PathBuf), String> {
@@ -330,15 +413,28 @@ fn lint_chartfile(dir: &Path, l: &mut Linter) {
             return;
         }
     };
-    let cf = match super::metadata::decode_metadata(&text) {
+    lint_chartfile_text(&text, l);
+}
+
+/// The Chart.yaml rules on the file's text.
+fn lint_chartfile_text(text: &str, l: &mut Linter) {
+    let p = "Chart.yaml";
+    let cf = match super::metadata::decode_metadata(text) {
         Ok((m, _)) => m,
         Err(e) => {
             l.add(Severity::Error, p, format!("unable to parse YAML\n\t{e}"));
             return;
         }
     };
-    let raw = crate::yaml::parse_values(&text).unwrap_or(Node::Null);
-    let raw_field = |k: &str| match &raw {
+    let raw = crate::yaml::parse_values(text).unwrap_or(Node::Null);
+    lint_metadata(&cf, &raw, l);
+}
+
+/// The Chart.yaml rules on decoded metadata; `raw` is the file as plain
+/// YAML (for the rules on field types), or null.
+fn lint_metadata(cf: &super::model::Metadata, raw: &Node, l: &mut Linter) {
+    let p = "Chart.yaml";
+    let raw_field = |k: &str| match raw {
         Node::Map(m) => m.get(k),
         _ => None,
     };
@@ -462,7 +558,15 @@ fn lint_values(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
             return;
         }
     };
-    if let Err(e) = crate::yaml::parse_values(&text) {
+    let schema = std::fs::read(dir.join("values.schema.json")).unwrap_or_default();
+    lint_values_text(&text, &schema, opts.renderer, l);
+}
+
+/// The values.yaml rule on the file's text and the chart's schema (empty
+/// when it has none).
+fn lint_values_text(text: &str, schema: &[u8], renderer: &dyn LintRenderer, l: &mut Linter) {
+    let p = "values.yaml";
+    if let Err(e) = crate::yaml::parse_values(text) {
         // Lint reads values into `chartutil.Values`, which names the type.
         let e = match e {
             crate::yaml::YamlError::Type { found, .. } => crate::yaml::YamlError::Type {
@@ -476,12 +580,9 @@ fn lint_values(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
     }
     // Helm coalesces the user values over values.yaml whether or not
     // there is a schema (logging what it skips); an empty schema passes.
-    let schema = std::fs::read(dir.join("values.schema.json")).unwrap_or_default();
-    if let Some(r) = opts.renderer {
-        let values = crate::yaml::parse_values(&text).unwrap_or_default();
-        if let Err(e) = r.validate_values_schema(&values, &schema) {
-            l.add(Severity::Error, p, e);
-        }
+    let values = crate::yaml::parse_values(text).unwrap_or_default();
+    if let Err(e) = renderer.validate_values_schema(&values, schema) {
+        l.add(Severity::Error, p, e);
     }
 }
 
@@ -509,16 +610,24 @@ fn lint_templates(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
             return;
         }
     };
-    let renderer = opts.renderer;
-    let rendered = match renderer {
-        Some(r) => match r.render_for_lint(&chart, &opts.namespace) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                l.add(Severity::Error, p, e);
-                return;
-            }
-        },
-        None => None,
+    lint_chart_templates(&chart, &opts.namespace, opts.renderer, l);
+}
+
+/// The template rules on a loaded chart: its sources, then what they
+/// render to.
+fn lint_chart_templates(
+    chart: &Chart,
+    namespace: &str,
+    renderer: &dyn LintRenderer,
+    l: &mut Linter,
+) {
+    let p = "templates/";
+    let rendered = match renderer.render_for_lint(chart, namespace) {
+        Ok(m) => m,
+        Err(e) => {
+            l.add(Severity::Error, p, e);
+            return;
+        }
     };
     let crd_hook = regex::Regex::new(r#""?helm\.sh/hook"?:\s+crd-install"#).ok();
     let release_time = regex::Regex::new(r"\.Release\.Time").ok();
@@ -546,12 +655,11 @@ fn lint_templates(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
         if ext != ".yaml" {
             continue;
         }
-        let Some(rendered) = &rendered else { continue };
         let content = rendered
             .get(&format!("{}/{}", chart.metadata.name, fp))
             .cloned()
             .unwrap_or_default();
-        if !lint_rendered(fp, &content, renderer, l) {
+        if !lint_rendered(fp, &content, Some(renderer), l) {
             return;
         }
     }
@@ -702,6 +810,11 @@ fn lint_dependencies(dir: &Path, l: &mut Linter) {
         .unwrap_or_else(|_| dir.to_path_buf())
         .display()
         .to_string();
+    lint_chart_dependencies(&c, &at, l);
+}
+
+/// The dependency rules on a loaded chart; findings name `at`.
+fn lint_chart_dependencies(c: &Chart, at: &str, l: &mut Linter) {
     let declared: Vec<&str> = c
         .metadata
         .dependencies
@@ -721,7 +834,7 @@ fn lint_dependencies(dir: &Path, l: &mut Linter) {
     if !undeclared.is_empty() {
         l.add(
             Severity::Error,
-            &at,
+            at,
             format!(
                 "chart metadata is missing these dependencies: {}",
                 undeclared.join(",")
@@ -743,7 +856,7 @@ fn lint_dependencies(dir: &Path, l: &mut Linter) {
     if !shadowing.is_empty() {
         l.add(
             Severity::Error,
-            &at,
+            at,
             format!(
                 "multiple dependencies with name or alias: {}",
                 shadowing.join(",")
@@ -758,7 +871,7 @@ fn lint_dependencies(dir: &Path, l: &mut Linter) {
     if !missing.is_empty() {
         l.add(
             Severity::Warning,
-            &at,
+            at,
             format!(
                 "chart directory is missing these dependencies: {}",
                 missing.join(",")

@@ -385,7 +385,7 @@ pub fn lint(a: LintArgs) -> ExitCode {
             renderer.skip_schema_validation = a.skip_schema_validation;
             let opts = lint::LintOptions {
                 namespace: a.namespace.clone(),
-                renderer: Some(&renderer),
+                renderer: &renderer,
             };
             lint::lint(p, &opts)
         })

@@ -93,6 +93,31 @@ impl LintRenderer for Renderer {
 const LINT_KUBE_VERSION: (u32, u32) = (1, 32);
 
 impl Renderer {
+    /// Lints an in-memory chart with every rule of `helm lint`, rendering
+    /// it with this renderer's values and Kubernetes version, in
+    /// `namespace` (see [`crate::chart::lint::lint_chart`]).
+    ///
+    /// ```
+    /// let mut manifests = std::collections::BTreeMap::new();
+    /// manifests.insert(
+    ///     "cm.yaml".to_string(),
+    ///     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n".to_string(),
+    /// );
+    /// let chart = rudder::chart::chart_from_manifests("app", "default", &manifests)?;
+    /// let result = rudder::render::lint::Renderer::default().lint_chart(&chart, "default");
+    /// assert!(!result.failed(true), "{:?}", result.messages);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lint_chart(&self, chart: &Chart, namespace: &str) -> crate::chart::lint::LintResult {
+        crate::chart::lint::lint_chart(
+            chart,
+            &crate::chart::lint::LintOptions {
+                namespace: namespace.to_string(),
+                renderer: self,
+            },
+        )
+    }
+
     /// `(major, minor)` of `--kube-version`, or Helm's lint default.
     fn lint_kube_version(&self) -> (u32, u32) {
         self.kube_version
