@@ -481,6 +481,68 @@ fn package_version_flags_match_helm() {
     );
 }
 
+/// `rudder package A B ...` against `helm package`: each chart in order,
+/// a line per saved archive, and a stop at the first chart that fails.
+#[test]
+fn package_of_several_charts_matches_helm() {
+    let Some(helm) = common::helm(3) else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (name, version) in [("a", "0.1.0"), ("b", "1.0.0"), ("bad", "nope")] {
+        write(
+            &tmp.path().join(format!("src/{name}/Chart.yaml")),
+            &format!("apiVersion: v2\nname: {name}\nversion: {version}\n"),
+        );
+    }
+    write(
+        &tmp.path().join("src/a/templates/cm.yaml"),
+        "kind: ConfigMap\n",
+    );
+    let cases: &[&[&str]] = &[
+        &["a", "b"],
+        &["b", "a", "a"],
+        &["a", "missing", "b"],
+        &["a", "bad", "b"],
+        &["a", "b", "--version", "2.0.0"],
+        &["a", "b", "--app-version", "9"],
+        &["--version", "x.y", "a", "b"],
+    ];
+    for (i, args) in cases.iter().enumerate() {
+        let mut outs = Vec::new();
+        for who in ["helm", "rudder"] {
+            let dest = tmp.path().join(format!("{who}{i}"));
+            let mut cmd = if who == "helm" {
+                common::helm_command(&helm, &tmp.path().join("home"))
+            } else {
+                Command::new(env!("CARGO_BIN_EXE_rudder"))
+            };
+            let o = cmd
+                .arg("package")
+                .args(*args)
+                .args(["-d", dest.to_str().expect("utf-8")])
+                .current_dir(tmp.path().join("src"))
+                .output()
+                .expect("runs");
+            let shown = |b: &[u8]| {
+                String::from_utf8_lossy(b).replace(dest.to_str().expect("utf-8"), "DEST")
+            };
+            let mut files: Vec<String> = std::fs::read_dir(&dest)
+                .map(|rd| {
+                    rd.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            files.sort();
+            outs.push((shown(&o.stdout), shown(&o.stderr), o.status.code(), files));
+        }
+        assert_eq!(outs[1], outs[0], "rudder vs helm package {args:?}");
+    }
+    eprintln!(
+        "{} package cases of several charts identical to helm package",
+        cases.len()
+    );
+}
+
 /// `rudder show chart|values|readme|crds|all` against `helm show` on every
 /// corpus chart, and `show values --jsonpath` with the expressions Helm
 /// users write (stdout, stderr, exit code).

@@ -75,8 +75,8 @@ pub struct FromManifestsArgs {
 /// `rudder package`.
 #[derive(Debug, Args)]
 pub struct PackageArgs {
-    /// The chart directory (or archive) to package.
-    chart: PathBuf,
+    /// The chart directories (or archives) to package, in order.
+    charts: Vec<PathBuf>,
     /// Location to write the chart.
     #[arg(short = 'd', long, default_value = ".")]
     destination: PathBuf,
@@ -294,32 +294,43 @@ fn from_manifests(a: FromManifestsArgs) -> CliResult {
 
 /// Runs `rudder package`.
 pub fn package(a: PackageArgs) -> ExitCode {
+    // Helm packages the charts in order and stops at the first failure,
+    // after reporting the ones it saved.
     finish((|| {
-        let mut c = chart::load(&a.chart)?;
-        // Helm rewrites Chart.yaml's fields (and so the archive name), then
-        // checks the version is SemVer (Masterminds' lenient parse).
-        // An empty flag leaves the field alone, as in Helm.
-        if let Some(v) = a.version.as_ref().filter(|v| !v.is_empty()) {
-            c.metadata.version = v.clone();
+        // (No path at all is a usage error, caught before this.)
+        for p in &a.charts {
+            package_one(p, &a)?;
         }
-        if chart::semver::parse_lenient(&c.metadata.version).is_err() {
-            return Err(msg("Invalid Semantic Version"));
-        }
-        if let Some(v) = a.app_version.as_ref().filter(|v| !v.is_empty()) {
-            c.metadata.app_version = v.clone();
-        }
-        // Helm saves into the working directory for `.`, else joins the
-        // destination as given (Go's filepath.Join, lexically cleaned).
-        let dest = if a.destination == Path::new(".") {
-            std::env::current_dir().map_err(|e| msg(format!("getwd: {e}")))?
-        } else {
-            a.destination.clone()
-        };
-        let path = chart::save_archive(&c, &dest)?;
-        let shown = rudder::template::funcs::paths::clean(&path.to_string_lossy());
-        println!("Successfully packaged chart and saved it to: {shown}");
         Ok(())
     })())
+}
+
+/// Packages one chart as `helm package` does, and says where it went.
+fn package_one(chart_path: &Path, a: &PackageArgs) -> CliResult {
+    let mut c = chart::load(chart_path)?;
+    // Helm rewrites Chart.yaml's fields (and so the archive name), then
+    // checks the version is SemVer (Masterminds' lenient parse).
+    // An empty flag leaves the field alone, as in Helm.
+    if let Some(v) = a.version.as_ref().filter(|v| !v.is_empty()) {
+        c.metadata.version = v.clone();
+    }
+    if chart::semver::parse_lenient(&c.metadata.version).is_err() {
+        return Err(msg("Invalid Semantic Version"));
+    }
+    if let Some(v) = a.app_version.as_ref().filter(|v| !v.is_empty()) {
+        c.metadata.app_version = v.clone();
+    }
+    // Helm saves into the working directory for `.`, else joins the
+    // destination as given (Go's filepath.Join, lexically cleaned).
+    let dest = if a.destination == Path::new(".") {
+        std::env::current_dir().map_err(|e| msg(format!("getwd: {e}")))?
+    } else {
+        a.destination.clone()
+    };
+    let path = chart::save_archive(&c, &dest)?;
+    let shown = rudder::template::funcs::paths::clean(&path.to_string_lossy());
+    println!("Successfully packaged chart and saved it to: {shown}");
+    Ok(())
 }
 
 /// `--with-subcharts`: Helm walks each path's `charts/` folder (lexical
