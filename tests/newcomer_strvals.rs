@@ -445,3 +445,105 @@ fn invalid_utf8_values_are_refused_like_helm() {
         }
     }
 }
+
+/// Bytes that are not UTF-8 where `helm lint` and `helm template` read
+/// text: Chart.yaml and values.yaml under lint, and template files, whose
+/// bytes reach the output as they are (Go strings are bytes) and make the
+/// rendered YAML fail to parse, in a document, a comment or an `include`;
+/// in a template comment, a partial or NOTES.txt they never reach a
+/// parser. Stdout, stderr and exit code are compared with Helm 3.17.
+#[test]
+fn invalid_utf8_in_charts_lints_and_renders_like_helm() {
+    let Some(helm) = common::helm(3) else { return };
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n";
+    type Case<'a> = (&'a str, &'a [u8]);
+    let cases: &[(&str, &[Case])] = &[
+        ("chart-yaml", &[("Chart.yaml", b"description: \xff\xfe\n")]),
+        ("values-yaml", &[("values.yaml", b"b: \"\xc3\"\n")]),
+        (
+            "document",
+            &[("templates/cm.yaml", b"data:\n  k: \"\xe2\x82\"\n")],
+        ),
+        (
+            "yaml-comment",
+            &[("templates/cm.yaml", b"# \xff comment\n")],
+        ),
+        (
+            "template-comment",
+            &[("templates/cm.yaml", b"{{/* \xff */}}\n")],
+        ),
+        ("notes", &[("templates/NOTES.txt", b"x: \xff\n")]),
+        ("partial", &[("templates/_h.tpl", b"\xff")]),
+        (
+            "include-b64enc",
+            &[
+                ("templates/_h.tpl", b"{{ define \"x\" }}\xc3{{ end }}"),
+                (
+                    "templates/cm.yaml",
+                    b"data:\n  k: {{ include \"x\" . | b64enc }}\n",
+                ),
+            ],
+        ),
+        (
+            "include-raw",
+            &[
+                ("templates/_h.tpl", b"{{ define \"x\" }}\xc3\xff{{ end }}"),
+                ("templates/cm.yaml", b"data:\n  k: {{ include \"x\" . }}\n"),
+            ],
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (name, files) in cases {
+        let chart = dir.path().join(name);
+        std::fs::create_dir_all(chart.join("templates")).unwrap();
+        let mut base: Vec<(String, Vec<u8>)> = vec![
+            (
+                "Chart.yaml".into(),
+                format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n").into_bytes(),
+            ),
+            ("values.yaml".into(), b"a: 1\n".to_vec()),
+            ("templates/cm.yaml".into(), cm.as_bytes().to_vec()),
+        ];
+        for (f, extra) in files.iter() {
+            match base.iter_mut().find(|(n, _)| n == f) {
+                // Appended to the file the base chart has.
+                Some((_, data)) => data.extend_from_slice(extra),
+                None => base.push((f.to_string(), extra.to_vec())),
+            }
+        }
+        for (f, data) in &base {
+            std::fs::write(chart.join(f), data).unwrap();
+        }
+        for args in [vec!["lint", name], vec!["template", "x", name]] {
+            let h = common::helm_command(&helm, dir.path())
+                .current_dir(dir.path())
+                .args(&args)
+                .output()
+                .unwrap();
+            let r = Command::new(env!("CARGO_BIN_EXE_rudder"))
+                .current_dir(dir.path())
+                .args(&args)
+                .output()
+                .unwrap();
+            compared += 1;
+            if (h.status.code(), &h.stdout, &h.stderr) != (r.status.code(), &r.stdout, &r.stderr) {
+                failures.push(format!(
+                    "{args:?}:\n  helm:   {:?} {:?} {:?}\n  rudder: {:?} {:?} {:?}",
+                    h.status.code(),
+                    String::from_utf8_lossy(&h.stdout),
+                    String::from_utf8_lossy(&h.stderr),
+                    r.status.code(),
+                    String::from_utf8_lossy(&r.stdout),
+                    String::from_utf8_lossy(&r.stderr)
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "{}/{compared} lint and template runs on charts with bytes that are not UTF-8 identical to helm",
+        compared - failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

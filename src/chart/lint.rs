@@ -399,7 +399,14 @@ fn lint_chartfile(dir: &Path, l: &mut Linter) {
         l.add(Severity::Error, p, "should be a file, not a directory");
     }
     let text = match std::fs::read(&path) {
-        Ok(t) => String::from_utf8_lossy(&t).into_owned(),
+        Ok(t) => match crate::yaml::gostr::utf8_error(&t) {
+            Some(problem) => {
+                let e = crate::yaml::YamlError::Encoding { problem };
+                l.add(Severity::Error, p, format!("unable to parse YAML\n\t{e}"));
+                return;
+            }
+            None => String::from_utf8_lossy(&t).into_owned(),
+        },
         Err(e) => {
             l.add(
                 Severity::Error,
@@ -544,7 +551,14 @@ fn lint_values(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
         return;
     }
     let text = match std::fs::read(&path) {
-        Ok(t) => String::from_utf8_lossy(&t).into_owned(),
+        Ok(t) => match crate::yaml::gostr::utf8_error(&t) {
+            Some(problem) => {
+                let e = crate::yaml::YamlError::Encoding { problem };
+                l.add(Severity::Error, p, format!("unable to parse YAML: {e}"));
+                return;
+            }
+            None => String::from_utf8_lossy(&t).into_owned(),
+        },
         Err(e) => {
             l.add(
                 Severity::Error,

@@ -1034,7 +1034,7 @@ pub fn load_files(files: Vec<ChartFile>) -> Result<Chart, LoadError> {
 /// document leaves the map nil (no values) and anything but a mapping is
 /// an error.
 fn decode_values(data: &FileData) -> Result<Option<Node>, LoadError> {
-    if let Some(e) = yaml_utf8_error(data.as_slice()) {
+    if let Some(e) = crate::yaml::gostr::utf8_error(data.as_slice()) {
         return Err(LoadError::Values(format!(
             "error converting YAML to JSON: yaml: {e}"
         )));
@@ -1054,59 +1054,6 @@ fn decode_values(data: &FileData) -> Result<Option<Node>, LoadError> {
     }
 }
 
-/// The reader error Helm's YAML parser (go-yaml v2) gives for bytes that
-/// are not UTF-8, e.g. `invalid leading UTF-8 octet`; `None` for valid
-/// UTF-8 (and for UTF-16 text, which go-yaml detects by its BOM).
-/// Where Helm would show U+FFFD, this is an error instead, as in Helm.
-pub fn yaml_utf8_error(data: &[u8]) -> Option<&'static str> {
-    if std::str::from_utf8(data).is_ok()
-        || data.starts_with(&[0xFF, 0xFE])
-        || data.starts_with(&[0xFE, 0xFF])
-    {
-        return None;
-    }
-    let mut i = 0;
-    while i < data.len() {
-        let b = data[i];
-        let width = match b {
-            _ if b & 0x80 == 0 => 1,
-            _ if b & 0xE0 == 0xC0 => 2,
-            _ if b & 0xF0 == 0xE0 => 3,
-            _ if b & 0xF8 == 0xF0 => 4,
-            _ => return Some("invalid leading UTF-8 octet"),
-        };
-        if width > data.len() - i {
-            return Some("incomplete UTF-8 octet sequence");
-        }
-        let mut value: u32 = match width {
-            1 => u32::from(b & 0x7F),
-            2 => u32::from(b & 0x1F),
-            3 => u32::from(b & 0x0F),
-            _ => u32::from(b & 0x07),
-        };
-        for &t in &data[i + 1..i + width] {
-            if t & 0xC0 != 0x80 {
-                return Some("invalid trailing UTF-8 octet");
-            }
-            value = (value << 6) + u32::from(t & 0x3F);
-        }
-        let long_enough = match width {
-            1 => true,
-            2 => value >= 0x80,
-            3 => value >= 0x800,
-            _ => value >= 0x10000,
-        };
-        if !long_enough {
-            return Some("invalid length of a UTF-8 sequence");
-        }
-        if (0xD800..=0xDFFF).contains(&value) || value > 0x10FFFF {
-            return Some("invalid Unicode character");
-        }
-        i += width;
-    }
-    None
-}
-
 fn decode_lock_opt(data: &[u8]) -> Result<Option<Lock>, DecodeError> {
     let text = String::from_utf8_lossy(data);
     if matches!(first_document(&text)?, Node::Null) {
@@ -1121,7 +1068,7 @@ fn load_files_in(files: Vec<ChartFile>, ld: &mut Loading) -> Result<Chart, LoadE
     let mut notes = DecodeNotes::default();
     for f in &files {
         if f.name == "Chart.yaml" {
-            if let Some(e) = yaml_utf8_error(f.data.as_slice()) {
+            if let Some(e) = crate::yaml::gostr::utf8_error(f.data.as_slice()) {
                 return Err(LoadError::ChartYaml(DecodeError::Yaml(format!(
                     "error converting YAML to JSON: yaml: {e}"
                 ))));

@@ -34,9 +34,12 @@ pub trait TemplateSet {
     /// first error wins); an engine may parse them concurrently, and keep
     /// the shared texts instead of copies.
     fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), String> {
-        files
-            .iter()
-            .try_for_each(|(name, text)| self.add_template(name, &text.text()))
+        files.iter().try_for_each(|(name, text)| {
+            self.add_template(
+                name,
+                &crate::yaml::gostr::go_string_from_bytes(text.bytes()),
+            )
+        })
     }
     /// Executes the file `name` with `data`; the result has every
     /// `<no value>` removed.
@@ -851,8 +854,9 @@ mod tests {
         assert!(!r.files.contains_key("top/templates/NOTES.txt"));
     }
 
-    /// A template that is not UTF-8 is read as Go converts bytes to text
-    /// (U+FFFD per bad byte); UTF-8 ones are parsed in place.
+    /// A template that is not UTF-8 keeps its bytes, as a Go string does:
+    /// they reach the output raw, where the YAML decoder refuses them as
+    /// Helm's does; bytes in a template comment never reach it.
     #[test]
     fn templates_that_are_not_utf8() {
         let mut c = chart();
@@ -862,10 +866,19 @@ mod tests {
                 .to_vec()
                 .into(),
         });
+        let e = crate::render::render(&c, &Map::new(), &RenderOptions::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "YAML parse error on top/templates/bad.yaml: error converting YAML to JSON: yaml: invalid leading UTF-8 octet"
+        );
+        c.templates.last_mut().unwrap().data =
+            b"kind: ConfigMap\nmetadata:\n  name: bad\n{{/* a\xffb */}}x: {{ 1 }}\n"
+                .to_vec()
+                .into();
         let r = crate::render::render(&c, &Map::new(), &RenderOptions::default()).unwrap();
         assert_eq!(
             r.files["top/templates/bad.yaml"],
-            "kind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  x: \"a\u{fffd}b 1\"\n"
+            "kind: ConfigMap\nmetadata:\n  name: bad\nx: 1\n"
         );
         assert_eq!(
             r.files["top/templates/a.yaml"],

@@ -86,7 +86,7 @@ pub fn parse_values_file(text: &str) -> Result<Map, ValuesFileError> {
 /// Helm's YAML reader error (`error converting YAML to JSON: yaml: invalid
 /// leading UTF-8 octet`) rather than U+FFFD.
 pub fn parse_values_bytes(data: &[u8]) -> Result<Map, ValuesFileError> {
-    if let Some(e) = crate::chart::loader::yaml_utf8_error(data) {
+    if let Some(e) = crate::yaml::gostr::utf8_error(data) {
         return Err(ValuesFileError::new(format!(
             "error converting YAML to JSON: yaml: {e}"
         )));

@@ -66,8 +66,9 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
 }
 
 /// [`parse`] over shared text: the trees keep `source` rather than a copy.
-/// Bytes that are not UTF-8 are parsed as [`Source::text`] reads them (a
-/// U+FFFD for each bad sequence), from a converted copy.
+/// Bytes that are not UTF-8 are kept as Go keeps them, as raw-byte
+/// characters (see [`crate::yaml::gostr`]), in a converted copy: they come
+/// out of the template as they went in.
 pub fn parse_source(
     name: &str,
     source: &Source,
@@ -77,7 +78,7 @@ pub fn parse_source(
     let (text, source) = match source.as_str() {
         Some(text) => (text, source),
         None => {
-            converted = Source::from(source.text().into_owned());
+            converted = Source::from(crate::yaml::gostr::go_string_from_bytes(source.bytes()));
             (converted.as_str().unwrap_or_default(), &converted)
         }
     };

@@ -34,6 +34,14 @@ pub enum YamlError {
         /// 0-based index of the document in the stream.
         document: usize,
     },
+    /// The text holds bytes that are not UTF-8 (see [`super::gostr`]):
+    /// go-yaml's reader refuses the whole stream.
+    #[error("error converting YAML to JSON: yaml: {problem}")]
+    Encoding {
+        /// go-yaml's words: `invalid leading UTF-8 octet`, `invalid
+        /// trailing UTF-8 octet`, `incomplete UTF-8 octet sequence`, ...
+        problem: &'static str,
+    },
     /// A mapping key JSON cannot hold (`null`, or an unsigned integer beyond int64).
     #[error("error converting YAML to JSON: {message}")]
     Key {
@@ -86,7 +94,7 @@ impl YamlError {
             | YamlError::Decode { document, .. }
             | YamlError::Key { document, .. }
             | YamlError::UnsupportedValue { document, .. } => Some(*document),
-            YamlError::Type { .. } => None,
+            YamlError::Type { .. } | YamlError::Encoding { .. } => None,
         }
     }
 

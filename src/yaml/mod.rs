@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 mod block;
 mod emit;
 mod error;
+pub mod gostr;
 mod json;
 mod parse;
 #[cfg(test)]

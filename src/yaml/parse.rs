@@ -1506,6 +1506,15 @@ fn is_string_key(k: &Raw) -> bool {
     }
 }
 
+/// Refuses text holding raw bytes (see [`super::gostr`]), as go-yaml's
+/// reader refuses bytes that are not UTF-8.
+fn check_encoding(text: &str) -> Result<(), YamlError> {
+    match super::gostr::raw_bytes_error(text) {
+        Some(problem) => Err(YamlError::Encoding { problem }),
+        None => Ok(()),
+    }
+}
+
 /// [`parse_yaml_to_json`] restricted to some top-level keys: when the first
 /// document is a mapping, the result holds only the entries named in `keys`;
 /// any other document is returned whole. Errors are those of
@@ -1513,6 +1522,7 @@ fn is_string_key(k: &Raw) -> bool {
 /// anchors, tags, merge keys or odd keys) skips building the entries it
 /// does not keep, which is most of a large manifest.
 pub fn parse_yaml_to_json_keys(text: &str, keys: &[&str]) -> Result<Node, YamlError> {
+    check_encoding(text)?;
     if let Some(entries) = super::block::plain_root_entries(text) {
         // A document of the plain subset: the kept entries alone decode to
         // what they would inside the whole one, which is surely valid.
@@ -1567,6 +1577,7 @@ fn parse_kept_entries(text: &str, keys: &[&str]) -> Result<Node, YamlError> {
 /// `interface{}`: the shape is free, every number is float64. An empty
 /// document is [`Node::Null`].
 pub fn parse_yaml_to_json(text: &str) -> Result<Node, YamlError> {
+    check_encoding(text)?;
     match super::block::decode_plain(text) {
         Some(node) => Ok(node),
         None => parse_full(text),
@@ -1617,6 +1628,7 @@ pub fn parse_values_array(text: &str) -> Result<Node, YamlError> {
 /// stringified as sigs.k8s.io/yaml does. An empty or comment-only document is
 /// [`Node::Null`]. Errors carry the document index and the line/column.
 pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
+    check_encoding(text)?;
     let docs = decode_docs(text, false)?;
     docs.into_iter()
         .enumerate()
@@ -1630,6 +1642,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
 /// Reads the first document of a YAML text with yaml.v2's types, as
 /// [`parse_documents`] does, or [`Node::Null`] when there is none.
 pub fn parse_document(text: &str) -> Result<Node, YamlError> {
+    check_encoding(text)?;
     let docs = decode_docs(text, true)?;
     match docs.into_iter().next().flatten() {
         Some(v) => to_jsonable(v, Numbers::Keep, 0),

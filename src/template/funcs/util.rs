@@ -16,73 +16,7 @@ use crate::template::value::{ListKind, MapKind, Value};
 use std::borrow::Cow;
 use std::rc::Rc;
 
-/// First code point of the private-use range that stands for raw bytes.
-const RAW_BYTE_BASE: u32 = 0x10_FF00;
-
-/// Builds a Go string from arbitrary bytes: valid UTF-8 stays as is, every
-/// other byte becomes the private-use character `U+10FF00 + byte`.
-pub fn go_string_from_bytes(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_string(),
-        Err(_) => {
-            let mut out = String::with_capacity(bytes.len() + 8);
-            let mut rest = bytes;
-            while !rest.is_empty() {
-                match std::str::from_utf8(rest) {
-                    Ok(s) => {
-                        out.push_str(s);
-                        break;
-                    }
-                    Err(e) => {
-                        let good = e.valid_up_to();
-                        // The prefix is valid by construction.
-                        out.push_str(std::str::from_utf8(&rest[..good]).unwrap_or_default());
-                        let bad = e.error_len().unwrap_or(rest.len() - good).max(1);
-                        for &b in &rest[good..good + bad] {
-                            out.push(raw_byte_char(b));
-                        }
-                        rest = &rest[good + bad..];
-                    }
-                }
-            }
-            out
-        }
-    }
-}
-
-fn raw_byte_char(b: u8) -> char {
-    char::from_u32(RAW_BYTE_BASE + b as u32).unwrap_or(char::REPLACEMENT_CHARACTER)
-}
-
-/// If `c` stands for a raw (non-UTF-8) byte, that byte.
-pub fn raw_byte_of(c: char) -> Option<u8> {
-    let u = c as u32;
-    if (RAW_BYTE_BASE + 0x80..=RAW_BYTE_BASE + 0xFF).contains(&u) {
-        Some((u - RAW_BYTE_BASE) as u8)
-    } else {
-        None
-    }
-}
-
-/// The exact Go bytes of a string (see the module docs on raw bytes).
-pub fn go_bytes(s: &str) -> Cow<'_, [u8]> {
-    // Every raw-byte character (U+10FF80 to U+10FFFF) is encoded starting
-    // with the byte 0xF4: most strings, and all of a chart's usual output,
-    // are done with one vectorized search instead of a decode per char.
-    if memchr::memchr(0xF4, s.as_bytes()).is_none() || !s.chars().any(|c| raw_byte_of(c).is_some())
-    {
-        return Cow::Borrowed(s.as_bytes());
-    }
-    let mut out = Vec::with_capacity(s.len());
-    let mut buf = [0u8; 4];
-    for c in s.chars() {
-        match raw_byte_of(c) {
-            Some(b) => out.push(b),
-            None => out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes()),
-        }
-    }
-    Cow::Owned(out)
-}
+pub use crate::yaml::gostr::{go_bytes, go_string_from_bytes, raw_byte_of};
 
 /// Go's `len(s)` of a string: its byte count (raw bytes count once).
 pub fn go_len(s: &str) -> usize {

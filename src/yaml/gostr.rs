@@ -1,0 +1,144 @@
+//! Go strings in Rust strings, and the UTF-8 check of Helm's YAML reader.
+//!
+//! Go strings are byte strings: `substr 0 2 "héllo"` yields `h\xc3`, and a
+//! template file may hold bytes that are not UTF-8. A Rust `str` cannot
+//! hold those, so a byte that is not part of a valid UTF-8 sequence is
+//! stored as the private-use character `U+10FF00 + byte`
+//! ([`go_string_from_bytes`]); [`go_bytes`] turns such a string back into
+//! Go's exact bytes. Rendered output is written through [`go_bytes`] so
+//! that these bytes come out raw, and the YAML parsers of this module
+//! refuse such text as go-yaml does ([`utf8_error`]).
+use std::borrow::Cow;
+
+/// First code point of the private-use range that stands for raw bytes.
+const RAW_BYTE_BASE: u32 = 0x10_FF00;
+
+/// Builds a Go string from arbitrary bytes: valid UTF-8 stays as is, every
+/// other byte becomes the private-use character `U+10FF00 + byte`.
+pub fn go_string_from_bytes(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => {
+            let mut out = String::with_capacity(bytes.len() + 8);
+            let mut rest = bytes;
+            while !rest.is_empty() {
+                match std::str::from_utf8(rest) {
+                    Ok(s) => {
+                        out.push_str(s);
+                        break;
+                    }
+                    Err(e) => {
+                        let good = e.valid_up_to();
+                        // The prefix is valid by construction.
+                        out.push_str(std::str::from_utf8(&rest[..good]).unwrap_or_default());
+                        let bad = e.error_len().unwrap_or(rest.len() - good).max(1);
+                        for &b in &rest[good..good + bad] {
+                            out.push(raw_byte_char(b));
+                        }
+                        rest = &rest[good + bad..];
+                    }
+                }
+            }
+            out
+        }
+    }
+}
+
+fn raw_byte_char(b: u8) -> char {
+    char::from_u32(RAW_BYTE_BASE + b as u32).unwrap_or(char::REPLACEMENT_CHARACTER)
+}
+
+/// If `c` stands for a raw (non-UTF-8) byte, that byte.
+pub fn raw_byte_of(c: char) -> Option<u8> {
+    let u = c as u32;
+    if (RAW_BYTE_BASE + 0x80..=RAW_BYTE_BASE + 0xFF).contains(&u) {
+        Some((u - RAW_BYTE_BASE) as u8)
+    } else {
+        None
+    }
+}
+
+/// The exact Go bytes of a string (see the module docs on raw bytes).
+pub fn go_bytes(s: &str) -> Cow<'_, [u8]> {
+    // Every raw-byte character (U+10FF80 to U+10FFFF) is encoded starting
+    // with the byte 0xF4: most strings, and all of a chart's usual output,
+    // are done with one vectorized search instead of a decode per char.
+    if memchr::memchr(0xF4, s.as_bytes()).is_none() || !s.chars().any(|c| raw_byte_of(c).is_some())
+    {
+        return Cow::Borrowed(s.as_bytes());
+    }
+    let mut out = Vec::with_capacity(s.len());
+    let mut buf = [0u8; 4];
+    for c in s.chars() {
+        match raw_byte_of(c) {
+            Some(b) => out.push(b),
+            None => out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes()),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The reader error go-yaml gives for the Go string `s` (see
+/// [`utf8_error`]), if it holds bytes that are not UTF-8.
+pub fn raw_bytes_error(s: &str) -> Option<&'static str> {
+    if memchr::memchr(0xF4, s.as_bytes()).is_none() {
+        return None;
+    }
+    match go_bytes(s) {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(b) => utf8_error(&b),
+    }
+}
+
+/// The reader error Helm's YAML parser (go-yaml v2) gives for bytes that
+/// are not UTF-8, e.g. `invalid leading UTF-8 octet`; `None` for valid
+/// UTF-8 (and for UTF-16 text, which go-yaml detects by its BOM).
+/// Where Helm would show U+FFFD, this is an error instead, as in Helm.
+pub fn utf8_error(data: &[u8]) -> Option<&'static str> {
+    if std::str::from_utf8(data).is_ok()
+        || data.starts_with(&[0xFF, 0xFE])
+        || data.starts_with(&[0xFE, 0xFF])
+    {
+        return None;
+    }
+    let mut i = 0;
+    while i < data.len() {
+        let b = data[i];
+        let width = match b {
+            _ if b & 0x80 == 0 => 1,
+            _ if b & 0xE0 == 0xC0 => 2,
+            _ if b & 0xF0 == 0xE0 => 3,
+            _ if b & 0xF8 == 0xF0 => 4,
+            _ => return Some("invalid leading UTF-8 octet"),
+        };
+        if width > data.len() - i {
+            return Some("incomplete UTF-8 octet sequence");
+        }
+        let mut value: u32 = match width {
+            1 => u32::from(b & 0x7F),
+            2 => u32::from(b & 0x1F),
+            3 => u32::from(b & 0x0F),
+            _ => u32::from(b & 0x07),
+        };
+        for &t in &data[i + 1..i + width] {
+            if t & 0xC0 != 0x80 {
+                return Some("invalid trailing UTF-8 octet");
+            }
+            value = (value << 6) + u32::from(t & 0x3F);
+        }
+        let long_enough = match width {
+            1 => true,
+            2 => value >= 0x80,
+            3 => value >= 0x800,
+            _ => value >= 0x10000,
+        };
+        if !long_enough {
+            return Some("invalid length of a UTF-8 sequence");
+        }
+        if (0xD800..=0xDFFF).contains(&value) || value > 0x10FFFF {
+            return Some("invalid Unicode character");
+        }
+        i += width;
+    }
+    None
+}
