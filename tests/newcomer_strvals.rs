@@ -451,7 +451,10 @@ fn invalid_utf8_values_are_refused_like_helm() {
 /// bytes reach the output as they are (Go strings are bytes) and make the
 /// rendered YAML fail to parse, in a document, a comment or an `include`;
 /// in a template comment, a partial or NOTES.txt they never reach a
-/// parser. Stdout, stderr and exit code are compared with Helm 3.17.
+/// parser. `.Files.Get`, `.Files.Lines`, `tpl` and `--set-file` keep the
+/// bytes; `toJson`, `toYaml` and `.Files.AsConfig` write U+FFFD for them,
+/// as Go's JSON encoder does. Stdout, stderr and exit code are compared
+/// with Helm 3.17.
 #[test]
 fn invalid_utf8_in_charts_lints_and_renders_like_helm() {
     let Some(helm) = common::helm(3) else { return };
@@ -485,6 +488,23 @@ fn invalid_utf8_in_charts_lints_and_renders_like_helm() {
             ],
         ),
         (
+            "files-get",
+            &[
+                ("f.bin", b"a\xffb\xc3\nline2\xfe\n"),
+                (
+                    "templates/cm.yaml",
+                    b"data:\n  k: {{ .Files.Get \"f.bin\" | b64enc }}\n  n: {{ .Files.Get \"f.bin\" | len }}\n  q: {{ .Files.Get \"f.bin\" | quote }}\n  y: {{ .Files.Get \"f.bin\" | toYaml | quote }}\n  j: {{ dict \"k\" (.Files.Get \"f.bin\") | toJson | quote }}\n  l: {{ .Files.Lines \"f.bin\" | toJson | quote }}\n  p: {{ .Files.Get \"f.bin\" | toPrettyJson | b64enc }}\n  r: {{ .Files.Get \"f.bin\" | toRawJson | b64enc }}\n  c: {{ .Files.AsConfig | b64enc }}\n  ln: {{ index (.Files.Lines \"f.bin\") 0 | b64enc }}\n",
+                ),
+            ],
+        ),
+        (
+            "tpl",
+            &[
+                ("f.bin", b"{{ \"a\" }}\xff"),
+                ("templates/cm.yaml", b"data:\n  k: {{ tpl (.Files.Get \"f.bin\") . | b64enc }}\n"),
+            ],
+        ),
+        (
             "include-raw",
             &[
                 ("templates/_h.tpl", b"{{ define \"x\" }}\xc3\xff{{ end }}"),
@@ -505,6 +525,11 @@ fn invalid_utf8_in_charts_lints_and_renders_like_helm() {
             ),
             ("values.yaml".into(), b"a: 1\n".to_vec()),
             ("templates/cm.yaml".into(), cm.as_bytes().to_vec()),
+            // What --set-file gives: raw bytes, and the values as JSON.
+            (
+                "templates/set.yaml".into(),
+                b"{{ with .Values.s }}s: {{ b64enc . }}\nj: {{ toJson $.Values | quote }}{{ end }}\n".to_vec(),
+            ),
         ];
         for (f, extra) in files.iter() {
             match base.iter_mut().find(|(n, _)| n == f) {
@@ -516,7 +541,12 @@ fn invalid_utf8_in_charts_lints_and_renders_like_helm() {
         for (f, data) in &base {
             std::fs::write(chart.join(f), data).unwrap();
         }
-        for args in [vec!["lint", name], vec!["template", "x", name]] {
+        std::fs::write(dir.path().join("raw.bin"), b"ab\xff").unwrap();
+        for args in [
+            vec!["lint", name],
+            vec!["template", "x", name],
+            vec!["template", "x", name, "--set-file", "s=raw.bin"],
+        ] {
             let h = common::helm_command(&helm, dir.path())
                 .current_dir(dir.path())
                 .args(&args)

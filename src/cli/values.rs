@@ -71,7 +71,8 @@ impl ValuesArgs {
                 .map_err(|e| format!("failed parsing --set-string data: {e}"))?;
         }
         let reader = |p: &str| -> Result<String, String> {
-            read_input(p).map(|b| String::from_utf8_lossy(&b).into_owned())
+            // Helm's `string(bytes)`: bytes that are not UTF-8 stay bytes.
+            read_input(p).map(|b| rudder::yaml::gostr::go_string_from_bytes(&b))
         };
         for s in &self.set_file {
             parse_into(s, &mut base, Mode::File, Some(&reader))

@@ -793,7 +793,7 @@ impl Files {
         if data.is_empty() {
             return Err("runtime error: index out of range [-1]".to_string());
         }
-        let text = String::from_utf8_lossy(data);
+        let text = crate::yaml::gostr::go_string_from_bytes(data);
         let text = text.strip_suffix('\n').unwrap_or(&text);
         Ok(Value::List(
             Rc::new(text.split('\n').map(s).collect()),
@@ -846,7 +846,8 @@ impl Files {
         match name {
             "Get" => one("Get").or_else(|| {
                 Some(arg_str(0).map(|p| match self.files.get(&p) {
-                    Some(d) => Value::str(String::from_utf8_lossy(d).as_ref()),
+                    // `string(bytes)`: bytes that are not UTF-8 stay bytes.
+                    Some(d) => crate::template::funcs::util::str_value_from_bytes(d),
                     None => s(""),
                 }))
             }),

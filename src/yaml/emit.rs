@@ -751,6 +751,8 @@ fn reader_allows(c: char) -> bool {
 /// raw U+0085 (the only line break Go leaves unescaped) is folded the way
 /// libyaml folds line breaks inside a double-quoted scalar.
 fn json_string_through_yaml(s: &str) -> Result<String, EmitError> {
+    // Bytes that are not UTF-8 come out of `json.Marshal` as U+FFFD.
+    let s = &*super::gostr::to_valid(s);
     // Characters Go escapes (< 0x20, U+2028, U+2029) reach yaml.v2 as escape
     // sequences, which it decodes without checks.
     let escaped_by_go = |c: char| (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}';

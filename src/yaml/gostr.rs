@@ -78,6 +78,24 @@ pub fn go_bytes(s: &str) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
+/// The Go string `s` as Go's `encoding/json` reads it: each raw byte
+/// becomes U+FFFD (what `json.Marshal`, and so `toJson`, `toYaml` and
+/// release records, make of bytes that are not UTF-8).
+pub fn to_valid(s: &str) -> Cow<'_, str> {
+    if memchr::memchr(0xF4, s.as_bytes()).is_none() || !s.chars().any(|c| raw_byte_of(c).is_some())
+    {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(
+        s.chars()
+            .map(|c| match raw_byte_of(c) {
+                Some(_) => char::REPLACEMENT_CHARACTER,
+                None => c,
+            })
+            .collect(),
+    )
+}
+
 /// The reader error go-yaml gives for the Go string `s` (see
 /// [`utf8_error`]), if it holds bytes that are not UTF-8.
 pub fn raw_bytes_error(s: &str) -> Option<&'static str> {

@@ -74,6 +74,8 @@ pub(crate) fn write_string(out: &mut String, s: &str, escape_html: bool) {
             }
             '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            // A byte that is not UTF-8 (see `gostr`): Go writes U+FFFD.
+            c if super::gostr::raw_byte_of(c).is_some() => out.push_str("\\ufffd"),
             c => out.push(c),
         }
     }

@@ -271,7 +271,8 @@ mod serde_impl {
                         s.serialize_f64(*f)
                     }
                 }
-                Node::Str(v) => s.serialize_str(v),
+                // Bytes that are not UTF-8 as Go's JSON writes them.
+                Node::Str(v) => s.serialize_str(&super::gostr::to_valid(v)),
                 Node::Seq(items) => items.serialize(s),
                 Node::Map(m) => m.serialize(s),
             }
