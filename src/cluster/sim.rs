@@ -352,11 +352,13 @@ struct State {
     /// The sequence number of the last write (log entry) applied.
     seq: u64,
     objects: BTreeMap<ObjectKey, Value>,
-    /// When each object's spec was last written (ms on the clock).
-    written: BTreeMap<ObjectKey, u64>,
+    /// When each object's spec was last written (ms on the clock). Hashed:
+    /// only looked up by key per write (a B-tree search per write grew
+    /// with the cluster); sorted where it is saved.
+    written: foldhash::HashMap<ObjectKey, u64>,
     /// Each object's JSON as last encoded, so that a compaction encodes
     /// only what changed.
-    encoded: BTreeMap<ObjectKey, Vec<u8>>,
+    encoded: foldhash::HashMap<ObjectKey, Vec<u8>>,
     crds: Vec<ApiResource>,
 }
 
@@ -464,8 +466,8 @@ impl State {
             next_ip: FIRST_CLUSTER_IP,
             seq: 0,
             objects: BTreeMap::new(),
-            written: BTreeMap::new(),
-            encoded: BTreeMap::new(),
+            written: Default::default(),
+            encoded: Default::default(),
             crds: Vec::new(),
             id,
         };
@@ -539,7 +541,7 @@ impl State {
             Some(_) => return Err(corrupt("\"writtenAt\" is not a map".into())),
         };
         let mut objects = BTreeMap::new();
-        let mut written = BTreeMap::new();
+        let mut written = foldhash::HashMap::default();
         for (i, o) in items.iter().enumerate() {
             let key = ObjectKey::of(o)
                 .ok_or_else(|| corrupt(format!("object {i} has no apiVersion, kind or name")))?;
@@ -561,7 +563,7 @@ impl State {
             seq,
             objects,
             written,
-            encoded: BTreeMap::new(),
+            encoded: Default::default(),
             crds: Vec::new(),
         };
         s.refresh_crds();
@@ -580,7 +582,9 @@ impl State {
         out.extend_from_slice(format!(",\"nextClusterIP\":{}", self.next_ip).as_bytes());
         out.extend_from_slice(format!(",\"seq\":{}", self.seq).as_bytes());
         out.extend_from_slice(b",\"writtenAt\":{");
-        for (i, (k, t)) in self.written.iter().enumerate() {
+        let mut written: Vec<(&ObjectKey, &u64)> = self.written.iter().collect();
+        written.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (i, (k, t)) in written.into_iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
