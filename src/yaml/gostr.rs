@@ -99,9 +99,8 @@ pub fn to_valid(s: &str) -> Cow<'_, str> {
 /// The reader error go-yaml gives for the Go string `s` (see
 /// [`utf8_error`]), if it holds bytes that are not UTF-8.
 pub fn raw_bytes_error(s: &str) -> Option<&'static str> {
-    if memchr::memchr(0xF4, s.as_bytes()).is_none() {
-        return None;
-    }
+    // Every raw-byte character starts with the byte 0xF4.
+    memchr::memchr(0xF4, s.as_bytes())?;
     match go_bytes(s) {
         Cow::Borrowed(_) => None,
         Cow::Owned(b) => utf8_error(&b),
