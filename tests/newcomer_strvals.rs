@@ -498,6 +498,16 @@ fn invalid_utf8_in_charts_lints_and_renders_like_helm() {
             ],
         ),
         (
+            "string-functions",
+            &[
+                ("f.bin", b"a\xffb"),
+                (
+                    "templates/cm.yaml",
+                    b"data:\n  q: {{ printf \"%q\" (.Files.Get \"f.bin\") | squote }}\n  pq: {{ printf \"%+q\" (.Files.Get \"f.bin\") | squote }}\n  x: {{ printf \"%x\" (.Files.Get \"f.bin\") | squote }}\n  s: {{ printf \"%.2s|%s\" (.Files.Get \"f.bin\") \"\\ufffd\" | b64enc }}\n  fffd: {{ printf \"%q\" \"\\ufffd\" | squote }}\n  u: {{ .Files.Get \"f.bin\" | upper | b64enc }}\n  r: {{ .Files.Get \"f.bin\" | replace \"b\" \"c\" | b64enc }}\n  t: {{ dict \"k\" (.Files.Get \"f.bin\") | toToml | b64enc }}\n",
+                ),
+            ],
+        ),
+        (
             "tpl",
             &[
                 ("f.bin", b"{{ \"a\" }}\xff"),

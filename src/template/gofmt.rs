@@ -286,7 +286,7 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, sp: &Spec, depth: usize) {
         },
         Value::Int(i) | Value::Int64(i) => fmt_int(out, v, *i, verb, sp),
         Value::Float(f) => fmt_float(out, v, *f, verb, sp),
-        Value::Str(s) => fmt_str(out, v, s.as_bytes(), verb, sp),
+        Value::Str(s) => fmt_str(out, v, &crate::yaml::gostr::go_bytes(s), verb, sp),
         Value::Bytes(b) => match verb {
             's' | 'q' | 'x' | 'X' => fmt_str(out, v, b, verb, sp),
             _ => {
@@ -553,8 +553,12 @@ fn fmt_float(out: &mut String, v: &Value, f: f64, verb: char, sp: &Spec) {
     pad(out, &s, sp, numeric);
 }
 
+/// `b` holds Go's bytes: raw bytes (see `yaml::gostr`) come back as such.
 fn fmt_str(out: &mut String, v: &Value, b: &[u8], verb: char, sp: &Spec) {
-    let s = String::from_utf8_lossy(b);
+    let s: std::borrow::Cow<'_, str> = match std::str::from_utf8(b) {
+        Ok(text) => text.into(),
+        Err(_) => crate::yaml::gostr::go_string_from_bytes(b).into(),
+    };
     match verb {
         'v' | 's' => {
             let s = match sp.prec {
@@ -652,8 +656,10 @@ fn push_escaped(out: &mut String, c: char, quote: char, ascii_only: bool) {
         out.push(c);
         return;
     }
-    if c == '\u{FFFD}' {
-        out.push_str("\\ufffd");
+    // A byte that is not UTF-8 (see `yaml::gostr`); a real U+FFFD is
+    // printable and stays as it is, as in Go.
+    if let Some(b) = crate::yaml::gostr::raw_byte_of(c) {
+        out.push_str(&format!("\\x{b:02x}"));
         return;
     }
     if (!ascii_only || c.is_ascii()) && is_go_printable(c) {
