@@ -311,26 +311,32 @@ impl Registry {
 /// Helm's serialization and engine functions replace Sprig's (`fail`, `toJson`).
 pub fn helm_registry() -> Registry {
     let mut r = Registry::with_capacity(320);
-    builtins::register(&mut r);
-    strings::register(&mut r);
-    lists::register(&mut r);
-    dicts::register(&mut r);
-    math::register(&mut r);
-    regex::register(&mut r);
-    encoding::register(&mut r);
-    conversion::register(&mut r);
-    reflect::register(&mut r);
-    paths::register(&mut r);
-    urls::register(&mut r);
-    semver::register(&mut r);
-    defaults::register(&mut r);
-    dates::register(&mut r);
-    random::register(&mut r);
-    crypto::register(&mut r);
-    network::register(&mut r);
+    register_common(&mut r);
     serialization::register(&mut r);
     helm::register(&mut r);
     r
+}
+
+/// Go's builtins and the Sprig families Helm's and Sprig's own function
+/// maps share (serialization differs: see [`serialization`]).
+fn register_common(r: &mut Registry) {
+    builtins::register(r);
+    strings::register(r);
+    lists::register(r);
+    dicts::register(r);
+    math::register(r);
+    regex::register(r);
+    encoding::register(r);
+    conversion::register(r);
+    reflect::register(r);
+    paths::register(r);
+    urls::register(r);
+    semver::register(r);
+    defaults::register(r);
+    dates::register(r);
+    random::register(r);
+    crypto::register(r);
+    network::register(r);
 }
 
 /// Sprig's own function map, `sprig.TxtFuncMap()`, which Helm evaluates
@@ -341,23 +347,7 @@ pub fn helm_registry() -> Registry {
 /// Helm's here (they differ only on invalid JSON).
 pub fn sprig_registry() -> Registry {
     let mut r = Registry::with_capacity(280);
-    builtins::register(&mut r);
-    strings::register(&mut r);
-    lists::register(&mut r);
-    dicts::register(&mut r);
-    math::register(&mut r);
-    regex::register(&mut r);
-    encoding::register(&mut r);
-    conversion::register(&mut r);
-    reflect::register(&mut r);
-    paths::register(&mut r);
-    urls::register(&mut r);
-    semver::register(&mut r);
-    defaults::register(&mut r);
-    dates::register(&mut r);
-    random::register(&mut r);
-    crypto::register(&mut r);
-    network::register(&mut r);
+    register_common(&mut r);
     serialization::register_sprig(&mut r);
     sprig_only::register(&mut r);
     r
