@@ -70,7 +70,12 @@ pub enum CodecError {
 
 /// The storage key of a revision: `sh.helm.release.v1.<name>.v<version>`.
 pub fn key(name: &str, version: u64) -> String {
-    format!("sh.helm.release.v1.{name}.v{version}")
+    format!("{}{version}", key_prefix(name))
+}
+
+/// What every storage key of release `name` starts with (`sh.helm.release.v1.NAME.v`).
+pub fn key_prefix(name: &str) -> String {
+    format!("sh.helm.release.v1.{name}.v")
 }
 
 /// Splits a storage key back into (name, version).

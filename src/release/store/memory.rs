@@ -65,10 +65,15 @@ impl Store for MemoryStore {
     }
 
     fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
+        // The release's keys share a prefix: a range, not a scan of every
+        // record of the store (which made a plan's run quadratic).
+        let prefix = codec::key_prefix(name);
+        let start = (namespace.to_string(), prefix.clone());
         let mut v: Vec<Release> = self
             .lock()
-            .iter()
-            .filter(|((ns, _), r)| ns == namespace && r.name == name)
+            .range(start..)
+            .take_while(|((ns, key), _)| ns == namespace && key.starts_with(&prefix))
+            .filter(|(_, r)| r.name == name)
             .map(|(_, r)| r.clone())
             .collect();
         sort_by_version(&mut v);
