@@ -537,6 +537,9 @@ fn run_case(tb: &Testbed, charts: &Path, case: &Case, tools: &[(Tool, PathBuf)])
         })
         .collect();
     let mut report = Report::default();
+    // Set once Helm 4 hit its own hook-wait race: its run has left the
+    // script, and later outcomes of it are reported, not asserted.
+    let mut helm4_diverged = false;
     for step in 1..=5 {
         let done: Vec<Done> = std::thread::scope(|s| {
             let hs: Vec<_> = runs
@@ -547,6 +550,33 @@ fn run_case(tb: &Testbed, charts: &Path, case: &Case, tools: &[(Tool, PathBuf)])
         });
         for (r, d) in runs.iter().zip(&done) {
             let expect_ok = step != 3;
+            if r.tool == Tool::Helm4 && d.ok != expect_ok {
+                // Helm 4's kstatus wait sometimes looks for a hook Job after
+                // its delete policy removed it ("... not ready. status:
+                // NotFound"), and fails the release: a race in Helm, seen
+                // on the test bed's fast Jobs. Helm 4 is the secondary
+                // oracle here (its differences are reported, not
+                // asserted), so this is reported too.
+                let race = d.stderr.iter().any(|(_, l)| {
+                    l.contains("not ready. status: NotFound, message: Resource not found")
+                });
+                if race || helm4_diverged {
+                    helm4_diverged = true;
+                    report.lines.push(format!(
+                        "  helm4 differs: {} step {step}: {} where {} was expected{}: {}",
+                        case.id,
+                        if d.ok { "success" } else { "failure" },
+                        if expect_ok { "success" } else { "failure" },
+                        if race {
+                            " (Helm 4's hook-wait race: the Job it waited for was already deleted)"
+                        } else {
+                            " (after its race in an earlier step)"
+                        },
+                        d.text().replace('\n', " | ")
+                    ));
+                    continue;
+                }
+            }
             assert_eq!(
                 d.ok,
                 expect_ok,
