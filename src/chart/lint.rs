@@ -392,33 +392,34 @@ fn is_email(s: &str) -> bool {
         && !s.chars().any(|c| c.is_whitespace())
 }
 
+/// Reads a YAML file of the chart as text, or adds Helm's `unable to parse
+/// YAML` error (`sep` before the reason: the Chart.yaml and values.yaml
+/// rules word it differently) for a read failure or bytes that are not
+/// UTF-8.
+fn read_yaml_text(path: &Path, p: &str, sep: &str, l: &mut Linter) -> Option<String> {
+    let why = match std::fs::read(path) {
+        Ok(t) => match crate::yaml::gostr::utf8_error(&t) {
+            Some(problem) => crate::yaml::YamlError::Encoding { problem }.to_string(),
+            None => return Some(String::from_utf8_lossy(&t).into_owned()),
+        },
+        Err(e) => format!("read {}: {}", path.display(), super::loader::io_message(&e)),
+    };
+    l.add(
+        Severity::Error,
+        p,
+        format!("unable to parse YAML{sep}{why}"),
+    );
+    None
+}
+
 fn lint_chartfile(dir: &Path, l: &mut Linter) {
     let p = "Chart.yaml";
     let path = dir.join(p);
     if path.is_dir() {
         l.add(Severity::Error, p, "should be a file, not a directory");
     }
-    let text = match std::fs::read(&path) {
-        Ok(t) => match crate::yaml::gostr::utf8_error(&t) {
-            Some(problem) => {
-                let e = crate::yaml::YamlError::Encoding { problem };
-                l.add(Severity::Error, p, format!("unable to parse YAML\n\t{e}"));
-                return;
-            }
-            None => String::from_utf8_lossy(&t).into_owned(),
-        },
-        Err(e) => {
-            l.add(
-                Severity::Error,
-                p,
-                format!(
-                    "unable to parse YAML\n\tread {}: {}",
-                    path.display(),
-                    super::loader::io_message(&e)
-                ),
-            );
-            return;
-        }
+    let Some(text) = read_yaml_text(&path, p, "\n\t", l) else {
+        return;
     };
     lint_chartfile_text(&text, l);
 }
@@ -550,27 +551,8 @@ fn lint_values(dir: &Path, opts: &LintOptions<'_>, l: &mut Linter) {
         l.add(Severity::Info, p, "file does not exist");
         return;
     }
-    let text = match std::fs::read(&path) {
-        Ok(t) => match crate::yaml::gostr::utf8_error(&t) {
-            Some(problem) => {
-                let e = crate::yaml::YamlError::Encoding { problem };
-                l.add(Severity::Error, p, format!("unable to parse YAML: {e}"));
-                return;
-            }
-            None => String::from_utf8_lossy(&t).into_owned(),
-        },
-        Err(e) => {
-            l.add(
-                Severity::Error,
-                p,
-                format!(
-                    "unable to parse YAML: read {}: {}",
-                    path.display(),
-                    super::loader::io_message(&e)
-                ),
-            );
-            return;
-        }
+    let Some(text) = read_yaml_text(&path, p, ": ", l) else {
+        return;
     };
     let schema = std::fs::read(dir.join("values.schema.json")).unwrap_or_default();
     lint_values_text(&text, &schema, opts.renderer, l);

@@ -58,13 +58,17 @@ pub fn raw_byte_of(c: char) -> Option<u8> {
     }
 }
 
+/// Whether `s` holds a raw-byte character. Every one (U+10FF80 to
+/// U+10FFFF) is encoded starting with the byte 0xF4: most strings, and all
+/// of a chart's usual output, are done with one vectorized search instead
+/// of a decode per char.
+fn has_raw_bytes(s: &str) -> bool {
+    memchr::memchr(0xF4, s.as_bytes()).is_some() && s.chars().any(|c| raw_byte_of(c).is_some())
+}
+
 /// The exact Go bytes of a string (see the module docs on raw bytes).
 pub fn go_bytes(s: &str) -> Cow<'_, [u8]> {
-    // Every raw-byte character (U+10FF80 to U+10FFFF) is encoded starting
-    // with the byte 0xF4: most strings, and all of a chart's usual output,
-    // are done with one vectorized search instead of a decode per char.
-    if memchr::memchr(0xF4, s.as_bytes()).is_none() || !s.chars().any(|c| raw_byte_of(c).is_some())
-    {
+    if !has_raw_bytes(s) {
         return Cow::Borrowed(s.as_bytes());
     }
     let mut out = Vec::with_capacity(s.len());
@@ -82,8 +86,7 @@ pub fn go_bytes(s: &str) -> Cow<'_, [u8]> {
 /// becomes U+FFFD (what `json.Marshal`, and so `toJson`, `toYaml` and
 /// release records, make of bytes that are not UTF-8).
 pub fn to_valid(s: &str) -> Cow<'_, str> {
-    if memchr::memchr(0xF4, s.as_bytes()).is_none() || !s.chars().any(|c| raw_byte_of(c).is_some())
-    {
+    if !has_raw_bytes(s) {
         return Cow::Borrowed(s);
     }
     Cow::Owned(
@@ -99,8 +102,9 @@ pub fn to_valid(s: &str) -> Cow<'_, str> {
 /// The reader error go-yaml gives for the Go string `s` (see
 /// [`utf8_error`]), if it holds bytes that are not UTF-8.
 pub fn raw_bytes_error(s: &str) -> Option<&'static str> {
-    // Every raw-byte character starts with the byte 0xF4.
-    memchr::memchr(0xF4, s.as_bytes())?;
+    if !has_raw_bytes(s) {
+        return None;
+    }
     match go_bytes(s) {
         Cow::Borrowed(_) => None,
         Cow::Owned(b) => utf8_error(&b),
