@@ -329,6 +329,25 @@ pub trait Cluster: Send + Sync {
         keys.iter().map(|k| self.get(k)).collect()
     }
 
+    /// [`Cluster::get_many`] for readers that never look at `status` (the
+    /// planner compares what releases set, and status is not among it):
+    /// the objects are shared instead of copied where the implementation
+    /// keeps them, and their `status` is whatever the implementation has at
+    /// hand. The simulated cluster hands out its stored objects, without
+    /// the status its controllers would show at this instant (a planner
+    /// reads every object of every release, and copying them cost more
+    /// than comparing them). The default wraps `get_many`'s answers.
+    fn get_many_shared(
+        &self,
+        keys: &[ObjectKey],
+    ) -> Result<Vec<Option<std::sync::Arc<Value>>>, ClusterError> {
+        Ok(self
+            .get_many(keys)?
+            .into_iter()
+            .map(|o| o.map(std::sync::Arc::new))
+            .collect())
+    }
+
     /// Makes every write so far durable (the simulated cluster compacts its
     /// log and fsyncs); the default does nothing.
     fn flush(&self) -> Result<(), ClusterError> {
@@ -535,6 +554,12 @@ impl<C: Cluster + ?Sized> Cluster for std::sync::Arc<C> {
     }
     fn get_many(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Value>>, ClusterError> {
         (**self).get_many(keys)
+    }
+    fn get_many_shared(
+        &self,
+        keys: &[ObjectKey],
+    ) -> Result<Vec<Option<std::sync::Arc<Value>>>, ClusterError> {
+        (**self).get_many_shared(keys)
     }
     fn dry_run(&self, obj: &Value) -> Result<Value, ClusterError> {
         (**self).dry_run(obj)

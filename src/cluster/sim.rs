@@ -351,7 +351,8 @@ struct State {
     next_ip: u32,
     /// The sequence number of the last write (log entry) applied.
     seq: u64,
-    objects: BTreeMap<ObjectKey, Value>,
+    /// Shared: reads hand them out without copying ([`Cluster::get_many_shared`]).
+    objects: BTreeMap<ObjectKey, Arc<Value>>,
     /// When each object's spec was last written (ms on the clock). Hashed:
     /// only looked up by key per write (a B-tree search per write grew
     /// with the cluster); sorted where it is saved.
@@ -490,7 +491,7 @@ impl State {
                 m.insert("status".into(), json!({"phase": "Active"}));
             }
             s.objects
-                .insert(ObjectKey::new("", "Namespace", "", ns), obj);
+                .insert(ObjectKey::new("", "Namespace", "", ns), Arc::new(obj));
         }
         s
     }
@@ -551,7 +552,7 @@ impl State {
             {
                 written.insert(key.clone(), t);
             }
-            if objects.insert(key.clone(), o.clone()).is_some() {
+            if objects.insert(key.clone(), Arc::new(o.clone())).is_some() {
                 return Err(corrupt(format!("object {key} is there twice")));
             }
         }
@@ -633,6 +634,7 @@ impl State {
         self.objects
             .range(ObjectKey::new(group, kind, "", "")..)
             .take_while(move |(k, _)| k.group == group && k.kind == kind)
+            .map(|(k, o)| (k, &**o))
     }
 
     fn resource(&self, group: &str, kind: &str) -> Option<&ApiResource> {
@@ -895,7 +897,7 @@ impl State {
         opts: &ApplyOptions,
     ) -> Result<Plan, ClusterError> {
         let (key, cfg, rv) = self.normalize(obj)?;
-        let live = self.objects.get(&key);
+        let live = self.objects.get(&key).map(|o| &**o);
         let av = str_at(&cfg, &["apiVersion"]).unwrap_or("").to_string();
         let ts = now();
         let mut plan = Plan::default();
@@ -1082,7 +1084,7 @@ impl State {
         let Some(k) = self.storage_key(key) else {
             return Ok(plan);
         };
-        let Some(live) = self.objects.get(&k) else {
+        let Some(live) = self.objects.get(&k).map(|o| &**o) else {
             return Ok(plan);
         };
         if let Some(rv) = rv {
@@ -1137,7 +1139,8 @@ impl State {
         for p in plan.puts.iter_mut() {
             let k = &p.key;
             crds |= k.group == CRD_GROUP && k.kind == CRD_KIND;
-            self.objects.insert(k.clone(), std::mem::take(&mut p.obj));
+            self.objects
+                .insert(k.clone(), Arc::new(std::mem::take(&mut p.obj)));
             self.written.insert(k.clone(), p.written_at);
             self.encoded.remove(k);
         }
@@ -1198,7 +1201,7 @@ impl State {
     /// allocated for a new Service.
     fn dry_run(&self, obj: &Value, view: &View) -> Result<Value, ClusterError> {
         let (key, mut out, rv) = self.normalize(obj)?;
-        let live = self.objects.get(&key);
+        let live = self.objects.get(&key).map(|o| &**o);
         if let (Some(l), Some(rv)) = (live, &rv) {
             if str_at(l, &["metadata", "resourceVersion"]) != Some(rv.as_str()) {
                 return Err(ClusterError::Conflict { key });
@@ -2152,6 +2155,23 @@ impl Cluster for SimCluster {
         })
     }
 
+    fn get_many_shared(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Arc<Value>>>, ClusterError> {
+        for _ in keys {
+            self.request();
+        }
+        self.read(|s| {
+            Ok(keys
+                .iter()
+                .map(|key| {
+                    // The stored object, its status as last written.
+                    s.storage_key(key)
+                        .and_then(|k| s.objects.get(&k))
+                        .map(Arc::clone)
+                })
+                .collect())
+        })
+    }
+
     fn delete(
         &self,
         key: &ObjectKey,
@@ -2752,6 +2772,39 @@ mod sim_tests {
             Duration::from_millis(m.load(Ordering::SeqCst))
         }));
         (ms, c)
+    }
+
+    #[test]
+    fn shared_reads_are_reads_but_for_status() {
+        let c = SimCluster::in_memory();
+        c.apply(&dep("web", "nginx:1", json!({})), &opts("m"))
+            .unwrap();
+        let cm = json!({"apiVersion":"v1","kind":"ConfigMap",
+            "metadata":{"name":"c","namespace":"default"},"data":{"a":"1"}});
+        c.apply(&cm, &opts("m")).unwrap();
+        let keys = [
+            dkey("web"),
+            ObjectKey::new("", "ConfigMap", "default", "c"),
+            dkey("absent"),
+        ];
+        let strip = |v: &Value| {
+            let mut v = v.clone();
+            v.as_object_mut().unwrap().remove("status");
+            v
+        };
+        let read = c.get_many(&keys).unwrap();
+        let shared = c.get_many_shared(&keys).unwrap();
+        assert_eq!(read.len(), shared.len());
+        for (r, s) in read.iter().zip(&shared) {
+            assert_eq!(r.as_ref().map(strip), s.as_deref().map(strip));
+        }
+        assert!(shared[2].is_none());
+        // The same object twice is one object, not two copies.
+        let again = c.get_many_shared(&keys[..1]).unwrap();
+        assert!(Arc::ptr_eq(
+            shared[0].as_ref().unwrap(),
+            again[0].as_ref().unwrap()
+        ));
     }
 
     #[test]
