@@ -83,7 +83,8 @@ pub enum PlanError {
 
 /// Renders a desired release for a revision. The default is
 /// [`render::render`]; benchmarks and tests can hand pre-rendered output.
-pub trait Renderer {
+/// `Sync`: the planner plans (and so renders) several releases at once.
+pub trait Renderer: Sync {
     /// Renders `rel` with `opts` (revision, upgrade flag, capabilities).
     fn render(&self, rel: &DesiredRelease, opts: &RenderOptions) -> Result<Rendered, RenderError>;
 }
@@ -178,10 +179,14 @@ impl<'a> Planner<'a> {
                     source: Box::new(source),
                 })?;
         let ctx = Context::new(self.cluster, &identity);
-        let mut plans = Vec::with_capacity(releases.len());
-        for &i in &order {
-            plans.push(self.plan_release(&releases[i], &ctx)?);
-        }
+        // Releases plan independently (what one plan says about another is
+        // settled after, by `block_shared_creates`), so they share the
+        // cores; the results come back in order, and the first error in
+        // that order is the one reported, as a sequential loop would.
+        let mut plans =
+            crate::par::map_claimed(&order, 2, |&i| self.plan_release(&releases[i], &ctx))
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()?;
         block_shared_creates(&mut plans);
         let mut edges = Vec::new();
         for &i in &order {
@@ -331,9 +336,10 @@ impl<'a> Planner<'a> {
                     None => Vec::new(),
                 };
                 for doc in old_docs.iter().rev() {
-                    let key = self.qualify(ctx, &rref, &doc.value, &d.namespace)?;
+                    let value = doc.parsed();
+                    let key = self.qualify(ctx, &rref, value, &d.namespace)?;
                     let live = self.get(ctx, &rref, &key.object_key(), &mut preconditions)?;
-                    objects.push(removal(&key, live.as_ref(), &d.name, &d.namespace, doc));
+                    objects.push(removal(&key, live.as_ref(), &d.name, &d.namespace, value));
                 }
                 sort_prune(&mut objects);
             }
@@ -445,17 +451,16 @@ impl<'a> Planner<'a> {
             note_crd_kind(&value, &mut new_kinds);
             desired_docs.push((m.source.clone(), m.content.as_str(), value));
         }
-        // The last manifest; documents that did not change reuse the parse.
-        let old_docs = {
-            // foldhash: the keys are whole documents, SipHash is slow on them.
-            let known: foldhash::HashMap<&str, &Value> = desired_docs
-                .iter()
-                .map(|(_, text, v)| (text.trim(), v))
-                .collect();
-            match base {
-                Some(b) => parse_record_manifest(&rref, b, &known)?,
-                None => Vec::new(),
-            }
+        // The last manifest; documents that did not change are not parsed
+        // again: the desired document of the same text stands for them.
+        // foldhash: the keys are whole documents, SipHash is slow on them.
+        let known: foldhash::HashMap<&str, &Value> = desired_docs
+            .iter()
+            .map(|(_, text, v)| (text.trim(), v))
+            .collect();
+        let old_docs = match base {
+            Some(b) => parse_record_manifest(&rref, b, &known)?,
+            None => Vec::new(),
         };
 
         // The release namespace.
@@ -487,13 +492,21 @@ impl<'a> Planner<'a> {
         }
 
         // Index of the last manifest by identity.
+        let mut old_keys = Vec::with_capacity(old_docs.len());
         let mut old_by_key: BTreeMap<ObjectKey, &OldDoc> = BTreeMap::new();
         for doc in &old_docs {
-            let key = self
-                .qualify_with(ctx, &rref, &doc.value, &d.namespace, &new_kinds)?
-                .object_key();
-            old_by_key.insert(key, doc);
+            let value = match &doc.value {
+                Some(v) => v,
+                None => known
+                    .get(doc.text.as_str())
+                    .copied()
+                    .unwrap_or(&Value::Null),
+            };
+            let key = self.qualify_with(ctx, &rref, value, &d.namespace, &new_kinds)?;
+            old_by_key.insert(key.object_key(), doc);
+            old_keys.push(key);
         }
+        drop(known);
 
         let mut blocked: Vec<String> = Vec::new();
         let mut drift = false;
@@ -518,13 +531,13 @@ impl<'a> Planner<'a> {
         let keys: Vec<ObjectKey> = keyed.iter().map(|(_, _, _, k)| k.clone()).collect();
         let lives = self
             .cluster
-            .get_many(&keys)
+            .get_many_shared(&keys)
             .map_err(|source| PlanError::Cluster {
                 release: rref.clone(),
                 source: Box::new(source),
             })?;
         for ((text, value, pkey, key), live) in keyed.into_iter().zip(lives) {
-            record_precondition(&mut preconditions, &key, live.as_ref());
+            record_precondition(&mut preconditions, &key, live.as_deref());
             let old = old_by_key.get(&key).copied();
             let wait = if opts.waits() {
                 wait_rule(&key.kind, opts.wait_strategy, opts.wait_for_jobs)
@@ -599,7 +612,11 @@ impl<'a> Planner<'a> {
                                 release: rref.clone(),
                                 source: Box::new(source),
                             })?;
-                    let old_applied = old.map(|o| &o.value);
+                    // A document of the same text as the desired one applied what
+                    // the desired one does: it removes nothing (stamping only adds
+                    // fields, and a cluster-scoped object, whose namespace the
+                    // stamp drops, has none live), so there is nothing to compare.
+                    let old_applied = old.and_then(|o| o.value.as_ref());
                     let changed = changed_fields(&dry, &value, &live, old_applied);
                     if change.action != ObjectAction::Adopt {
                         if changed.is_empty() {
@@ -637,13 +654,20 @@ impl<'a> Planner<'a> {
 
         // What the last manifest had and the new one lacks.
         let mut prune = Vec::new();
-        for doc in &old_docs {
-            let key = self.qualify_with(ctx, &rref, &doc.value, &d.namespace, &new_kinds)?;
+        for (doc, key) in old_docs.iter().zip(&old_keys) {
+            // (A document of a desired one's text has its key: only parsed
+            // ones get past this.)
             if new_keys.contains(&key.object_key()) {
                 continue;
             }
             let live = self.get(ctx, &rref, &key.object_key(), &mut preconditions)?;
-            prune.push(removal(&key, live.as_ref(), &d.name, &d.namespace, doc));
+            prune.push(removal(
+                key,
+                live.as_ref(),
+                &d.name,
+                &d.namespace,
+                doc.parsed(),
+            ));
         }
         // Objects that failed revisions after the base created, and that
         // neither the base nor the new manifest has: Helm no longer tracks
@@ -651,11 +675,7 @@ impl<'a> Planner<'a> {
         // when this release still owns them live.
         if let Some(b) = base {
             let mut seen: BTreeSet<ObjectKey> = new_keys.iter().cloned().collect();
-            for doc in &old_docs {
-                if let Ok(k) = self.qualify_with(ctx, &rref, &doc.value, &d.namespace, &new_kinds) {
-                    seen.insert(k.object_key());
-                }
-            }
+            seen.extend(old_keys.iter().map(PlanKey::object_key));
             for r in history
                 .iter()
                 .filter(|r| r.version > b.version && r.info.status == Status::Failed)
@@ -664,7 +684,7 @@ impl<'a> Planner<'a> {
                 for doc in parse_record_manifest(&rref, r, &no_cache)? {
                     // A kind no longer served cannot have live objects left.
                     let Ok(key) =
-                        self.qualify_with(ctx, &rref, &doc.value, &d.namespace, &new_kinds)
+                        self.qualify_with(ctx, &rref, doc.parsed(), &d.namespace, &new_kinds)
                     else {
                         continue;
                     };
@@ -674,7 +694,8 @@ impl<'a> Planner<'a> {
                     let live = self.get(ctx, &rref, &key.object_key(), &mut preconditions)?;
                     match live.as_ref() {
                         Some(l) if ownership::owned_by(l, &d.name, &d.namespace) => {
-                            let mut c = removal(&key, live.as_ref(), &d.name, &d.namespace, &doc);
+                            let mut c =
+                                removal(&key, live.as_ref(), &d.name, &d.namespace, doc.parsed());
                             c.reason = match c.action {
                                 ObjectAction::Delete => format!(
                                     "left behind by failed revision {}; in no manifest since",
@@ -949,7 +970,17 @@ impl Context {
 struct OldDoc {
     /// The document text as recorded (for a cheap "did it change" test).
     text: String,
-    value: Value,
+    /// The parsed document; `None` when a desired document has the same
+    /// text (its parse stands for this one).
+    value: Option<Value>,
+}
+
+impl OldDoc {
+    /// The parsed document: [`Value::Null`] for one that a desired
+    /// document stands for (never asked of those).
+    fn parsed(&self) -> &Value {
+        self.value.as_ref().unwrap_or(&Value::Null)
+    }
 }
 
 fn parse_record_manifest(
@@ -964,19 +995,22 @@ fn parse_record_manifest(
             Some(rest) => rest.split_once('\n').map_or("", |(_, b)| b),
             None => doc,
         };
-        let value = match known.get(body.trim()) {
-            Some(v) => (*v).clone(),
-            None => {
-                let source = format!("release {rref} revision {}", rel.version);
-                parse_doc(rref, &source, body)?
-            }
-        };
+        let text = body.trim();
+        if known.contains_key(text) {
+            out.push(OldDoc {
+                text: text.to_string(),
+                value: None,
+            });
+            continue;
+        }
+        let source = format!("release {rref} revision {}", rel.version);
+        let value = parse_doc(rref, &source, body)?;
         if value.is_null() {
             continue;
         }
         out.push(OldDoc {
-            text: body.trim().to_string(),
-            value,
+            text: text.to_string(),
+            value: Some(value),
         });
     }
     Ok(out)
@@ -1099,15 +1133,16 @@ fn set_namespace(value: &mut Value, namespace: &str) {
     }
 }
 
-/// The delete-or-keep decision for an object the new manifest lacks.
+/// The delete-or-keep decision for an object the new manifest lacks
+/// (`manifest`: its document in the last manifest).
 fn removal(
     key: &PlanKey,
     live: Option<&Value>,
     release: &str,
     namespace: &str,
-    doc: &OldDoc,
+    manifest: &Value,
 ) -> ObjectChange {
-    let manifest_keep = ownership::keep(&doc.value);
+    let manifest_keep = ownership::keep(manifest);
     let (action, reason) = match live {
         None => (
             ObjectAction::Delete,
@@ -1718,19 +1753,6 @@ fn hex_digest(h: &[u8]) -> String {
     s
 }
 
-/// Feeds serialised bytes straight into a hash (no copy of the plan).
-struct HashWriter(Sha256);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn values_digest(v: &BTreeMap<String, crate::yaml::Node>) -> String {
     digest(&serde_json::to_vec(v).unwrap_or_default())
 }
@@ -1776,19 +1798,58 @@ fn record_value(d: &DesiredRelease, rendered: &Rendered, manifest: &str, version
     v
 }
 
+/// `v`'s compact JSON as the plan id sees it (see [`Plan::compute_id`]).
+fn hashed_json<T: serde::Serialize>(v: &T) -> Vec<u8> {
+    super::model::hashing(|| serde_json::to_vec(v)).unwrap_or_default()
+}
+
 impl Plan {
     /// The content hash of the plan: sha256 over its canonical JSON with
     /// `id` empty, diffs (a presentation) cleared and `redacted` false.
     pub fn compute_id(&self) -> String {
-        // Buffered: serde_json writes token by token, and a hash update per
-        // token costs more than the copy.
-        let mut h = std::io::BufWriter::with_capacity(1 << 16, HashWriter(Sha256::new()));
-        super::model::hashing(|| serde_json::to_writer(&mut h, self)).unwrap_or_default();
-        let h = match h.into_inner() {
-            Ok(h) => h,
-            Err(e) => e.into_inner().into_parts().0,
+        // The bytes are those of one `serde_json::to_writer` of the plan:
+        // the plan without its releases, split where the empty list is,
+        // with each release's JSON in between. Releases serialise on
+        // several cores, a window at a time so that the copies stay small;
+        // the hash takes them in order.
+        let head = Plan {
+            api_version: self.api_version.clone(),
+            id: String::new(),
+            tool: self.tool.clone(),
+            field_manager: self.field_manager.clone(),
+            cluster: self.cluster.clone(),
+            store: self.store.clone(),
+            failure_policy: self.failure_policy.clone(),
+            releases: Vec::new(),
+            release_edges: self.release_edges.clone(),
+            redacted: false,
         };
-        hex_digest(h.0.finalize().as_slice())
+        let head = hashed_json(&head);
+        const EMPTY: &[u8] = b"\"releases\":[]";
+        let at = head
+            .windows(EMPTY.len())
+            .position(|w| w == EMPTY)
+            .map_or(head.len(), |i| i + EMPTY.len() - 1);
+        let mut h = Sha256::new();
+        h.update(&head[..at]);
+        let mut first = true;
+        for window in self.releases.chunks(64) {
+            let parts = crate::par::map_ordered(
+                window,
+                |r| r.objects.len() + r.hooks.len() + 1,
+                256,
+                hashed_json,
+            );
+            for p in parts {
+                if !first {
+                    h.update(b",");
+                }
+                first = false;
+                h.update(&p);
+            }
+        }
+        h.update(&head[at..]);
+        hex_digest(h.finalize().as_slice())
     }
 
     /// Whether the plan's id matches its content and every record it
@@ -1887,6 +1948,58 @@ mod tests {
         let live = json!({"data": {"a": "1", "b": "2"}});
         let (changed, _) = managed_diff(&desired, &desired, &live, Some(&old));
         assert_eq!(changed, vec!["/data/b"]);
+    }
+
+    /// One ConfigMap per release, its name from the release's.
+    struct OneConfigMap;
+
+    impl Renderer for OneConfigMap {
+        fn render(&self, rel: &DesiredRelease, _: &RenderOptions) -> Result<Rendered, RenderError> {
+            let name = format!("{}-cm", rel.name);
+            Ok(Rendered {
+                files: BTreeMap::new(),
+                manifests: vec![render::Manifest {
+                    source: "c/templates/cm.yaml".into(),
+                    content: format!(
+                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  a: \"1\""
+                    ),
+                    head: render::Head {
+                        api_version: "v1".into(),
+                        kind: "ConfigMap".into(),
+                        name,
+                        namespace: String::new(),
+                        annotations: BTreeMap::new(),
+                    },
+                }],
+                hooks: vec![],
+                crds: vec![],
+                notes: String::new(),
+                warnings: vec![],
+            })
+        }
+    }
+
+    #[test]
+    fn the_id_is_the_hash_of_the_whole_plan_serialised_at_once() {
+        // compute_id serialises releases apart (on several threads, a
+        // window at a time); its bytes must be those of one serialisation.
+        let store = crate::release::store::memory::MemoryStore::new();
+        let cluster = crate::cluster::sim::SimCluster::in_memory();
+        for n in [0, 1, 3, 64, 65, 300] {
+            let releases: Vec<DesiredRelease> = (0..n)
+                .map(|i| {
+                    DesiredRelease::new(&format!("r{i}"), "default", crate::chart::Chart::default())
+                })
+                .collect();
+            let plan = Planner::new(&store, "memory:", &cluster)
+                .with_renderer(&OneConfigMap)
+                .plan(&releases)
+                .unwrap();
+            assert_eq!(plan.releases.len(), n);
+            let whole = digest(&hashed_json(&plan));
+            assert_eq!(plan.id, whole, "{n} releases");
+            assert!(plan.verify_id());
+        }
     }
 
     #[test]
