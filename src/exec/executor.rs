@@ -403,14 +403,22 @@ impl<'a> Executor<'a> {
                     show(&now)
                 ));
             }
-            for o in &rp.preconditions.objects {
-                let live = self
-                    .cluster
-                    .get(&o.key)
+            // One batch per release; only uid and resourceVersion matter,
+            // so the objects need not be copied.
+            let keys: Vec<ObjectKey> = rp
+                .preconditions
+                .objects
+                .iter()
+                .map(|o| o.key.clone())
+                .collect();
+            let lives =
+                self.cluster
+                    .get_many_shared(&keys)
                     .map_err(|source| ExecError::Cluster {
                         release: rref.clone(),
                         source: Box::new(source),
                     })?;
+            for (o, live) in rp.preconditions.objects.iter().zip(lives) {
                 let meta = live.as_ref().and_then(|v| v.get("metadata"));
                 let f = |k: &str| {
                     meta.and_then(|m| m.get(k))
