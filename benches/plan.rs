@@ -6,9 +6,9 @@
 //! same with 2000 releases checks that planning scales linearly.
 //!
 //! Goal: 200 x 100 in at most 100 ms; 2000 x 100 at most 11 times that.
-//! The 2000-release case runs only with `PLAN_BENCH_SCALE=1` (at the
-//! planner's speed when this was written, 10-17 s per 200-release plan, it
-//! would take the better part of an hour).
+//! The 2000-release case runs only with `PLAN_BENCH_SCALE=1` (about 14 s a
+//! plan on a 2-core machine, so several minutes in all). Releases plan on
+//! every core; the figures depend on how many there are.
 use criterion::{criterion_group, criterion_main, Criterion};
 use rudder::chart::{Chart, Metadata};
 use rudder::cluster::sim::SimCluster;
