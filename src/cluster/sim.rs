@@ -1750,6 +1750,30 @@ impl SimCluster {
         f(&loaded.state)
     }
 
+    /// One look at the state (one lock, one freshness check of the files)
+    /// for all of `keys`, at one instant: `f` gives what each stored object
+    /// found is read as.
+    fn read_many<T>(
+        &self,
+        keys: &[ObjectKey],
+        f: impl Fn(&State, &ObjectKey, &Arc<Value>, &View) -> T,
+    ) -> Result<Vec<Option<T>>, ClusterError> {
+        for _ in keys {
+            self.request();
+        }
+        let view = self.view();
+        self.read(|s| {
+            Ok(keys
+                .iter()
+                .map(|key| {
+                    s.storage_key(key)
+                        .and_then(|k| s.objects.get_key_value(&k))
+                        .map(|(k, o)| f(s, k, o, &view))
+                })
+                .collect())
+        })
+    }
+
     /// A write's result as reads show it.
     fn result(state: &State, v: Option<Value>, view: &View) -> Option<Value> {
         let mut v = v?;
@@ -2136,40 +2160,13 @@ impl Cluster for SimCluster {
         self.read(|s| s.dry_run(obj, &view))
     }
 
-    /// One look at the state (one lock, one freshness check of the files)
-    /// for all of them, at one instant.
     fn get_many(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Value>>, ClusterError> {
-        for _ in keys {
-            self.request();
-        }
-        let view = self.view();
-        self.read(|s| {
-            Ok(keys
-                .iter()
-                .map(|key| {
-                    s.storage_key(key)
-                        .and_then(|k| s.objects.get_key_value(&k))
-                        .map(|(k, o)| s.shown(k, o, &view))
-                })
-                .collect())
-        })
+        self.read_many(keys, |s, k, o, view| s.shown(k, o, view))
     }
 
     fn get_many_shared(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Arc<Value>>>, ClusterError> {
-        for _ in keys {
-            self.request();
-        }
-        self.read(|s| {
-            Ok(keys
-                .iter()
-                .map(|key| {
-                    // The stored object, its status as last written.
-                    s.storage_key(key)
-                        .and_then(|k| s.objects.get(&k))
-                        .map(Arc::clone)
-                })
-                .collect())
-        })
+        // The stored objects, their status as last written.
+        self.read_many(keys, |_, _, o, _| Arc::clone(o))
     }
 
     fn delete(
