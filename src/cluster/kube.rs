@@ -2,7 +2,22 @@
 //! `--kubeconfig`, `--kube-context`).
 //!
 //! [`KubeCluster`] implements the blocking [`Cluster`] trait over kube-rs'
-//! async client: it owns a small tokio runtime and waits on each request.
+//! async client. Its requests run as tasks on a tokio runtime, and a call
+//! waits for its task's answer on a plain channel:
+//!
+//! - [`KubeCluster::connect`] (the CLI, [`crate::cluster::open`]) starts a
+//!   private runtime on a thread of its own; the client can then be
+//!   created, used and dropped from any thread, inside an async runtime
+//!   (on `spawn_blocking` threads or even on a runtime's worker) or not,
+//!   and dropping it never blocks: it only tells that thread to stop;
+//! - [`KubeCluster::connect_on`] and [`KubeCluster::from_client`] run the
+//!   requests on a runtime the caller names (its own, for the async
+//!   [`crate::Client`]), and the latter uses the caller's own
+//!   `kube::Client`. Calls must then come from threads that may block
+//!   (`spawn_blocking`, plain threads), never from that runtime's own
+//!   workers: on a current-thread runtime that would wait forever for a
+//!   task that can never run.
+//!
 //! Objects travel as JSON, exactly as the server sends them; requests are
 //! plain REST calls built from discovery:
 //!
@@ -61,7 +76,7 @@ pub struct KubeOptions {
 
 /// A Kubernetes API server. See the module documentation.
 pub struct KubeCluster {
-    rt: tokio::runtime::Runtime,
+    driver: Driver,
     client: kube::Client,
     /// The API server URL.
     server: String,
@@ -318,79 +333,190 @@ fn core_kind(group: &str, kind: &str) -> Option<ApiResource> {
     })
 }
 
+/// The kubeconfig, the options that pick its context, and the files it
+/// came from (for messages), checked as kubectl checks them.
+fn prepare(opts: &KubeOptions) -> Result<(Kubeconfig, KubeConfigOptions, String), ClusterError> {
+    let paths = kubeconfig_paths(opts).map_err(ClusterError::Setup)?;
+    let kc = load_kubeconfig(&paths).map_err(ClusterError::Setup)?;
+    let files = paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":");
+    let context = match &opts.context {
+        Some(c) => c.clone(),
+        None => kc.current_context.clone().unwrap_or_default(),
+    };
+    if context.is_empty() {
+        return Err(ClusterError::Setup(format!(
+            "kubeconfig {files} has no current context: pass --kube-context"
+        )));
+    }
+    if !kc.contexts.iter().any(|c| c.name == context) {
+        return Err(ClusterError::Setup(format!(
+            "context {context:?} not found in kubeconfig {files}"
+        )));
+    }
+    let kopts = KubeConfigOptions {
+        context: Some(context),
+        ..KubeConfigOptions::default()
+    };
+    Ok((kc, kopts, files))
+}
+
+/// The client configuration of a checked kubeconfig, and the server URL.
+async fn config_for(
+    kc: Kubeconfig,
+    kopts: KubeConfigOptions,
+    files: String,
+) -> Result<(kube::Config, String), ClusterError> {
+    let context = kopts.context.clone().unwrap_or_default();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kopts)
+        .await
+        .map_err(|e| {
+            ClusterError::Setup(format!(
+                "kubeconfig {files}, context {context}: {}",
+                chain(&e)
+            ))
+        })?;
+    let server = cfg
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
+    Ok((cfg, server))
+}
+
+/// Where a [`KubeCluster`]'s requests run: a tokio runtime, reached through
+/// its handle, and the private runtime's thread when the cluster owns one.
+struct Driver {
+    handle: tokio::runtime::Handle,
+    /// Dropping this ends the private runtime's thread.
+    _stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Driver {
+    /// A current-thread runtime on a thread of its own, which runs until
+    /// the driver is dropped. Dropping never blocks: the thread is told to
+    /// stop and drops its runtime itself, outside any caller's runtime.
+    fn private() -> Result<Driver, ClusterError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ClusterError::Setup(format!("starting the Kubernetes client: {e}")))?;
+        let handle = rt.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("rudder-kube".into())
+            .spawn(move || {
+                // Ends when the sender is dropped (or sends).
+                let _ = rt.block_on(stopped);
+            })
+            .map_err(|e| ClusterError::Setup(format!("starting the Kubernetes client: {e}")))?;
+        Ok(Driver {
+            handle,
+            _stop: Some(stop),
+        })
+    }
+
+    /// Requests run on the caller's runtime.
+    fn on(handle: tokio::runtime::Handle) -> Driver {
+        Driver {
+            handle,
+            _stop: None,
+        }
+    }
+
+    /// Runs `fut` as a task on the driver's runtime and waits for its
+    /// answer on a plain channel (never `block_on`, which panics inside a
+    /// runtime).
+    fn run<F>(&self, fut: F) -> Result<F::Output, ClusterError>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        rx.recv().map_err(|_| {
+            ClusterError::Setup(
+                "the tokio runtime the Kubernetes client runs on has shut down".into(),
+            )
+        })
+    }
+}
+
 impl KubeCluster {
     /// Connects as kubectl would with these flags. Nothing is sent to the
     /// server yet; the first request tells whether it can be reached.
+    ///
+    /// The client runs on a private runtime thread, so this works from any
+    /// thread, inside an async runtime or not (see the module docs).
     pub fn connect(opts: &KubeOptions) -> Result<KubeCluster, ClusterError> {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            return Err(ClusterError::Unavailable(
-                "the Kubernetes client cannot be used from inside an async runtime".into(),
-            ));
-        }
-        let paths = kubeconfig_paths(opts).map_err(ClusterError::Unavailable)?;
-        let kc = load_kubeconfig(&paths).map_err(ClusterError::Unavailable)?;
-        let files = paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(":");
-        let context = match &opts.context {
-            Some(c) => c.clone(),
-            None => kc.current_context.clone().unwrap_or_default(),
-        };
-        if context.is_empty() {
-            return Err(ClusterError::Unavailable(format!(
-                "kubeconfig {files} has no current context: pass --kube-context"
-            )));
-        }
-        if !kc.contexts.iter().any(|c| c.name == context) {
-            return Err(ClusterError::Unavailable(format!(
-                "context {context:?} not found in kubeconfig {files}"
-            )));
-        }
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("rudder-kube")
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                ClusterError::Unavailable(format!("starting the Kubernetes client: {e}"))
-            })?;
-        let kopts = KubeConfigOptions {
-            context: Some(context.clone()),
-            ..KubeConfigOptions::default()
-        };
-        let cfg = rt
-            .block_on(kube::Config::from_custom_kubeconfig(kc, &kopts))
-            .map_err(|e| {
-                ClusterError::Unavailable(format!(
-                    "kubeconfig {files}, context {context}: {}",
-                    chain(&e)
-                ))
-            })?;
-        let server = cfg
-            .cluster_url
-            .to_string()
-            .trim_end_matches('/')
-            .to_string();
+        let (kc, kopts, files) = prepare(opts)?;
+        let context = kopts.context.clone().unwrap_or_default();
+        let driver = Driver::private()?;
+        let (cfg, server) = driver.run(config_for(kc, kopts, files))??;
+        // The client's request buffer is a task: spawn it on the private
+        // runtime, where its requests will run.
+        let client = driver.run(async move { kube::Client::try_from(cfg) })?;
+        let client = client.map_err(|e| {
+            ClusterError::Setup(format!("Kubernetes cluster {server}: {}", chain(&e)))
+        })?;
+        Ok(KubeCluster::assemble(driver, client, server, context))
+    }
+
+    /// Connects as [`KubeCluster::connect`] does, on the runtime `handle`
+    /// (the caller's): the client's tasks run there. Blocking calls must
+    /// then come from threads that may block, not from that runtime's
+    /// workers (see the module docs).
+    pub async fn connect_on(
+        opts: &KubeOptions,
+        handle: tokio::runtime::Handle,
+    ) -> Result<KubeCluster, ClusterError> {
+        let (kc, kopts, files) = prepare(opts)?;
+        let context = kopts.context.clone().unwrap_or_default();
+        let (cfg, server) = config_for(kc, kopts, files).await?;
         let client = {
-            let _g = rt.enter();
+            let _g = handle.enter();
             kube::Client::try_from(cfg).map_err(|e| {
-                ClusterError::Unavailable(format!(
-                    "Kubernetes cluster {server} (context {context}): {}",
-                    chain(&e)
-                ))
+                ClusterError::Setup(format!("Kubernetes cluster {server}: {}", chain(&e)))
             })?
         };
-        Ok(KubeCluster {
-            rt,
+        Ok(KubeCluster::assemble(
+            Driver::on(handle),
+            client,
+            server,
+            context,
+        ))
+    }
+
+    /// A cluster over the caller's own `kube::Client`, whose requests run
+    /// on `handle` (the runtime the client was made on, usually
+    /// `tokio::runtime::Handle::current()`). The API server's URL is not
+    /// known to rudder then: messages name the client instead, and the
+    /// cluster's [`ClusterIdentity`] is derived from the `kube-system`
+    /// namespace's uid alone.
+    pub fn from_client(client: kube::Client, handle: tokio::runtime::Handle) -> KubeCluster {
+        KubeCluster::assemble(
+            Driver::on(handle),
+            client,
+            "the caller's kube::Client".into(),
+            String::new(),
+        )
+    }
+
+    fn assemble(driver: Driver, client: kube::Client, server: String, context: String) -> Self {
+        KubeCluster {
+            driver,
             client,
             server,
             context,
             update_manager: DEFAULT_FIELD_MANAGER.into(),
             discovery: Mutex::new(None),
             identity: Mutex::new(None),
-        })
+        }
     }
 
     /// Sets the field manager of `create` and `replace` (`rudder` unless set).
@@ -410,16 +536,30 @@ impl KubeCluster {
     }
 
     fn where_(&self) -> String {
-        format!("{} (context {})", self.server, self.context)
+        if self.context.is_empty() {
+            self.server.clone()
+        } else {
+            format!("{} (context {})", self.server, self.context)
+        }
     }
 
     fn unavailable(&self, what: &str, e: &dyn std::error::Error) -> ClusterError {
-        ClusterError::Unavailable(format!(
-            "cannot reach the Kubernetes API server {} (context {}) to {what}: {}",
-            self.server,
-            self.context,
-            chain(e)
-        ))
+        ClusterError::Unreachable {
+            server: self.where_(),
+            message: format!(
+                "cannot reach the Kubernetes API server {} to {what}: {}",
+                self.where_(),
+                chain(e)
+            ),
+        }
+    }
+
+    /// An answer that could not be read.
+    fn unreadable(&self, what: &str, e: impl std::fmt::Display) -> ClusterError {
+        ClusterError::Unreachable {
+            server: self.where_(),
+            message: format!("{}: {what}: {e}", self.where_()),
+        }
     }
 
     /// One HTTP exchange, with bounded retries.
@@ -446,7 +586,7 @@ impl KubeCluster {
                 .body(body.clone().unwrap_or_default())
                 .map_err(|e| ClusterError::BadObject(format!("{path}: {e}")))?;
             let client = self.client.clone();
-            let res = self.rt.block_on(async move {
+            let res = self.driver.run(async move {
                 let res = client.send(req.map(kube::client::Body::from)).await?;
                 let code = res.status().as_u16();
                 let body = res
@@ -457,7 +597,7 @@ impl KubeCluster {
                     .to_bytes()
                     .to_vec();
                 Ok::<Resp, kube::Error>(Resp { code, body })
-            });
+            })?;
             match res {
                 Ok(r) => {
                     let retry = r.code == 429
@@ -477,8 +617,9 @@ impl KubeCluster {
                 }
             }
         }
-        Err(last_err.unwrap_or_else(|| {
-            ClusterError::Unavailable(format!("{}: {what} failed", self.where_()))
+        Err(last_err.unwrap_or_else(|| ClusterError::Unreachable {
+            server: self.where_(),
+            message: format!("{}: {what} failed", self.where_()),
         }))
     }
 
@@ -489,7 +630,7 @@ impl KubeCluster {
         let st = r.status();
         let server = self.where_();
         match r.code {
-            401 => ClusterError::Server {
+            401 => ClusterError::Forbidden {
                 server,
                 code: 401,
                 message: format!(
@@ -503,7 +644,7 @@ impl KubeCluster {
                     }
                 ),
             },
-            403 => ClusterError::Server {
+            403 => ClusterError::Forbidden {
                 server,
                 code: 403,
                 message: if msg.contains("cannot") {
@@ -616,8 +757,7 @@ impl KubeCluster {
         if !r.ok() {
             return Err(self.plain_error(&r, what));
         }
-        r.json()
-            .map_err(|e| ClusterError::Unavailable(format!("{}: {what}: {e}", self.where_())))
+        r.json().map_err(|e| self.unreadable(what, e))
     }
 
     /// An error answer to a request that is not about one object.
@@ -630,6 +770,13 @@ impl KubeCluster {
         } else {
             format!("{what}: {}", r.message())
         };
+        if matches!(r.code, 401 | 403) {
+            return ClusterError::Forbidden {
+                server: self.where_(),
+                code: r.code,
+                message,
+            };
+        }
         ClusterError::Server {
             server: self.where_(),
             code: r.code,
@@ -814,8 +961,7 @@ impl KubeCluster {
         if !r.ok() {
             return Err(self.error(verb, &res, &key, &r));
         }
-        r.json()
-            .map_err(|e| ClusterError::Unavailable(format!("{}: {what}: {e}", self.where_())))
+        r.json().map_err(|e| self.unreadable(&what, e))
     }
 }
 
@@ -854,7 +1000,7 @@ impl Cluster for KubeCluster {
             .map_err(|e| ClusterError::BadObject(format!("{path}: {e}")))?;
         let client = self.client.clone();
         let what = format!("watch {key}");
-        let outcome = self.rt.block_on(async move {
+        let outcome = self.driver.run(async move {
             let run = async {
                 let res = client.send(req.map(kube::client::Body::from)).await?;
                 let code = res.status().as_u16();
@@ -893,7 +1039,7 @@ impl Cluster for KubeCluster {
                 Ok(r) => r,
                 Err(_) => Ok(Err(Watched::Quiet)),
             }
-        });
+        })?;
         match outcome {
             Ok(Err(w)) => Ok(w),
             // Not allowed to watch, or an old server: poll instead.
@@ -954,7 +1100,7 @@ impl Cluster for KubeCluster {
         }
         r.json()
             .map(Some)
-            .map_err(|e| ClusterError::Unavailable(format!("{}: get {key}: {e}", self.where_())))
+            .map_err(|e| self.unreadable(&format!("get {key}"), e))
     }
 
     fn list(
@@ -999,9 +1145,7 @@ impl Cluster for KubeCluster {
                 }
                 return Err(self.error(Verb::List, &res, &key, &r));
             }
-            let v = r.json().map_err(|e| {
-                ClusterError::Unavailable(format!("{}: {what}: {e}", self.where_()))
-            })?;
+            let v = r.json().map_err(|e| self.unreadable(&what, e))?;
             let av = res.api_version();
             for mut item in v
                 .get("items")

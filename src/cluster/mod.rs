@@ -211,9 +211,32 @@ pub enum ClusterError {
         /// The message.
         message: String,
     },
-    /// The cluster could not be reached or its state could not be read.
+    /// The cluster could not be reached: the connection was refused or
+    /// broke, DNS or TLS failed, a request timed out, or an answer could not
+    /// be read. The message names the server.
+    #[error("{message}")]
+    Unreachable {
+        /// Which server (`sim:DIR`, or the API server URL and context).
+        server: String,
+        /// What failed, on one line.
+        message: String,
+    },
+    /// The server refused the credentials (401 Unauthorized) or the request
+    /// (403 Forbidden).
+    #[error("{server}: {code} {message}")]
+    Forbidden {
+        /// Which server.
+        server: String,
+        /// 401 or 403.
+        code: u16,
+        /// The server's message, with what was asked.
+        message: String,
+    },
+    /// The cluster cannot be opened as asked: an invalid `--cluster` URL, a
+    /// kubeconfig that cannot be read or has no such context, or a cluster
+    /// kind this build lacks (feature `kube`).
     #[error("{0}")]
-    Unavailable(String),
+    Setup(String),
     /// Reading or writing the simulated cluster's state failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -491,7 +514,7 @@ pub fn open(url: &str) -> Result<Box<dyn Cluster>, ClusterError> {
         #[cfg(feature = "kube")]
         {
             let opts = kube::parse_url(url).ok_or_else(|| {
-                ClusterError::Unavailable(format!(
+                ClusterError::Setup(format!(
                     "invalid cluster {url:?}: want kube or kube?kubeconfig=PATH&context=NAME"
                 ))
             })?;
@@ -499,20 +522,20 @@ pub fn open(url: &str) -> Result<Box<dyn Cluster>, ClusterError> {
         }
         #[cfg(not(feature = "kube"))]
         {
-            return Err(ClusterError::Unavailable(format!(
+            return Err(ClusterError::Setup(format!(
                 "cluster {url:?}: this rudder was built without the kube feature"
             )));
         }
     }
     if let Some(dir) = url.strip_prefix("sim:") {
         if dir.is_empty() {
-            return Err(ClusterError::Unavailable(format!(
+            return Err(ClusterError::Setup(format!(
                 "invalid cluster {url:?}: want sim:DIR or kube"
             )));
         }
         return Ok(Box::new(sim::SimCluster::open(dir)?));
     }
-    Err(ClusterError::Unavailable(format!(
+    Err(ClusterError::Setup(format!(
         "invalid cluster {url:?}: want sim:DIR or kube"
     )))
 }

@@ -1658,9 +1658,10 @@ impl SimCluster {
         let Some(dir) = &self.dir else {
             return match slot {
                 Some(l) => Ok(l),
-                None => Err(ClusterError::Unavailable(
-                    "in-memory cluster lost its state".into(),
-                )),
+                None => Err(ClusterError::Corrupt {
+                    path: "sim:".into(),
+                    message: "the in-memory cluster lost its state".into(),
+                }),
             };
         };
         let ss = stat(&dir.join(STATE_FILE))?;
@@ -1675,7 +1676,10 @@ impl SimCluster {
         }
         match slot {
             Some(l) => Ok(l),
-            None => Err(ClusterError::Unavailable("state not loaded".into())),
+            None => Err(ClusterError::Corrupt {
+                path: dir.display().to_string(),
+                message: "state not loaded".into(),
+            }),
         }
     }
 
@@ -1717,7 +1721,10 @@ impl SimCluster {
             });
         }
         let Some(l) = slot.as_mut() else {
-            return Err(ClusterError::Unavailable("state not loaded".into()));
+            return Err(ClusterError::Corrupt {
+                path: dir.display().to_string(),
+                message: "state not loaded".into(),
+            });
         };
         if let Some(f) = log.as_mut() {
             let mut buf = Vec::new();
@@ -1979,8 +1986,10 @@ fn compact_files(
             .and_then(|d| d.sync_all())
             .map_err(io_err("fsync directory", dir))?;
     }
-    let log = stat(&path)?
-        .ok_or_else(|| ClusterError::Unavailable(format!("{} vanished", path.display())))?;
+    let log = stat(&path)?.ok_or_else(|| ClusterError::Corrupt {
+        path: path.display().to_string(),
+        message: "the log vanished while it was read".into(),
+    })?;
     Ok((stamp, log))
 }
 

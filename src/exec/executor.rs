@@ -1089,7 +1089,7 @@ impl<'a> Executor<'a> {
                     Ok(live) => live,
                     // The API server restarting or out of reach for a moment:
                     // the wait goes on until its deadline.
-                    Err(ClusterError::Unavailable(m)) => {
+                    Err(ClusterError::Unreachable { message: m, .. }) => {
                         still.push(item);
                         last_msg.insert(key, format!("cluster unreachable: {m}"));
                         continue;
