@@ -714,8 +714,15 @@ impl<'a> Executor<'a> {
                     }
                     None => {
                         let created = created_by(&j.entries, &run);
-                        let (r, r2) =
-                            self.undo_install(&rp.namespace, &rp.name, j, &run, &created, true);
+                        let (r, r2) = self.undo_install(
+                            &rp.namespace,
+                            &rp.name,
+                            j,
+                            &run,
+                            &created,
+                            true,
+                            rp.options.timeout,
+                        );
                         self.end(j, &run, "uninstalled")?;
                         let error = match (r, r2) {
                             (Ok(()), Ok(())) => format!(
@@ -1017,8 +1024,11 @@ impl<'a> Executor<'a> {
     /// created, newest first, purges the release's records (when `purge`,
     /// or when every delete worked), and only then deletes the release
     /// namespace if the run created it, since Helm's Secrets and
-    /// ConfigMaps drivers keep the records in it. Returns the deletes'
-    /// and the purge's results.
+    /// ConfigMaps drivers keep the records in it. A real namespace
+    /// terminates for a while, refusing new objects: it is waited for,
+    /// up to `wait`, so that a rerun finds it gone and creates it again.
+    /// Returns the deletes' and the purge's results.
+    #[allow(clippy::too_many_arguments)]
     fn undo_install(
         &self,
         namespace: &str,
@@ -1027,6 +1037,7 @@ impl<'a> Executor<'a> {
         run: &str,
         created: &[ObjectKey],
         purge: bool,
+        wait: Duration,
     ) -> (Result<(), Failure>, Result<(), String>) {
         let ns_key = namespace_key(namespace);
         let keep: BTreeSet<ObjectKey> = [ns_key.clone()].into();
@@ -1039,8 +1050,11 @@ impl<'a> Executor<'a> {
             faults::durable_write("store");
         }
         if r.is_ok() && r2.is_ok() && created.contains(&ns_key) {
-            let far = self.clock.now() + Duration::from_secs(3600);
-            r = self.delete_one(&format!("{namespace}/{name}"), j, run, &ns_key, far);
+            let rref = format!("{namespace}/{name}");
+            let deadline = self.clock.now() + wait;
+            r = self
+                .delete_one(&rref, j, run, &ns_key, deadline)
+                .and_then(|()| self.wait_deleted(&rref, std::slice::from_ref(&ns_key), deadline));
         }
         (r, r2)
     }
@@ -1860,7 +1874,9 @@ impl<'a> Executor<'a> {
                         false,
                         Vec::new(),
                     )?;
-                    let _ = self.undo_install(namespace, name, &mut j, &run2, &created, atomic);
+                    let wait = ReleaseOptions::default().timeout;
+                    let _ =
+                        self.undo_install(namespace, name, &mut j, &run2, &created, atomic, wait);
                     self.end(&mut j, &run2, "uninstalled")?;
                     what = "removed the interrupted install's objects and records".into();
                 }
