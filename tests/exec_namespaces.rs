@@ -202,6 +202,27 @@ fn a_failed_atomic_install_removes_the_namespace_it_created() {
         .is_none());
 }
 
+/// Without `createNamespace`, the first record cannot be written: the
+/// error names the namespace, and the journal says the run ended (nothing
+/// is left for a recovery to settle).
+#[test]
+fn without_create_namespace_the_run_fails_and_its_journal_is_closed() {
+    let bed = Bed::new();
+    let mut d = release(&[("cm.yaml", CM)]);
+    d.options.create_namespace = false;
+    let plan = bed.plan(std::slice::from_ref(&d));
+    let e = bed.executor().apply(&plan).unwrap_err().to_string();
+    assert!(e.contains("namespaces \"fresh\" not found"), "{e}");
+    let j = Journal::at(bed.journal.path())
+        .lock("fresh", "web")
+        .unwrap();
+    assert!(j.interrupted().unwrap().is_none(), "{:?}", j.read_all());
+    drop(j);
+    assert_eq!(bed.executor().recover("fresh", "web").unwrap(), None);
+    assert!(!bed.namespace_exists("fresh"));
+    assert!(bed.statuses("fresh", "web").is_empty());
+}
+
 /// A crash after every durable write k of an install into a missing
 /// namespace (its journal entry, the namespace, the records, the objects),
 /// then recovery: the namespace exists exactly when the release has a

@@ -597,17 +597,34 @@ impl<'a> Executor<'a> {
 
         // 2. The pending record.
         let max = HistoryMax(rp.options.history_max);
-        let (pending, base) = if rp.from.is_none() {
+        let recorded = if rp.from.is_none() {
             let hist = ops.history(&rp.namespace, &rp.name).ok();
             let replace = hist.is_some();
-            let p = ops
-                .begin_install(&rp.namespace, &rp.name, rendered, replace)
-                .map_err(&serr)?;
-            (p, None)
+            ops.begin_install(&rp.namespace, &rp.name, rendered, replace)
+                .map(|p| (p, None))
         } else {
-            let base = ops.upgrade_base(&rp.namespace, &rp.name).map_err(&serr)?;
-            let p = ops.begin_upgrade(&base, rendered, max).map_err(&serr)?;
-            (p, Some(base))
+            ops.upgrade_base(&rp.namespace, &rp.name).and_then(|base| {
+                ops.begin_upgrade(&base, rendered, max)
+                    .map(|p| (p, Some(base)))
+            })
+        };
+        let (pending, base) = match recorded {
+            Ok(r) => r,
+            Err(e) => {
+                // Nothing but (maybe) the namespace was written: an atomic
+                // run takes that back; the run ends, journaled.
+                let ns_key = namespace_key(&rp.namespace);
+                if atomic && created_by(&j.entries, &run).contains(&ns_key) {
+                    let deadline = self.clock.now() + rp.options.timeout;
+                    let _ = self
+                        .delete_one(&rref, j, &run, &ns_key, deadline)
+                        .and_then(|()| {
+                            self.wait_deleted(&rref, std::slice::from_ref(&ns_key), deadline)
+                        });
+                }
+                self.end(j, &run, "failed")?;
+                return Err(serr(e));
+            }
         };
         faults::durable_write("store");
         self.phase(j, &run, "pending-recorded")?;
