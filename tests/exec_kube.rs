@@ -269,11 +269,13 @@ impl Run<'_> {
             "--atomic"
         };
         let mut args: Vec<String> = match step {
+            // Into a namespace that does not exist yet, as a user's first install.
             1 => vec![
                 "install".into(),
                 self.rel.clone(),
                 chart.into(),
                 "--wait".into(),
+                "--create-namespace".into(),
             ],
             2 => vec![
                 "upgrade".into(),
@@ -813,7 +815,15 @@ fn helm_and_rudder_take_over_each_others_releases() {
     helm3(
         tb,
         home.path(),
-        &["install", &rel, chart, "-n", &ns, "--wait"],
+        &[
+            "install",
+            &rel,
+            chart,
+            "-n",
+            &ns,
+            "--wait",
+            "--create-namespace",
+        ],
     );
     // Helm 3 owns spec.replicas client-side; without the hand-over this is a conflict.
     r.ok(&[
@@ -1016,6 +1026,14 @@ fn errors_users_meet_are_one_line_and_journaled() {
     assert!(e.contains("cannot reach the Kubernetes API server"), "{e}");
     assert!(r.journal_closed(&ns, "e1"));
 
+    // A namespace that does not exist, without --create-namespace: nothing written.
+    let (ok, _, err) = r.run(&["install", "e0", chart, "-n", &ns]);
+    assert!(!ok);
+    let e = one_error(&err);
+    assert!(e.contains(&format!("namespaces \"{ns}\" not found")), "{e}");
+    assert!(r.journal_closed(&ns, "e0"));
+    assert!(!tb.namespace_exists(&ns));
+
     // An object the server's validation rejects.
     let bad = tiny_chart(
         &r.dir.path().join("bad"),
@@ -1024,7 +1042,14 @@ fn errors_users_meet_are_one_line_and_journaled() {
             "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}-svc\nspec:\n  ports:\n  - port: 0\n",
         )],
     );
-    let (ok, _, err) = r.run(&["install", "e2", bad.to_str().unwrap(), "-n", &ns]);
+    let (ok, _, err) = r.run(&[
+        "install",
+        "e2",
+        bad.to_str().unwrap(),
+        "-n",
+        &ns,
+        "--create-namespace",
+    ]);
     assert!(!ok);
     let e = one_error(&err);
     assert!(e.contains("e2-svc") && e.contains("port"), "{e}");
@@ -1302,6 +1327,79 @@ fn crash_at_every_write_then_rerun() {
     assert!(crashed >= 4, "too few crash points: {crashed}");
 }
 
+/// rudder killed at every durable write of a first install of two releases into a namespace
+/// that does not exist yet (`createNamespace`, with the records as Secrets in it), then rerun:
+/// the rerun settles the interrupted install (a namespace it created goes, with its records,
+/// and is waited for until it is gone) and installs, so each release ends with one deployed
+/// revision and its objects, and nothing of a failed attempt is left.
+#[test]
+fn crash_at_every_write_of_a_first_install_then_rerun() {
+    let Some(tb) = testbed() else { return };
+    let mut want: Vec<String> = ["one", "two"]
+        .iter()
+        .flat_map(|r| {
+            [
+                format!("ConfigMap/{r}-cm gen=1"),
+                format!("Deployment/{r}-web gen=1"),
+            ]
+        })
+        .collect();
+    want.sort();
+    let (mut cases, mut crashed, mut n) = (0, 0, 1u64);
+    loop {
+        let batch: Vec<u64> = (n..n + 4).collect();
+        let results: Vec<(u64, bool, Vec<String>, Vec<String>)> = std::thread::scope(|s| {
+            let hs: Vec<_> = batch
+                .iter()
+                .map(|&k| {
+                    s.spawn(move || {
+                        let r = Rudder::new(tb);
+                        let ns = tb.fresh_namespace("crash-new");
+                        let v1 = crash_world(r.dir.path(), &ns, false);
+                        let v1 = v1.to_str().unwrap();
+                        let o = Command::new(env!("CARGO_BIN_EXE_rudder"))
+                            .arg("--kubeconfig")
+                            .arg(&tb.kubeconfig)
+                            .args(["apply", v1])
+                            .current_dir(r.dir.path())
+                            .env_remove("HELM_DRIVER")
+                            .env_remove("KUBECONFIG")
+                            .env("RUDDER_CRASH_AT", k.to_string())
+                            .output()
+                            .unwrap();
+                        r.ok(&["apply", v1]);
+                        let (hist, objs) = crash_state(&r, tb, &ns);
+                        assert!(r.journal_closed(&ns, "one") && r.journal_closed(&ns, "two"));
+                        tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
+                        (k, o.status.success(), hist, objs)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut done = false;
+        for (k, ok, hist, objs) in results {
+            cases += 1;
+            if ok {
+                done = true;
+            } else {
+                crashed += 1;
+            }
+            assert_eq!(hist, ["one: deployed", "two: deployed"], "crash at {k}");
+            assert_eq!(objs, want, "crash at {k}: live objects, history {hist:?}");
+        }
+        if done {
+            break;
+        }
+        n += 4;
+        assert!(n < 200, "the install never completed");
+    }
+    eprintln!(
+        "crash_at_every_write_of_a_first_install_then_rerun: {cases} crash points, {crashed} crashed runs, all settled"
+    );
+    assert!(crashed >= 8, "too few crash points: {crashed}");
+}
+
 /// A release whose crds/ defines the kind of one of its templates: the CRD is created and
 /// Established, discovery catches up, and the custom resource is applied in the same run.
 #[test]
@@ -1329,7 +1427,15 @@ fn crd_and_its_custom_resource_in_one_release() {
     )
     .unwrap();
     let chart = chart.to_str().unwrap();
-    r.ok(&["install", "cw", chart, "-n", &ns, "--wait"]);
+    r.ok(&[
+        "install",
+        "cw",
+        chart,
+        "-n",
+        &ns,
+        "--wait",
+        "--create-namespace",
+    ]);
     let size = tb.kubectl_ok(&[
         "get",
         &format!("widgets.{group}"),
@@ -1518,7 +1624,15 @@ spec:
     );
     let chart = chart.to_str().unwrap().to_string();
     let Some(results) = side_by_side(tb, "leak", "leak", |tag, run| {
-        let (ok, err) = run(&["install", "leak", &chart, "--wait", "--timeout", "60s"]);
+        let (ok, err) = run(&[
+            "install",
+            "leak",
+            &chart,
+            "--wait",
+            "--timeout",
+            "60s",
+            "--create-namespace",
+        ]);
         assert!(ok, "{tag} install: {err}");
         let (ok, _) = run(&[
             "upgrade",
@@ -1583,7 +1697,7 @@ fn waits_watch_the_object() {
     use rudder::cluster::kube::{KubeCluster, KubeOptions};
     use rudder::cluster::{Cluster, ObjectKey, Watched};
     let Some(tb) = testbed() else { return };
-    let ns = tb.fresh_namespace("watch");
+    let ns = tb.create_namespace("watch");
     tb.apply(
         &ns,
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: w\ndata:\n  a: \"1\"\n",
@@ -1686,7 +1800,15 @@ spec:
     );
     let chart = chart.to_str().unwrap().to_string();
     let Some(results) = side_by_side(tb, "hook", "h", |tag, run| {
-        let (ok, err) = run(&["install", "h", &chart, "--wait", "--timeout", "60s"]);
+        let (ok, err) = run(&[
+            "install",
+            "h",
+            &chart,
+            "--wait",
+            "--timeout",
+            "60s",
+            "--create-namespace",
+        ]);
         assert!(ok, "{tag} install: {err}");
         let (ok, err) = run(&[
             "upgrade",
@@ -1744,7 +1866,8 @@ struct Outcome<T> {
 }
 
 /// Runs `steps` with Helm 3, Helm 4 and rudder at once, each in a fresh
-/// namespace `PREFIX-TOOL`. `steps(tag, run)` calls `run(args)`, which adds
+/// namespace `PREFIX-TOOL` that does not exist yet (the first install
+/// creates it). `steps(tag, run)` calls `run(args)`, which adds
 /// `-n NS` and answers (succeeded, stderr). Outcomes come in the order helm3,
 /// helm4, rudder; `None` (after the skip message) without Helm.
 fn side_by_side<T: Send>(

@@ -296,6 +296,7 @@ fn helm_writes_rudder_reads(major: u8, driver: Option<&'static str>, vias: &[Via
         "b=2,cm=true",
         "--labels",
         "team=a",
+        "--create-namespace",
     ]);
     w(&[
         "upgrade",
@@ -326,7 +327,16 @@ fn helm_writes_rudder_reads(major: u8, driver: Option<&'static str>, vias: &[Via
     ]);
     w(&["install", "r3", c1]);
     w(&["uninstall", "r3", "--keep-history"]);
-    writer.ok(&["install", "r2", c1, "-n", &ns2, "--set", "name=other"]);
+    writer.ok(&[
+        "install",
+        "r2",
+        c1,
+        "-n",
+        &ns2,
+        "--set",
+        "name=other",
+        "--create-namespace",
+    ]);
     let written = t0.elapsed();
 
     let mut failures = Vec::new();
@@ -463,8 +473,10 @@ fn rudder_writes_helm_reads(driver: Driver) {
         return;
     };
     let tag = format!("{driver:?}").to_ascii_lowercase();
-    let ns = tb.fresh_namespace(&format!("rw-{tag}"));
-    let ns2 = tb.fresh_namespace(&format!("rw2-{tag}"));
+    // The store alone writes here, as Helm's drivers do, into namespaces
+    // that exist: creating them is an install's work, not a store's.
+    let ns = tb.create_namespace(&format!("rw-{tag}"));
+    let ns2 = tb.create_namespace(&format!("rw2-{tag}"));
     let dir = tempfile::tempdir().unwrap();
     let chart = notes_chart(dir.path(), "0.1.0");
     let store = ObjectStore::new(cluster, driver);
@@ -575,7 +587,7 @@ type RaceResult = (usize, Result<(), StoreError>, Result<(), StoreError>);
 #[test]
 fn concurrent_writers_one_wins() {
     let Some((tb, _)) = kube() else { return };
-    let ns = tb.fresh_namespace("race");
+    let ns = tb.create_namespace("race");
     let kc = tb.kubeconfig.to_str().unwrap().to_string();
     for driver in [Driver::Secret, Driver::ConfigMap] {
         let stores: Vec<Arc<ObjectStore>> = (0..2)
@@ -663,7 +675,7 @@ fn concurrent_writers_one_wins() {
 #[test]
 fn oversized_record_is_refused_before_writing() {
     let Some((tb, cluster)) = kube() else { return };
-    let ns = tb.fresh_namespace("big");
+    let ns = tb.create_namespace("big");
     for driver in [Driver::Secret, Driver::ConfigMap] {
         let store = ObjectStore::new(cluster.clone(), driver);
         let mut r = record(&ns, "big", 1, Status::PendingInstall);
@@ -795,7 +807,7 @@ fn kube_cluster_operations() {
     use rudder::cluster::{ApplyOptions, ClusterError, ObjectKey};
     use serde_json::json;
     let Some((tb, c)) = kube() else { return };
-    let ns = tb.fresh_namespace("ops");
+    let ns = tb.create_namespace("ops");
     let id = c.identity().unwrap();
     assert_eq!(id.kind, "kube");
     assert_eq!(id.id.len(), 64);
@@ -930,7 +942,16 @@ fn rudder_cli_releases_on_the_api_server() {
     let (c1, _) = charts(dir.path());
     let c1 = c1.to_str().unwrap();
     for args in [
-        vec!["install", "web", c1, "--set", "cm=true,a=7", "-n", &ns],
+        vec![
+            "install",
+            "web",
+            c1,
+            "--set",
+            "cm=true,a=7",
+            "-n",
+            &ns,
+            "--create-namespace",
+        ],
         vec!["upgrade", "web", c1, "--set", "cm=true,a=8", "-n", &ns],
         vec!["rollback", "web", "1", "-n", &ns],
     ] {
@@ -974,4 +995,196 @@ fn rudder_cli_releases_on_the_api_server() {
         failures.len(),
         failures.join("\n\n")
     );
+}
+
+/// A user's first releases, each into a namespace that does not exist yet:
+/// `install --create-namespace`, `upgrade --install --create-namespace` and
+/// `apply` of a releases file (two releases sharing one new namespace,
+/// `createNamespace` by default), with the default store (Helm's Secrets,
+/// in the release namespace) and with ConfigMaps. Helm 3 and Helm 4 read
+/// every record (`helm history`, `helm list -n NS`), and Helm 3 prints what
+/// rudder prints. A failed atomic install into a new namespace leaves
+/// neither the namespace nor a record.
+#[test]
+fn first_releases_into_new_namespaces_are_read_by_helm() {
+    let Some(tb) = testbed_common::testbed() else {
+        return;
+    };
+    let Some(helm3) = Helm::new(3, &tb.kubeconfig, None) else {
+        return;
+    };
+    let Some(helm4) = Helm::new(4, &tb.kubeconfig, None) else {
+        return;
+    };
+    let helm3_cm = Helm::new(3, &tb.kubeconfig, Some("configmap")).unwrap();
+    let helm4_cm = Helm::new(4, &tb.kubeconfig, Some("configmap")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (c1, c2) = charts(dir.path());
+    let (c1, c2) = (c1.to_str().unwrap(), c2.to_str().unwrap());
+    let ns_install = tb.fresh_namespace("first-install");
+    let ns_upgrade = tb.fresh_namespace("first-upgrade-install");
+    let ns_apply = tb.fresh_namespace("first-apply");
+    let ns_cm = tb.fresh_namespace("first-configmaps");
+    let ns_failed = tb.fresh_namespace("first-failed");
+    let ok = |via: Via, args: &[&str]| {
+        let o = rudder(&tb.kubeconfig, via, args);
+        assert!(o.ok, "rudder {args:?}: {}{}", o.stdout, o.stderr);
+        o
+    };
+
+    // install --create-namespace, then an upgrade.
+    ok(
+        Via::Default,
+        &[
+            "install",
+            "a1",
+            c1,
+            "-n",
+            &ns_install,
+            "--create-namespace",
+            "--set",
+            "cm=true,a=1",
+        ],
+    );
+    ok(
+        Via::Default,
+        &[
+            "upgrade",
+            "a1",
+            c2,
+            "-n",
+            &ns_install,
+            "--set",
+            "cm=true,a=2",
+        ],
+    );
+    // upgrade --install --create-namespace, twice.
+    for a in ["1", "2"] {
+        ok(
+            Via::Default,
+            &[
+                "upgrade",
+                "--install",
+                "b1",
+                c1,
+                "-n",
+                &ns_upgrade,
+                "--create-namespace",
+                "--set",
+                &format!("cm=true,a={a}"),
+            ],
+        );
+    }
+    // apply of a releases file: two releases, one new namespace.
+    let file = dir.path().join("releases.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "defaults:\n  namespace: {ns_apply}\n  timeout: 60s\nreleases:\n\
+- name: c1\n  chart: {c1}\n  set: {{cm: true}}\n\
+- name: c2\n  chart: {c2}\n  set: {{cm: true, name: other}}\n"
+        ),
+    )
+    .unwrap();
+    ok(Via::Default, &["apply", file.to_str().unwrap()]);
+    // The ConfigMaps driver, into a new namespace too.
+    ok(
+        Via::Store("configmaps"),
+        &[
+            "install",
+            "d1",
+            c1,
+            "-n",
+            &ns_cm,
+            "--create-namespace",
+            "--set",
+            "cm=true",
+        ],
+    );
+
+    let mut failures = Vec::new();
+    for (h3, h4, via, ns, names, revisions) in [
+        (&helm3, &helm4, Via::Default, &ns_install, &["a1"][..], 2),
+        (&helm3, &helm4, Via::Default, &ns_upgrade, &["b1"][..], 2),
+        (
+            &helm3,
+            &helm4,
+            Via::Default,
+            &ns_apply,
+            &["c1", "c2"][..],
+            1,
+        ),
+        (
+            &helm3_cm,
+            &helm4_cm,
+            Via::HelmDriver("configmap"),
+            &ns_cm,
+            &["d1"][..],
+            1,
+        ),
+    ] {
+        assert!(tb.namespace_exists(ns), "{ns}");
+        for helm in [h3, h4] {
+            let list = helm.ok(&["list", "-n", ns, "-q"]);
+            let mut listed: Vec<&str> = list.lines().collect();
+            listed.sort();
+            assert_eq!(listed, names, "helm{} list -n {ns}", helm.major);
+            for name in names {
+                let h: Vec<serde_json::Value> =
+                    serde_json::from_str(&helm.ok(&["history", name, "-n", ns, "-o", "json"]))
+                        .unwrap();
+                assert_eq!(h.len(), revisions, "helm{} history {ns}/{name}", helm.major);
+                assert_eq!(
+                    h.last().unwrap()["status"],
+                    "deployed",
+                    "helm{} history {ns}/{name}: {h:?}",
+                    helm.major
+                );
+            }
+        }
+        compare(h3, via, &["list", "-n", ns], &mut failures);
+        for name in names {
+            compare(h3, via, &["history", name, "-n", ns], &mut failures);
+            compare(h3, via, &["status", name, "-n", ns], &mut failures);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+
+    // A failed atomic install that created its namespace removes it.
+    let o = rudder(
+        &tb.kubeconfig,
+        Via::Default,
+        &[
+            "install",
+            "e1",
+            c1,
+            "-n",
+            &ns_failed,
+            "--create-namespace",
+            "--atomic",
+            "--timeout",
+            "60s",
+            "--set",
+            "cm=true,bad=true",
+        ],
+    );
+    assert!(!o.ok, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains("uninstalled due to atomic being set"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        !tb.namespace_exists(&ns_failed),
+        "the namespace the failed install created is still there"
+    );
+    assert_eq!(helm3.ok(&["list", "-a", "-n", &ns_failed, "-q"]), "");
+    for ns in [&ns_install, &ns_upgrade, &ns_apply, &ns_cm] {
+        tb.kubectl_ok(&["delete", "namespace", ns, "--wait=false"]);
+    }
 }

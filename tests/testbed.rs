@@ -114,7 +114,7 @@ fn version_is_real_and_nodes_are_ready() {
 #[test]
 fn deployment_rolls_out_and_is_deleted() {
     let Some(tb) = testbed() else { return };
-    let ns = tb.fresh_namespace("deploy");
+    let ns = tb.create_namespace("deploy");
     tb.apply(&ns, &deployment("web", None, 3));
     tb.kubectl_ok(&["rollout", "status", "-n", &ns, "deployment/web", WAIT]);
     tb.kubectl_ok(&[
@@ -154,7 +154,7 @@ fn deployment_rolls_out_and_is_deleted() {
 #[test]
 fn never_ready_deployment_is_not_available() {
     let Some(tb) = testbed() else { return };
-    let ns = tb.fresh_namespace("never-ready");
+    let ns = tb.create_namespace("never-ready");
     tb.apply(&ns, &deployment("stuck", Some("never-ready"), 1));
     let out = tb
         .kubectl()
@@ -200,7 +200,7 @@ fn never_ready_deployment_is_not_available() {
 #[test]
 fn daemonset_statefulset_and_job_complete() {
     let Some(tb) = testbed() else { return };
-    let ns = tb.fresh_namespace("workloads");
+    let ns = tb.create_namespace("workloads");
     tb.apply(
         &ns,
         r#"apiVersion: apps/v1
@@ -472,9 +472,13 @@ fn helm_on_testbed(major: u8) {
             &["--set", "persistence.enabled=false"],
         ),
     ];
-    for (rel, id, extra) in installs {
+    for (i, (rel, id, extra)) in installs.iter().enumerate() {
         let c = chart(id);
         let mut args = vec!["install", rel, c.as_str(), "--wait", "--timeout", "60s"];
+        if i == 0 {
+            // The namespace does not exist yet.
+            args.push("--create-namespace");
+        }
         args.extend_from_slice(extra);
         h.ok(&args);
     }

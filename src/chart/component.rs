@@ -5,7 +5,7 @@
 //! plus a typed configuration deserialised with serde, rendered in strict
 //! mode (a missing variable is an error, not an empty string) and without
 //! HTML escaping.
-use super::build::{chart_from_manifests_with, BuildError, BuildOptions};
+use super::build::{chart_from_manifests_with, BuildError, BuildOptions, DEFAULT_VERSION};
 use super::model::Chart;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -25,6 +25,18 @@ pub trait Component {
     }
     /// The release namespace.
     fn namespace(&self) -> &str;
+    /// The chart's version (SemVer; Chart.yaml `version`), which the CHART
+    /// column of `helm history` shows. [`DEFAULT_VERSION`] unless
+    /// overridden: a component whose manifests change between versions of
+    /// the program that makes them should say so here.
+    fn chart_version(&self) -> &str {
+        DEFAULT_VERSION
+    }
+    /// The chart's `appVersion` (the APP VERSION column); none unless
+    /// overridden.
+    fn app_version(&self) -> &str {
+        ""
+    }
     /// Renders the manifests: file name to YAML text.
     fn render_manifests(&self) -> Result<BTreeMap<String, String>, BoxError>;
 }
@@ -81,8 +93,14 @@ impl BuildError {
 }
 
 /// Renders a component, builds its chart (named after the component, in its
-/// namespace) and validates the result: the chart must package and load
-/// back unchanged.
+/// namespace, with the component's [`chart_version`](Component::chart_version)
+/// and [`app_version`](Component::app_version)) and validates the result:
+/// the chart must package and load back unchanged.
+///
+/// The chart has no values: its templates are the rendered manifests,
+/// escaped, so they render to exactly those objects whatever values a
+/// release is given. A plan that gives such a chart values says so with a
+/// warning ([`crate::plan::ReleasePlan::warnings`]).
 pub fn chart_from_component(c: &dyn Component) -> Result<Chart, ComponentError> {
     let fail = |stage, source: BoxError| ComponentError {
         component: c.name().to_string(),
@@ -92,7 +110,9 @@ pub fn chart_from_component(c: &dyn Component) -> Result<Chart, ComponentError> 
     let manifests = c
         .render_manifests()
         .map_err(|e| fail(Stage::Rendering, e))?;
-    let opts = BuildOptions::new(c.name(), c.namespace());
+    let mut opts = BuildOptions::new(c.name(), c.namespace());
+    opts.version = c.chart_version().to_string();
+    opts.app_version = c.app_version().to_string();
     let chart = chart_from_manifests_with(&opts, &manifests).map_err(|e| {
         let stage = if e.is_validation() {
             Stage::Validating
@@ -146,6 +166,8 @@ pub struct HandlebarsComponent<C> {
     namespace: String,
     templates: BTreeMap<String, String>,
     config: C,
+    chart_version: String,
+    app_version: String,
 }
 
 #[derive(Serialize)]
@@ -178,7 +200,21 @@ impl<C: Serialize> HandlebarsComponent<C> {
             namespace: namespace.into(),
             templates,
             config,
+            chart_version: DEFAULT_VERSION.into(),
+            app_version: String::new(),
         }
+    }
+
+    /// Sets the chart's version (SemVer), [`DEFAULT_VERSION`] otherwise.
+    pub fn with_chart_version(mut self, version: impl Into<String>) -> Self {
+        self.chart_version = version.into();
+        self
+    }
+
+    /// Sets the chart's `appVersion`.
+    pub fn with_app_version(mut self, app_version: impl Into<String>) -> Self {
+        self.app_version = app_version.into();
+        self
     }
 
     /// Sets a release name different from the component name.
@@ -204,6 +240,14 @@ impl<C: Serialize> Component for HandlebarsComponent<C> {
 
     fn namespace(&self) -> &str {
         &self.namespace
+    }
+
+    fn chart_version(&self) -> &str {
+        &self.chart_version
+    }
+
+    fn app_version(&self) -> &str {
+        &self.app_version
     }
 
     fn render_manifests(&self) -> Result<BTreeMap<String, String>, BoxError> {
@@ -279,6 +323,28 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.stage, Stage::Validating);
         assert!(e.source.downcast_ref::<BuildError>().is_some());
+    }
+
+    #[test]
+    fn a_component_sets_its_chart_version_and_app_version() {
+        let tpl = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  r: \"{{config.replicas}}\"\n";
+        let chart = chart_from_component(&comp(tpl)).unwrap();
+        assert_eq!(chart.metadata.version, DEFAULT_VERSION);
+        assert_eq!(chart.metadata.app_version, "");
+        let c = comp(tpl)
+            .with_chart_version("1.31.2")
+            .with_app_version("v1.31.2");
+        let chart = chart_from_component(&c).unwrap();
+        assert_eq!(chart.metadata.version, "1.31.2");
+        assert_eq!(chart.metadata.app_version, "v1.31.2");
+        // Packaged and loaded back with them.
+        let bytes = crate::chart::package::package_bytes(&chart).unwrap();
+        let loaded = crate::chart::loader::load_archive(&bytes).unwrap();
+        assert_eq!(loaded.metadata.version, "1.31.2");
+        assert_eq!(loaded.metadata.app_version, "v1.31.2");
+        // A version that is not SemVer is a validation failure.
+        let e = chart_from_component(&comp(tpl).with_chart_version("one")).unwrap_err();
+        assert_eq!(e.stage, Stage::Validating, "{e}");
     }
 
     #[test]

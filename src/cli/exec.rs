@@ -319,6 +319,15 @@ fn print_release(rel: &rudder::release::Release, output: &str) -> Result<(), Str
     Ok(())
 }
 
+/// Prints the plan's warnings on stderr, one line each.
+fn print_warnings(plan: &Plan) {
+    for r in &plan.releases {
+        for w in &r.warnings {
+            eprintln!("{}/{}: warning: {w}", r.namespace, r.name);
+        }
+    }
+}
+
 /// Plans one release and executes it; returns the executor's report.
 fn plan_and_run(
     t: &Targets,
@@ -337,6 +346,7 @@ fn plan_and_run(
     if let Some(b) = plan.blocked().next() {
         return Err(b.blocked.clone().unwrap_or_default());
     }
+    print_warnings(&plan);
     if dry_run {
         return Ok((plan, None));
     }
@@ -675,6 +685,7 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                 let text = std::fs::read_to_string(p).map_err(|e| format!("open {p}: {e}"))?;
                 let plan: Plan = serde_json::from_str(&text)
                     .map_err(|e| format!("{p}: not a rudder plan: {e}"))?;
+                print_warnings(&plan);
                 execute(&plan).map_err(|e| e.to_string())
             }
             (None, Some(releases)) => {
@@ -686,6 +697,9 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                     let plan = Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
                         .plan(&releases)
                         .map_err(|e| e.to_string())?;
+                    if tries == 0 {
+                        print_warnings(&plan);
+                    }
                     match execute(&plan) {
                         Err(exec::ExecError::Stale(why)) if tries < 3 => {
                             tries += 1;

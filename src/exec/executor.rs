@@ -574,26 +574,62 @@ impl<'a> Executor<'a> {
             intents,
         )?;
 
-        // 1. The pending record.
+        // 1. The release namespace, before anything is written into it:
+        // with Helm's Secrets and ConfigMaps drivers the record itself
+        // lives there (Helm creates it first too).
         let rendered =
             record_parts(rp).map_err(|e| ExecError::Stale(format!("release {rref}: {e}")))?;
+        if let Err(Failure(err)) = self.create_namespaces(rp, j, &run, deadline) {
+            // Nothing of the release was written: no record, as with Helm.
+            self.progress.event(&Event::Failed {
+                release: rref.clone(),
+                error: err.clone(),
+            });
+            self.end(j, &run, "failed")?;
+            self.done(&rref, "failed");
+            return Ok(ReleaseOutcome {
+                release: rref,
+                outcome: "failed".into(),
+                revision: rp.from.as_ref().map_or(0, |f| f.revision),
+                error: Some(err),
+            });
+        }
+
+        // 2. The pending record.
         let max = HistoryMax(rp.options.history_max);
-        let (pending, base) = if rp.from.is_none() {
+        let recorded = if rp.from.is_none() {
             let hist = ops.history(&rp.namespace, &rp.name).ok();
             let replace = hist.is_some();
-            let p = ops
-                .begin_install(&rp.namespace, &rp.name, rendered, replace)
-                .map_err(&serr)?;
-            (p, None)
+            ops.begin_install(&rp.namespace, &rp.name, rendered, replace)
+                .map(|p| (p, None))
         } else {
-            let base = ops.upgrade_base(&rp.namespace, &rp.name).map_err(&serr)?;
-            let p = ops.begin_upgrade(&base, rendered, max).map_err(&serr)?;
-            (p, Some(base))
+            ops.upgrade_base(&rp.namespace, &rp.name).and_then(|base| {
+                ops.begin_upgrade(&base, rendered, max)
+                    .map(|p| (p, Some(base)))
+            })
+        };
+        let (pending, base) = match recorded {
+            Ok(r) => r,
+            Err(e) => {
+                // Nothing but (maybe) the namespace was written: an atomic
+                // run takes that back; the run ends, journaled.
+                let ns_key = namespace_key(&rp.namespace);
+                if atomic && created_by(&j.entries, &run).contains(&ns_key) {
+                    let deadline = self.clock.now() + rp.options.timeout;
+                    let _ = self
+                        .delete_one(&rref, j, &run, &ns_key, deadline)
+                        .and_then(|()| {
+                            self.wait_deleted(&rref, std::slice::from_ref(&ns_key), deadline)
+                        });
+                }
+                self.end(j, &run, "failed")?;
+                return Err(serr(e));
+            }
         };
         faults::durable_write("store");
         self.phase(j, &run, "pending-recorded")?;
 
-        // 2-7. The cluster work.
+        // 3-8. The cluster work.
         let work = self.release_work(rp, j, &run, deadline).and_then(|()| {
             // Group commit: the cluster's writes are durable before the
             // record says deployed.
@@ -695,18 +731,15 @@ impl<'a> Executor<'a> {
                     }
                     None => {
                         let created = created_by(&j.entries, &run);
-                        let r = self.delete_created(
+                        let (r, r2) = self.undo_install(
                             &rp.namespace,
                             &rp.name,
                             j,
                             &run,
                             &created,
-                            &BTreeSet::new(),
+                            true,
+                            rp.options.timeout,
                         );
-                        let r2 = ops
-                            .purge(&rp.namespace, &rp.name)
-                            .map_err(|e| e.to_string());
-                        faults::durable_write("store");
                         self.end(j, &run, "uninstalled")?;
                         let error = match (r, r2) {
                             (Ok(()), Ok(())) => format!(
@@ -934,6 +967,115 @@ impl<'a> Executor<'a> {
         Ok(())
     }
 
+    /// Creates the namespaces the plan creates (`createNamespace`), as
+    /// Helm does: a create (POST), where an existing namespace is not an
+    /// error. A namespace that exists when its turn comes (another release
+    /// of this plan, or someone else, made it meanwhile) is left alone and
+    /// is not this run's. The journal says `creating-namespace` before the
+    /// create and holds the write after it, so that recovery knows whether
+    /// this run made the namespace even when it crashed in between.
+    fn create_namespaces(
+        &self,
+        rp: &ReleasePlan,
+        j: &mut ReleaseJournal,
+        run: &str,
+        deadline: Duration,
+    ) -> Result<(), Failure> {
+        let rref = format!("{}/{}", rp.namespace, rp.name);
+        for o in rp.objects.iter().filter(|o| o.stage == Stage::Namespaces) {
+            if !o.action.writes() {
+                continue;
+            }
+            let Some(d) = &o.desired else { continue };
+            let key = o.key.object_key();
+            let live = self
+                .cluster
+                .get(&key)
+                .map_err(|e| Failure(format!("failed to create namespace {}: {e}", key.name)))?;
+            if live.is_some() {
+                continue;
+            }
+            let _ = self.phase(j, run, CREATING_NAMESPACE);
+            let r = self.with_retries(deadline, || self.cluster.create(d));
+            let (uid, rv, outcome) = match &r {
+                Ok(v) => {
+                    faults::durable_write("cluster");
+                    (
+                        meta_str(v, "uid"),
+                        meta_str(v, "resourceVersion"),
+                        "ok".to_string(),
+                    )
+                }
+                // Made meanwhile by someone else: theirs, and there.
+                Err(ClusterError::AlreadyExists { .. }) => continue,
+                Err(e) => (String::new(), String::new(), e.to_string()),
+            };
+            let _ = j.append(
+                Entry::Write {
+                    run: run.into(),
+                    verb: "create".into(),
+                    key: key.clone(),
+                    existed: false,
+                    uid,
+                    resource_version: rv,
+                    outcome,
+                },
+                false,
+            );
+            if let Err(e) = r {
+                return Err(Failure(format!(
+                    "failed to create namespace {}: {e}",
+                    key.name
+                )));
+            }
+            self.progress.event(&Event::ObjectWritten {
+                release: rref.clone(),
+                verb: "create".into(),
+                object: key.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Undoes a failed or interrupted install: deletes what the run
+    /// created, newest first, purges the release's records (when `purge`,
+    /// or when every delete worked), and only then deletes the release
+    /// namespace if the run created it, since Helm's Secrets and
+    /// ConfigMaps drivers keep the records in it. A real namespace
+    /// terminates for a while, refusing new objects: it is waited for,
+    /// up to `wait`, so that a rerun finds it gone and creates it again.
+    /// Returns the deletes' and the purge's results.
+    #[allow(clippy::too_many_arguments)]
+    fn undo_install(
+        &self,
+        namespace: &str,
+        name: &str,
+        j: &mut ReleaseJournal,
+        run: &str,
+        created: &[ObjectKey],
+        purge: bool,
+        wait: Duration,
+    ) -> (Result<(), Failure>, Result<(), String>) {
+        let ns_key = namespace_key(namespace);
+        let keep: BTreeSet<ObjectKey> = [ns_key.clone()].into();
+        let mut r = self.delete_created(namespace, name, j, run, created, &keep);
+        let mut r2 = Ok(());
+        if purge || r.is_ok() {
+            r2 = Releases::new(self.store)
+                .purge(namespace, name)
+                .map_err(|e| e.to_string());
+            faults::durable_write("store");
+        }
+        if r.is_ok() && r2.is_ok() && created.contains(&ns_key) {
+            let rref = format!("{namespace}/{name}");
+            let deadline = self.clock.now() + wait;
+            r = self
+                .delete_one(&rref, j, run, &ns_key, deadline)
+                .and_then(|()| self.wait_deleted(&rref, std::slice::from_ref(&ns_key), deadline));
+        }
+        (r, r2)
+    }
+
     /// CRDs, pre-hooks, objects, deletes, wait, post-hooks.
     fn release_work(
         &self,
@@ -944,27 +1086,21 @@ impl<'a> Executor<'a> {
     ) -> Result<(), Failure> {
         let rref = format!("{}/{}", rp.namespace, rp.name);
         let mut waits: Vec<(ObjectKey, String)> = Vec::new();
-        // CRDs and namespaces first; CRDs must be Established before the rest.
-        for o in rp
-            .objects
-            .iter()
-            .filter(|o| matches!(o.stage, Stage::Crds | Stage::Namespaces))
-        {
+        // CRDs first (the namespace was created before the pending
+        // record); they must be Established before the rest.
+        for o in rp.objects.iter().filter(|o| o.stage == Stage::Crds) {
             if !o.action.writes() {
                 continue;
             }
             let Some(d) = &o.desired else { continue };
             let w = self.apply_one(&rref, j, run, d, deadline)?;
-            if o.stage == Stage::Crds {
-                let key = o.key.object_key();
-                self.wait_for(
-                    &rref,
-                    &[(key, meta_str(&w, "resourceVersion"))],
-                    WaitStrategy::Legacy,
-                    false,
-                    deadline,
-                )?;
-            }
+            self.wait_for(
+                &rref,
+                &[(o.key.object_key(), meta_str(&w, "resourceVersion"))],
+                WaitStrategy::Legacy,
+                false,
+                deadline,
+            )?;
         }
         let pre: Vec<_> = rp
             .hooks
@@ -1380,7 +1516,9 @@ impl<'a> Executor<'a> {
         let outcome = (|| -> Result<(), (Failure, bool)> {
             let unwaited = |f: Failure| (f, false);
             let objs = self.revision_objects(&target).map_err(unwaited)?;
-            let keys: BTreeSet<ObjectKey> = objs.iter().filter_map(ObjectKey::of).collect();
+            let mut keys: BTreeSet<ObjectKey> = objs.iter().filter_map(ObjectKey::of).collect();
+            // The release namespace stays: the target's objects go back in.
+            keys.insert(namespace_key(namespace));
             // Objects of the failed attempt that the target lacks: gone.
             self.delete_created(namespace, name, j, run, created, &keys)
                 .map_err(unwaited)?;
@@ -1577,7 +1715,6 @@ impl<'a> Executor<'a> {
         let mut j = self.journal.lock(namespace, name)?;
         let rref = format!("{namespace}/{name}");
         let serr = self.store_err(&rref);
-        let ops = Releases::new(self.store);
         let interrupted = j.interrupted()?;
         let hist = match self.store.history(namespace, name) {
             Ok(h) => h,
@@ -1644,19 +1781,34 @@ impl<'a> Executor<'a> {
             }
             what = format!("finished: revision {revision} was already deployed");
         } else {
-            // Objects this run may have created: intended creates that exist now.
+            // Objects this run may have created: intended creates that exist
+            // now. Not the release namespace: another release may have made
+            // it since the plan; this run's is known from its journal.
+            let ns_key = namespace_key(namespace);
             let mut created: Vec<ObjectKey> = intents
                 .iter()
-                .filter(|i| i.verb == "apply" && i.absent_at_plan)
+                .filter(|i| i.verb == "apply" && i.absent_at_plan && i.key != ns_key)
                 .map(|i| i.key.clone())
                 .collect();
             created.extend(created_by(&run, &run_id));
+            // A crash between the namespace's create and its journal entry:
+            // the run said it was creating it, and it exists.
+            let creating_ns = run
+                .iter()
+                .any(|e| matches!(e, Entry::Phase { phase, .. } if phase == CREATING_NAMESPACE));
+            let made_ns = creating_ns
+                && !created.contains(&ns_key)
+                && matches!(self.cluster.get(&ns_key), Ok(Some(_)));
+            if made_ns {
+                created.insert(0, ns_key.clone());
+            }
             created.dedup();
             // Nothing written yet: nothing to undo.
-            let wrote = run.iter().any(|e| {
-                matches!(e, Entry::Write { .. })
-                    || matches!(e, Entry::Phase { phase, .. } if phase == "pending-recorded")
-            }) || hist.iter().any(|r| r.version >= revision);
+            let wrote =
+                made_ns || run.iter().any(|e| {
+                    matches!(e, Entry::Write { .. })
+                        || matches!(e, Entry::Phase { phase, .. } if phase == "pending-recorded")
+                }) || hist.iter().any(|r| r.version >= revision);
             if !wrote {
                 j.append(
                     Entry::End {
@@ -1739,18 +1891,9 @@ impl<'a> Executor<'a> {
                         false,
                         Vec::new(),
                     )?;
-                    let r = self.delete_created(
-                        namespace,
-                        name,
-                        &mut j,
-                        &run2,
-                        &created,
-                        &BTreeSet::new(),
-                    );
-                    if atomic || r.is_ok() {
-                        let _ = ops.purge(namespace, name);
-                        faults::durable_write("store");
-                    }
+                    let wait = ReleaseOptions::default().timeout;
+                    let _ =
+                        self.undo_install(namespace, name, &mut j, &run2, &created, atomic, wait);
                     self.end(&mut j, &run2, "uninstalled")?;
                     what = "removed the interrupted install's objects and records".into();
                 }
@@ -1818,12 +1961,20 @@ fn created_by(entries: &[Entry], run: &str) -> Vec<ObjectKey> {
             ..
         } = e
         {
-            if r == run && verb == "apply" && !existed && !out.contains(key) {
+            if r == run && (verb == "apply" || verb == "create") && !existed && !out.contains(key) {
                 out.push(key.clone());
             }
         }
     }
     out
+}
+
+/// The journal phase written just before the release namespace is created.
+const CREATING_NAMESPACE: &str = "creating-namespace";
+
+/// The key of namespace `ns`.
+fn namespace_key(ns: &str) -> ObjectKey {
+    ObjectKey::new("", "Namespace", "", ns)
 }
 
 /// Field managers whose client-side writes rudder takes over

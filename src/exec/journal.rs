@@ -100,7 +100,8 @@ pub enum Entry {
     Write {
         /// The run.
         run: String,
-        /// `apply`, `delete`, `hook-create`, `hook-delete`.
+        /// `apply`, `create` (the release namespace), `delete`,
+        /// `hook-create`, `hook-delete`.
         verb: String,
         /// The object.
         key: ObjectKey,
@@ -113,8 +114,8 @@ pub enum Entry {
         /// `ok` or the error.
         outcome: String,
     },
-    /// The run reached a phase (`pending-recorded`, `objects-applied`,
-    /// `waited`, `deployed-recorded`, `rolling-back`).
+    /// The run reached a phase (`creating-namespace`, `pending-recorded`,
+    /// `objects-applied`, `waited`, `deployed-recorded`, `rolling-back`).
     #[serde(rename_all = "camelCase")]
     Phase {
         /// The run.

@@ -48,6 +48,7 @@ a { color: #0b57a4; }
 code, pre { font: 12.5px/1.4 ui-monospace, \"DejaVu Sans Mono\", Menlo, Consolas, monospace; }
 .summary { font-weight: 600; }
 .blocked { color: #b3261e; font-weight: 600; white-space: pre-wrap; }
+.warning { color: #8a4b00; font-weight: 600; }
 .graph { margin: 16px 0 24px; }
 .graph svg { display: block; max-width: 100%; height: auto; }
 .node rect { stroke-width: 1.5; }
@@ -339,6 +340,9 @@ fn release(
         esc(&counts_text(&r.counts()))
     );
     let _ = writeln!(o, "<p class=\"reason\">{}</p>", esc(&r.reason));
+    for w in &r.warnings {
+        let _ = writeln!(o, "<p class=\"warning\">warning: {}</p>", esc(w));
+    }
     if !r.needs.is_empty() {
         let me = r.reference();
         let needs: Vec<String> = r
@@ -552,6 +556,7 @@ mod tests {
             needs: Vec::new(),
             options: ReleaseOptions::default(),
             blocked: None,
+            warnings: Vec::new(),
             objects,
             hooks: Vec::new(),
             recovery: Recovery {
@@ -620,7 +625,11 @@ mod tests {
             )],
         );
         old.needs = vec![rref("kube-system", "base")];
-        let same = rel("same", ReleaseAction::Noop, Some(5), 5, Vec::new());
+        let mut same = rel("same", ReleaseAction::Noop, Some(5), 5, Vec::new());
+        same.warnings = vec![
+            "values given (replicas) are ignored: no template of chart same-0.2.0 reads values"
+                .into(),
+        ];
         Plan {
             api_version: PLAN_API_VERSION.into(),
             id: "sha256:0123456789abcdef0123".into(),

@@ -397,6 +397,11 @@ pub struct ReleasePlan {
     /// error text. The executor refuses a plan with a blocked release.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<String>,
+    /// What the user should know that does not stop the release, one
+    /// sentence each: values given to a chart whose templates read none
+    /// (a chart built from a component), which change nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Objects in execution order: CRDs, namespaces, main, prune.
     pub objects: Vec<ObjectChange>,
     /// Pre-hooks by weight, then post-hooks by weight.

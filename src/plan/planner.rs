@@ -360,6 +360,7 @@ impl<'a> Planner<'a> {
                 needs: d.needs.iter().map(|n| n.release.clone()).collect(),
                 options: opts.clone(),
                 blocked: None,
+                warnings: Vec::new(),
                 objects,
                 hooks: Vec::new(),
                 recovery: Recovery::default(),
@@ -390,6 +391,23 @@ impl<'a> Planner<'a> {
                 source: Box::new(source),
             })?;
         let manifest = render::output::release_manifest(&rendered, false);
+        // Values that no template reads change nothing: say so, and do not
+        // let them alone make a new revision.
+        let reads = std::cell::OnceCell::new();
+        let reads_values = || *reads.get_or_init(|| render::values::reads_values(&d.chart));
+        let mut warnings = Vec::new();
+        if !d.values.is_empty() && !reads_values() {
+            let keys: Vec<&str> = d.values.keys().map(String::as_str).collect();
+            warnings.push(format!(
+                "values given ({}) are ignored: no template of chart {chart_label} reads values{}",
+                keys.join(", "),
+                if d.chart.values.is_none() {
+                    ", and it has no default values (a chart built from a component renders fixed manifests)"
+                } else {
+                    ""
+                }
+            ));
+        }
         let to = ToRevision {
             revision: next,
             chart: chart_label.clone(),
@@ -764,7 +782,7 @@ impl<'a> Planner<'a> {
                 let same = b.info.status == Status::Deployed
                     && f.chart == to.chart
                     && f.manifest_digest == to.manifest_digest
-                    && f.values_digest == to.values_digest
+                    && (f.values_digest == to.values_digest || !reads_values())
                     && !drift
                     && objects
                         .iter()
@@ -777,10 +795,12 @@ impl<'a> Planner<'a> {
         }
         let (reason, to) = if action == ReleaseAction::Noop {
             let b = base.map_or(0, |b| b.version);
-            (
-                "same chart, values and manifest, and no live drift: no new revision".to_string(),
-                ToRevision { revision: b, ..to },
-            )
+            let what = if base.is_some_and(|b| values_digest(&b.config) != to.values_digest) {
+                "same chart and manifest (the values differ, but no template reads them), and no live drift: no new revision"
+            } else {
+                "same chart, values and manifest, and no live drift: no new revision"
+            };
+            (what.to_string(), ToRevision { revision: b, ..to })
         } else {
             (reason, to)
         };
@@ -825,6 +845,7 @@ impl<'a> Planner<'a> {
             needs: d.needs.iter().map(|n| n.release.clone()).collect(),
             options: opts.clone(),
             blocked,
+            warnings,
             objects,
             hooks,
             recovery,

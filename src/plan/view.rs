@@ -172,6 +172,9 @@ pub fn human(plan: &Plan, color: bool) -> String {
                 let _ = writeln!(out, "  {} {}", p.c(RED, "blocked:"), line);
             }
         }
+        for w in &r.warnings {
+            let _ = writeln!(out, "  {} {}", p.c(YELLOW, "warning:"), w);
+        }
         for h in r.hooks.iter().filter(|h| h.phase.starts_with("pre-")) {
             let _ = writeln!(
                 out,

@@ -549,6 +549,92 @@ fn child_parent(child: &str, parent: &str) -> Node {
     Node::Map(m)
 }
 
+/// Whether a chart's templates may read the values a release gives it.
+///
+/// `false` only when that is certain: no template of the chart or of its
+/// subcharts refers to the template data at all, that is no operand is
+/// `.`, a field (`.Values.x`, `.Release.Name`) or a variable (`$`, `$x`),
+/// so neither `.Values` nor `include "x" .` nor `toYaml $` appears. The
+/// templates then print fixed text, and values change nothing: a chart
+/// built by [`crate::chart::chart_from_component`] is such a chart (its
+/// only actions print the literal `{{`). A template that does not parse
+/// counts as one that reads values.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// let mut m = BTreeMap::new();
+/// m.insert("cm.yaml".to_string(),
+///     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: '{{ b }}'\n".to_string());
+/// let chart = rudder::chart::chart_from_manifests("demo", "default", &m).unwrap();
+/// assert!(!rudder::render::values::reads_values(&chart));
+/// ```
+pub fn reads_values(chart: &Chart) -> bool {
+    use crate::template::ast::Source;
+    // Nearly every real chart names `.Values` somewhere: no parse needed.
+    if chart_texts(chart).any(|t| memchr::memmem::find(t, b".Values").is_some()) {
+        return true;
+    }
+    let mut stack = vec![chart];
+    while let Some(c) = stack.pop() {
+        for f in &c.templates {
+            let text = f.data.text();
+            let trees =
+                match crate::template::parse::parse_source(&f.name, &Source::from(&*text), &|_| {
+                    true
+                }) {
+                    Ok(t) => t,
+                    Err(_) => return true,
+                };
+            if trees.iter().any(|t| list_reads_data(&t.root)) {
+                return true;
+            }
+        }
+        stack.extend(c.dependencies.iter());
+    }
+    false
+}
+
+/// The template texts of a chart and its subcharts.
+fn chart_texts(chart: &Chart) -> impl Iterator<Item = &[u8]> {
+    let mut all = Vec::new();
+    let mut stack = vec![chart];
+    while let Some(c) = stack.pop() {
+        all.extend(c.templates.iter().map(|f| f.data.as_slice()));
+        stack.extend(c.dependencies.iter());
+    }
+    all.into_iter()
+}
+
+fn list_reads_data(l: &crate::template::ast::List) -> bool {
+    use crate::template::ast::Node;
+    l.nodes.iter().any(|n| match n {
+        Node::Text(_) | Node::Break | Node::Continue => false,
+        Node::Action(a) => pipe_reads_data(&a.pipe),
+        Node::If(c) | Node::With(c) | Node::Range(c) => {
+            pipe_reads_data(&c.pipe)
+                || list_reads_data(&c.list)
+                || c.else_list.as_ref().is_some_and(list_reads_data)
+        }
+        Node::Template(t) => t.pipe.as_ref().is_some_and(pipe_reads_data),
+    })
+}
+
+fn pipe_reads_data(p: &crate::template::ast::Pipe) -> bool {
+    p.cmds.iter().any(|c| c.args.iter().any(arg_reads_data))
+}
+
+fn arg_reads_data(a: &crate::template::ast::Arg) -> bool {
+    use crate::template::ast::Arg;
+    match a {
+        Arg::Field(..) | Arg::Variable(..) | Arg::Dot(_) => true,
+        Arg::Chain(_, c) => arg_reads_data(&c.node),
+        Arg::Pipe(p) => pipe_reads_data(p),
+        Arg::Identifier(..) | Arg::Nil(_) | Arg::Bool(..) | Arg::Number(..) | Arg::String(..) => {
+            false
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -627,5 +713,49 @@ mod tests {
         assert_eq!(path_value(&v, "a.b"), Some(&Node::Bool(true)));
         assert_eq!(path_value(&v, "a.c"), None);
         assert_eq!(path_value(&v, "x.y"), None);
+    }
+
+    fn chart_with(templates: &[(&str, &str)]) -> Chart {
+        let mut c = Chart::default();
+        c.metadata.name = "c".into();
+        c.metadata.version = "0.1.0".into();
+        c.templates = templates
+            .iter()
+            .map(|(n, t)| crate::chart::ChartFile {
+                name: format!("templates/{n}"),
+                data: (*t).into(),
+            })
+            .collect();
+        c
+    }
+
+    #[test]
+    fn reads_values_is_false_only_when_no_template_touches_the_data() {
+        let fixed = "a: 1\nb: {{ `{{` }}\nc: {{ printf \"%d\" 3 | quote }}\n{{- if true }}d: {{ (list 1 2) | len }}{{ end }}\n";
+        assert!(!reads_values(&chart_with(&[("a.yaml", fixed)])));
+        assert!(!reads_values(&chart_with(&[])));
+        for reads in [
+            "a: {{ .Values.a }}",
+            "a: {{ index . \"Values\" }}",
+            "{{ include \"x\" . }}",
+            "a: {{ toYaml $ }}",
+            "{{ $x := 1 }}{{ $x }}",
+            "{{ range . }}{{ end }}",
+            "{{ with .Release }}{{ .Name }}{{ end }}",
+            "{{ template \"x\" .Chart }}",
+            "{{ (dict).a }}{{ (.).a }}",
+            "{{ if",
+        ] {
+            assert!(
+                reads_values(&chart_with(&[("a.yaml", fixed), ("b.yaml", reads)])),
+                "{reads}"
+            );
+        }
+        // A subchart that reads values.
+        let mut parent = chart_with(&[("a.yaml", fixed)]);
+        parent
+            .dependencies
+            .push(chart_with(&[("s.yaml", "s: {{ .Values.s }}")]));
+        assert!(reads_values(&parent));
     }
 }

@@ -6,16 +6,23 @@
 //! mod common;          // tests/common/mod.rs: `missing()`, Helm helpers
 //! mod testbed_common;  // this file
 //! let Some(tb) = testbed_common::testbed() else { return };
-//! let ns = tb.fresh_namespace("mytest");
+//! let ns = tb.fresh_namespace("mytest"); // absent: install with --create-namespace
 //! ```
 //!
 //! [`testbed()`] builds the binaries once per machine (`scripts/testbed build`, answered from
 //! `~/.cache/rudder-testbed` when cached) and starts one control plane per test binary, in
-//! `target/tmp/testbed/<crate>` (`scripts/testbed up DIR`). A bed left running by an earlier run
-//! of the same binary is reused as is. The bed is not stopped by the test code itself: `up` gets
-//! `RUDDER_TESTBED_WATCH_PID` (this process), and a small detached watcher runs
-//! `scripts/testbed down DIR` once the test binary has exited. `scripts/testbed down DIR` stops
-//! it by hand.
+//! `target/tmp/testbed/<crate>` (`scripts/testbed up DIR`). Every start is a fresh cluster:
+//! whatever an earlier run left in DIR (a bed still running, etcd's data) is stopped and wiped
+//! first, so tests start where a user starts, on a cluster that holds nothing of rudder's or
+//! Helm's, and [`Testbed::start`] checks that it does not. The bed is not stopped by the test
+//! code itself: `up` gets `RUDDER_TESTBED_WATCH_PID` (this process), and a small detached watcher
+//! runs `scripts/testbed down DIR` once the test binary has exited. `scripts/testbed down DIR`
+//! stops it by hand.
+//!
+//! Namespaces: [`Testbed::fresh_namespace`] names one that does not exist; tests of rudder (and
+//! Helm) installs into it create it the way users do, with `--create-namespace` or a releases
+//! file's `createNamespace`. [`Testbed::create_namespace`] creates one, for tests of what lies
+//! below an install (kubectl, the cluster client, the record stores on their own).
 //!
 //! When Go or the build is missing, [`testbed()`] reports it through `common::missing` (a visible
 //! `SKIPPED:` line, or a panic under `RUDDER_REQUIRE_ORACLE=1`) and returns `None`.
@@ -96,10 +103,24 @@ pub fn build() -> Result<(), String> {
 }
 
 impl Testbed {
-    /// Builds if needed and runs `scripts/testbed up DIR`.
+    /// Builds if needed, stops and wipes whatever an earlier run left in DIR, runs
+    /// `scripts/testbed up DIR`, and checks that the new cluster holds nothing of rudder's or
+    /// Helm's.
     pub fn start(dir: &Path) -> Result<Testbed, String> {
         build()?;
         let d = dir.to_str().ok_or("test bed dir is not UTF-8")?;
+        if dir.join("etcd").exists() {
+            let down = run_script(&["down", d], false)
+                .map_err(|e| format!("scripts/testbed down (could not run bash: {e})"))?;
+            if !down.status.success() {
+                return Err(format!(
+                    "a stopped test bed (scripts/testbed down {d} failed: {})",
+                    describe(&down)
+                ));
+            }
+            std::fs::remove_dir_all(dir.join("etcd"))
+                .map_err(|e| format!("a wiped test bed (removing {d}/etcd: {e})"))?;
+        }
         let up = || {
             run_script(&["up", d], true)
                 .map_err(|e| format!("scripts/testbed up (could not run bash: {e})"))
@@ -124,11 +145,50 @@ impl Testbed {
         if !path.status.success() {
             return Err(format!("kubectl from the test bed ({})", describe(&path)));
         }
-        Ok(Testbed {
+        let tb = Testbed {
             dir: dir.to_path_buf(),
             kubeconfig: dir.join("kubeconfig"),
             kubectl_bin: PathBuf::from(String::from_utf8_lossy(&path.stdout).trim()),
-        })
+        };
+        tb.assert_pristine();
+        Ok(tb)
+    }
+
+    /// Panics unless the cluster holds only what a new cluster holds: its own namespaces, and
+    /// no release record (Secret or ConfigMap labelled `owner=helm`) anywhere.
+    pub fn assert_pristine(&self) {
+        let namespaces = self.kubectl_ok(&[
+            "get",
+            "namespaces",
+            "-o",
+            "jsonpath={.items[*].metadata.name}",
+        ]);
+        let extra: Vec<&str> = namespaces
+            .split_whitespace()
+            .filter(|n| {
+                !matches!(
+                    *n,
+                    "default" | "kube-node-lease" | "kube-public" | "kube-system"
+                )
+            })
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "the new test bed already has namespaces {extra:?}"
+        );
+        let records = self.kubectl_ok(&[
+            "get",
+            "secrets,configmaps",
+            "-A",
+            "-l",
+            "owner=helm",
+            "-o",
+            "name",
+        ]);
+        assert!(
+            records.trim().is_empty(),
+            "the new test bed already holds release records: {records}"
+        );
     }
 
     /// Runs `scripts/testbed up` again on this bed's directory.
@@ -201,38 +261,41 @@ impl Testbed {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// Creates a namespace with a unique name starting with `prefix` and waits until its
-    /// `default` ServiceAccount exists (pods are refused before that).
+    /// A unique namespace name starting with `prefix`, of a namespace that does not exist:
+    /// installs into it create it (`--create-namespace`, `createNamespace`), as a user's do.
     pub fn fresh_namespace(&self, prefix: &str) -> String {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-            % 1_000_000_000;
-        let mut name: String = prefix
-            .to_ascii_lowercase()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        name.truncate(30);
-        let name = format!(
-            "{}-{}-{}-{}",
-            name.trim_matches('-'),
-            std::process::id(),
-            stamp,
-            N.fetch_add(1, Ordering::SeqCst)
-        );
+        let name = unique_name(prefix);
+        let out = self
+            .kubectl()
+            .args(["get", "namespace", &name, "-o", "name"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "namespace {name} already exists");
+        name
+    }
+
+    /// Creates a namespace with a unique name starting with `prefix` and waits until its
+    /// `default` ServiceAccount exists (pods are refused before that). Only for tests of what
+    /// lies below an install (kubectl, the cluster client, the record stores on their own):
+    /// rudder and Helm installs go into a [`Testbed::fresh_namespace`].
+    pub fn create_namespace(&self, prefix: &str) -> String {
+        let name = unique_name(prefix);
         self.kubectl_ok(&["create", "namespace", &name]);
+        self.wait_for_service_account(&name);
+        name
+    }
+
+    /// Waits until namespace `ns` has its `default` ServiceAccount.
+    pub fn wait_for_service_account(&self, name: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let out = self
                 .kubectl()
-                .args(["get", "serviceaccount", "default", "-n", &name])
+                .args(["get", "serviceaccount", "default", "-n", name])
                 .output()
                 .unwrap();
             if out.status.success() {
-                break name;
+                return;
             }
             assert!(
                 Instant::now() < deadline,
@@ -241,6 +304,51 @@ impl Testbed {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+
+    /// Whether namespace `ns` exists (terminating or not).
+    pub fn namespace_exists(&self, ns: &str) -> bool {
+        self.kubectl()
+            .args(["get", "namespace", ns, "-o", "name"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    }
+
+    /// Waits until namespace `ns` is gone (deleted and finalized).
+    pub fn wait_namespace_gone(&self, ns: &str, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while self.namespace_exists(ns) {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        true
+    }
+}
+
+/// A namespace name starting with `prefix`, unique to this process and call.
+fn unique_name(prefix: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        % 1_000_000_000;
+    let mut name: String = prefix
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    name.truncate(30);
+    format!(
+        "{}-{}-{}-{}",
+        name.trim_matches('-'),
+        std::process::id(),
+        stamp,
+        N.fetch_add(1, Ordering::SeqCst)
+    )
 }
 
 /// The directory of this test binary's shared bed.
