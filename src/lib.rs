@@ -52,6 +52,7 @@
 pub mod chart;
 pub mod cluster;
 pub mod duration;
+mod env_faults;
 pub mod exec;
 pub mod jsonpath;
 pub mod manifest;
@@ -63,3 +64,6 @@ pub mod targets;
 pub mod template;
 pub mod upgrader;
 pub mod yaml;
+
+#[doc(hidden)]
+pub use env_faults::enable_env_faults;

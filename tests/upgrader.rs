@@ -3,11 +3,16 @@
 //! chart, and runs on the simulated cluster.
 mod common;
 
+// The binary's demo, for its config writer and targets.
+#[allow(dead_code)]
+#[path = "../src/bin/rudder-upgrader/demo.rs"]
+mod demo;
+
 use rudder::chart::snapshot::snapshot_text;
 use rudder::chart::{chart_from_component, Component};
 use rudder::upgrader::config::{ConfigError, Loaded};
 use rudder::upgrader::control_plane::Kind;
-use rudder::upgrader::{self, demo, Options, UpgraderError};
+use rudder::upgrader::{self, Options, UpgraderError};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
