@@ -7,8 +7,7 @@
 //! the process), with the knobs set: the child applies a one-release plan
 //! through the library on a persisted simulated cluster and file store.
 use rudder::exec::{Executor, WallClock};
-use rudder::plan::planner::Planner;
-use rudder::plan::DesiredRelease;
+use rudder::plan::{DesiredRelease, Planner};
 use rudder::targets::Targets;
 use std::collections::BTreeMap;
 use std::process::{Command, Output};

@@ -9,7 +9,6 @@
 //! render stage's job.
 pub mod build;
 pub mod component;
-pub mod fixtures;
 pub mod ignore;
 pub mod lint;
 pub mod loader;

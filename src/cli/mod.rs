@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 mod chart;
 mod cluster;
 mod exec;
+mod fixtures;
 mod global;
 mod plan;
 mod release;
