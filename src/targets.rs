@@ -32,7 +32,9 @@ pub enum TargetsError {
     #[error("unknown driver {0:?}")]
     UnknownDriver(String),
     /// A real cluster was asked for, in a build without feature `kube`.
-    #[error("real Kubernetes clusters need rudder built with the kube feature: use --cluster sim:DIR")]
+    #[error(
+        "real Kubernetes clusters need rudder built with the kube feature: use --cluster sim:DIR"
+    )]
     KubeNotBuilt,
     /// The cluster URL does not open.
     #[error(transparent)]

@@ -16,7 +16,8 @@ use std::process::{Command, Output};
 /// turned on first); its value is the scratch directory after a colon.
 const CHILD: &str = "RUDDER_ENV_FAULTS_TEST_CHILD";
 
-const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  color: blue\n";
+const CM: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  color: blue\n";
 
 /// The child's work: plan and apply `web` into `apps`, then print the
 /// release's history length.
@@ -33,8 +34,8 @@ fn child(spec: &str) {
         .plan(&[DesiredRelease::new("web", "apps", chart)])
         .unwrap();
     let clock = WallClock::default();
-    let report = Executor::new(&*t.store, &t.store_url, &*t.cluster, t.journal, &clock)
-        .apply(&plan);
+    let report =
+        Executor::new(&*t.store, &t.store_url, &*t.cluster, t.journal, &clock).apply(&plan);
     match report {
         Ok(r) if r.success() => {
             let history = t.store.history("apps", "web").unwrap();
@@ -97,7 +98,10 @@ fn sim_fail_at_fails_no_write_of_an_embedding_program() {
     let name = "sim_fail_at_fails_no_write_of_an_embedding_program";
     let off = run_child(name, "off", &[("RUDDER_SIM_FAIL_AT", "1")]);
     assert!(off.status.success(), "{off:?}");
-    assert!(text(&off.stdout).contains("applied: 1 revision(s)"), "{off:?}");
+    assert!(
+        text(&off.stdout).contains("applied: 1 revision(s)"),
+        "{off:?}"
+    );
 
     let on = run_child(name, "on", &[("RUDDER_SIM_FAIL_AT", "1")]);
     let out = text(&on.stdout);

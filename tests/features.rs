@@ -7,16 +7,7 @@ use std::process::Command;
 fn normal_deps(features: &[&str]) -> Vec<String> {
     let mut cmd = Command::new(env!("CARGO"));
     cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args([
-        "tree",
-        "--locked",
-        "-p",
-        "rudder",
-        "-e",
-        "normal",
-        "--prefix",
-        "none",
-        "--format",
-        "{p}",
+        "tree", "--locked", "-p", "rudder", "-e", "normal", "--prefix", "none", "--format", "{p}",
     ]);
     cmd.args(features);
     let out = cmd.output().unwrap();

@@ -6,9 +6,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod demo;
 #[path = "../../cli/global.rs"]
 mod global;
-mod demo;
 
 use global::GlobalArgs;
 
@@ -134,13 +134,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             };
             let mut out = std::io::stdout();
             let mut progress = std::io::stderr();
-            let ok = demo::run(
-                &dir,
-                demo::Timing::default(),
-                &mut out,
-                Some(&mut progress),
-            )
-            .map_err(err)?;
+            let ok = demo::run(&dir, demo::Timing::default(), &mut out, Some(&mut progress))
+                .map_err(err)?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {
