@@ -392,7 +392,7 @@ pub fn lint(a: LintArgs) -> ExitCode {
     let results: Vec<_> = charts
         .iter()
         .map(|p| {
-            let mut renderer = rudder::render::lint::Renderer::default();
+            let mut renderer = rudder::render::lint::Linter::default();
             renderer.values = values.clone();
             renderer.kube_version = kube_version.clone();
             renderer.skip_schema_validation = a.skip_schema_validation;
