@@ -19,7 +19,9 @@ pub mod semver;
 pub mod snapshot;
 
 pub use build::{chart_from_manifests, chart_from_manifests_with, BuildError, BuildOptions};
-pub use component::{chart_from_component, Component, ComponentError, HandlebarsComponent, Stage};
+pub use component::{
+    chart_from_component, Component, ComponentError, ComponentStage, HandlebarsComponent,
+};
 pub use loader::{
     load, load_archive, load_dir, load_file, load_files, load_inspecting, load_mapped,
     load_mapped_inspecting, LoadError,
