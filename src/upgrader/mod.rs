@@ -58,7 +58,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 pub enum UpgraderError {
     /// The config is unusable.
     #[error(transparent)]
-    Config(#[from] config::ConfigError),
+    Config(#[from] config::ClusterConfigError),
     /// A component did not become a chart.
     #[error(transparent)]
     Component(#[from] crate::chart::ComponentError),
