@@ -65,5 +65,9 @@ pub mod template;
 pub mod upgrader;
 pub mod yaml;
 
+pub use chart::Chart;
+pub use plan::{DesiredRelease, Plan};
+pub use release::Release;
+
 #[doc(hidden)]
 pub use env_faults::enable_env_faults;
