@@ -36,12 +36,18 @@ pub enum TargetsError {
         "real Kubernetes clusters need rudder built with the kube feature: use --cluster sim:DIR"
     )]
     KubeNotBuilt,
-    /// The cluster URL does not open.
+    /// The cluster URL does not open (boxed: a cluster error is large).
     #[error(transparent)]
-    Cluster(#[from] ClusterError),
+    Cluster(Box<ClusterError>),
     /// The store URL does not open.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<ClusterError> for TargetsError {
+    fn from(e: ClusterError) -> Self {
+        TargetsError::Cluster(Box::new(e))
+    }
 }
 
 /// The target flags every subcommand of the binaries takes, without their

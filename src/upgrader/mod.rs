@@ -76,8 +76,8 @@ pub enum UpgraderError {
     Unreachable {
         /// The cluster's URL.
         cluster_url: String,
-        /// What the cluster said.
-        error: crate::cluster::ClusterError,
+        /// What the cluster said (boxed: a cluster error is large).
+        error: Box<crate::cluster::ClusterError>,
     },
     /// The release store cannot be read.
     #[error(transparent)]
@@ -199,7 +199,7 @@ pub fn open(store_url: &str, cluster_url: &str) -> Result<Targets, UpgraderError
         .identity()
         .map_err(|error| UpgraderError::Unreachable {
             cluster_url: cluster_url.to_string(),
-            error,
+            error: Box::new(error),
         })?;
     Ok(t)
 }
