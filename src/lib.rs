@@ -151,6 +151,7 @@ pub mod chart;
 mod client;
 pub mod cluster;
 pub mod duration;
+mod env_faults;
 pub mod exec;
 pub mod jsonpath;
 pub mod manifest;
@@ -173,3 +174,6 @@ pub use release::Release;
 /// version always matches.
 #[cfg(feature = "kube")]
 pub use kube;
+
+#[doc(hidden)]
+pub use env_faults::enable_env_faults;

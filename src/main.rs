@@ -49,5 +49,8 @@ unsafe impl std::alloc::GlobalAlloc for Mimalloc {
 }
 
 fn main() -> ExitCode {
+    // The crash and fault tests drive this binary with RUDDER_CRASH_AT and
+    // RUDDER_SIM_*; the library ignores them unless told.
+    rudder::enable_env_faults();
     cli::main()
 }

@@ -1,38 +1,69 @@
-//! Where a command's releases and objects live: the global `--store`,
-//! `--cluster`, `--kubeconfig` and `--kube-context` flags of the `rudder`
-//! and `rudder-upgrader` binaries, resolved to URLs, and the store, cluster
-//! and journal they open.
-use crate::cluster::Cluster;
+//! Where releases and objects live: the `--store`, `--cluster`,
+//! `--kubeconfig` and `--kube-context` flags of the `rudder` and
+//! `rudder-upgrader` binaries ([`TargetFlags`]), resolved to URLs as those
+//! binaries resolve them (`HELM_DRIVER`, `KUBECONFIG`), and the store,
+//! cluster and journal the URLs open ([`Targets`]).
+//!
+//! ```
+//! use rudder::targets::{TargetFlags, Targets};
+//!
+//! let flags = TargetFlags {
+//!     store: Some("memory:".into()),
+//!     cluster: Some("sim:target/doc-sim".into()),
+//!     ..TargetFlags::default()
+//! };
+//! let targets = Targets::open(&flags.store_url()?, &flags.cluster_url()?)?;
+//! assert_eq!(targets.store_url, "memory:");
+//! # Ok::<(), rudder::targets::TargetsError>(())
+//! ```
+use crate::cluster::{Cluster, ClusterError};
 use crate::exec::Journal;
-use crate::release::Store;
-use clap::Args;
+use crate::release::{Store, StoreError};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Flags every subcommand takes: where records and objects are.
-#[derive(Debug, Args, Clone, Default)]
-pub struct GlobalArgs {
-    /// Release store: `file:DIR` (embedded, the default `file:.rudder` on
-    /// the simulated cluster), `memory:`, `postgresql://...`, or Helm's
-    /// `secret` (the default on a real cluster) / `configmap` drivers.
-    /// Without it, `HELM_DRIVER` is honoured as Helm does.
-    #[arg(long, global = true)]
+/// Why targets cannot be resolved or opened.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetsError {
+    /// `HELM_DRIVER=sql` without a connection string.
+    #[error("HELM_DRIVER=sql needs HELM_DRIVER_SQL_CONNECTION_STRING")]
+    SqlWithoutConnectionString,
+    /// `HELM_DRIVER` names no driver Helm has.
+    #[error("unknown driver {0:?}")]
+    UnknownDriver(String),
+    /// A real cluster was asked for, in a build without feature `kube`.
+    #[error(
+        "real Kubernetes clusters need rudder built with the kube feature: use --cluster sim:DIR"
+    )]
+    KubeNotBuilt,
+    /// The cluster URL does not open (boxed: a cluster error is large).
+    #[error(transparent)]
+    Cluster(Box<ClusterError>),
+    /// The store URL does not open.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<ClusterError> for TargetsError {
+    fn from(e: ClusterError) -> Self {
+        TargetsError::Cluster(Box::new(e))
+    }
+}
+
+/// The target flags every subcommand of the binaries takes, without their
+/// command-line parser: where records and objects are. `None` is a flag
+/// not given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TargetFlags {
+    /// `--store`: `file:DIR`, `memory:`, `postgresql://...`, `secret` or
+    /// `configmap`.
     pub store: Option<String>,
-    /// Cluster: `sim:DIR` (the embedded simulated cluster, default
-    /// `sim:.rudder/cluster`) or `kube` (a real one; also chosen by
-    /// `--kubeconfig`, `--kube-context` or `KUBECONFIG`).
-    #[arg(long, global = true)]
+    /// `--cluster`: `sim:DIR` or `kube` (`kube?kubeconfig=..&context=..`).
     pub cluster: Option<String>,
-    /// Path to the kubeconfig file of a real cluster.
-    #[arg(long, global = true)]
+    /// `--kubeconfig`: the kubeconfig file of a real cluster.
     pub kubeconfig: Option<String>,
-    /// The kubeconfig context to use.
-    #[arg(long = "kube-context", global = true)]
+    /// `--kube-context`: the kubeconfig context to use.
     pub kube_context: Option<String>,
-    /// Verbose output, as Helm's `--debug`: `rudder template` prints every
-    /// rendered file when one is not valid YAML, then fails.
-    #[arg(long, global = true)]
-    pub debug: bool,
 }
 
 /// The default store of the embedded setup.
@@ -40,7 +71,7 @@ pub const DEFAULT_STORE: &str = "file:.rudder";
 /// The default cluster of the embedded setup.
 pub const DEFAULT_CLUSTER: &str = "sim:.rudder/cluster";
 
-impl GlobalArgs {
+impl TargetFlags {
     /// Whether the flags and environment choose a real cluster:
     /// `--cluster kube`, or no `--cluster` and any of `--kubeconfig`,
     /// `--kube-context` or a non-empty `KUBECONFIG` (`~/.kube/config` alone
@@ -60,7 +91,7 @@ impl GlobalArgs {
     /// it (`secret`, `configmap`, `memory`, `sql` with
     /// `HELM_DRIVER_SQL_CONNECTION_STRING`), else the Secrets driver on a
     /// real cluster and `file:.rudder` on the simulated one.
-    pub fn store_url(&self) -> Result<String, String> {
+    pub fn store_url(&self) -> Result<String, TargetsError> {
         if let Some(s) = &self.store {
             return Ok(s.clone());
         }
@@ -72,11 +103,11 @@ impl GlobalArgs {
             "sql" => {
                 let dsn = std::env::var("HELM_DRIVER_SQL_CONNECTION_STRING").unwrap_or_default();
                 if dsn.is_empty() {
-                    return Err("HELM_DRIVER=sql needs HELM_DRIVER_SQL_CONNECTION_STRING".into());
+                    return Err(TargetsError::SqlWithoutConnectionString);
                 }
                 return Ok(dsn);
             }
-            other => return Err(format!("unknown driver {other:?}")),
+            _ => return Err(TargetsError::UnknownDriver(driver)),
         }
         Ok(if self.real_cluster() {
             "secret".to_string()
@@ -87,7 +118,7 @@ impl GlobalArgs {
 
     /// The cluster URL in effect (`sim:DIR`, or `kube?kubeconfig=..&context=..`
     /// for a real one), or an error for what this build does not support.
-    pub fn cluster_url(&self) -> Result<String, String> {
+    pub fn cluster_url(&self) -> Result<String, TargetsError> {
         if !self.real_cluster() {
             return Ok(self
                 .cluster
@@ -108,7 +139,7 @@ impl GlobalArgs {
         }
         #[cfg(not(feature = "kube"))]
         {
-            Err("real Kubernetes clusters need rudder built with the kube feature: use --cluster sim:DIR".into())
+            Err(TargetsError::KubeNotBuilt)
         }
     }
 }
@@ -130,9 +161,8 @@ pub struct Targets {
 impl Targets {
     /// Opens the store and cluster of the given URLs; stores kept in the
     /// cluster (Helm's Secrets and ConfigMaps drivers) use that cluster.
-    pub fn open(store_url: &str, cluster_url: &str) -> Result<Targets, String> {
-        let cluster: Arc<dyn Cluster> =
-            Arc::from(crate::cluster::open(cluster_url).map_err(|e| e.to_string())?);
+    pub fn open(store_url: &str, cluster_url: &str) -> Result<Targets, TargetsError> {
+        let cluster: Arc<dyn Cluster> = Arc::from(crate::cluster::open(cluster_url)?);
         Targets::with_cluster(store_url, cluster_url, cluster)
     }
 
@@ -149,9 +179,8 @@ impl Targets {
         store_url: &str,
         cluster_url: &str,
         cluster: Arc<dyn Cluster>,
-    ) -> Result<Targets, String> {
-        let store = crate::release::store::open_in(store_url, cluster.clone())
-            .map_err(|e| e.to_string())?;
+    ) -> Result<Targets, TargetsError> {
+        let store = crate::release::store::open_in(store_url, cluster.clone())?;
         Ok(Targets {
             store,
             store_url: store_url.to_string(),

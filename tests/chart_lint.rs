@@ -5,7 +5,7 @@ mod common;
 
 use rudder::chart::lint::{lint, LintOptions, LintResult};
 use rudder::chart::{Chart, ChartFile};
-use rudder::render::lint::Renderer;
+use rudder::render::lint::Linter;
 use std::path::Path;
 
 fn texts(r: &LintResult) -> Vec<String> {
@@ -13,11 +13,11 @@ fn texts(r: &LintResult) -> Vec<String> {
 }
 
 fn in_memory(chart: &Chart) -> Vec<String> {
-    texts(&Renderer::default().lint_chart(chart, "default"))
+    texts(&Linter::default().lint_chart(chart, "default"))
 }
 
 fn on_disk(dir: &Path) -> Vec<String> {
-    let renderer = Renderer::default();
+    let renderer = Linter::default();
     let opts = LintOptions {
         namespace: "default".into(),
         renderer: &renderer,

@@ -1,7 +1,12 @@
 //! Snapshots of the fixture charts in rudder's deterministic text form
 //! (`chart::snapshot::snapshot_text`): every file, in path order.
+// The fixture components, part of the `rudder` binary.
+#[allow(dead_code)]
+#[path = "../src/cli/fixtures.rs"]
+mod fixtures;
+
 use rudder::assert_chart_snapshot;
-use rudder::chart::{self, fixtures};
+use rudder::chart;
 
 #[test]
 fn metrics_server_chart() {

@@ -15,7 +15,7 @@ use plan_common::*;
 use proptest::prelude::*;
 use rudder::cluster::ownership;
 use rudder::cluster::sim::{SimCluster, SimFaults};
-use rudder::exec::{faults, Clock, DrivenClock, Executor, Journal};
+use rudder::exec::{crash_thread_at, Clock, Crash, DrivenClock, Executor, Journal};
 use rudder::plan::{DesiredRelease, Need, ReleaseAction, ReleaseRef};
 use rudder::release::{Status, Store};
 use std::collections::BTreeMap;
@@ -150,13 +150,13 @@ impl Bed {
     /// Executes, turning a simulated crash into a return.
     fn run(&self, rels: &[DesiredRelease], crash_at: u64) -> bool {
         let plan = self.plan(rels);
-        faults::crash_thread_at(crash_at);
+        crash_thread_at(crash_at);
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.executor().apply(&plan)));
-        faults::crash_thread_at(0);
+        crash_thread_at(0);
         match r {
             Ok(Ok(report)) => report.success(),
             Ok(Err(e)) => panic!("executor refused: {e}"),
-            Err(p) if p.downcast_ref::<faults::Crash>().is_some() => false,
+            Err(p) if p.downcast_ref::<Crash>().is_some() => false,
             Err(p) => std::panic::resume_unwind(p),
         }
     }

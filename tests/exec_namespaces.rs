@@ -9,7 +9,7 @@ mod plan_common;
 use plan_common::*;
 use rudder::cluster::sim::SimCluster;
 use rudder::cluster::{Cluster, ObjectKey};
-use rudder::exec::{faults, DrivenClock, Executor, Journal};
+use rudder::exec::{crash_thread_at, Crash, DrivenClock, Executor, Journal};
 use rudder::plan::planner::Planner;
 use rudder::plan::{DesiredRelease, ReleaseAction};
 use rudder::release::store::objects::ObjectStore;
@@ -62,13 +62,13 @@ impl Bed {
     /// Plans and applies; `Err` when a simulated crash struck.
     fn run(&self, rels: &[DesiredRelease], crash_at: u64) -> Result<bool, ()> {
         let plan = self.plan(rels);
-        faults::crash_thread_at(crash_at);
+        crash_thread_at(crash_at);
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.executor().apply(&plan)));
-        faults::crash_thread_at(0);
+        crash_thread_at(0);
         match r {
             Ok(Ok(report)) => Ok(report.success()),
             Ok(Err(e)) => panic!("executor refused: {e}"),
-            Err(p) if p.downcast_ref::<faults::Crash>().is_some() => Err(()),
+            Err(p) if p.downcast_ref::<Crash>().is_some() => Err(()),
             Err(p) => std::panic::resume_unwind(p),
         }
     }

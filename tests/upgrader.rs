@@ -3,11 +3,16 @@
 //! chart, and runs on the simulated cluster.
 mod common;
 
+// The binary's demo, for its config writer and targets.
+#[allow(dead_code)]
+#[path = "../src/bin/rudder-upgrader/demo.rs"]
+mod demo;
+
 use rudder::chart::snapshot::snapshot_text;
 use rudder::chart::{chart_from_component, Component};
-use rudder::upgrader::config::{ConfigError, Loaded};
+use rudder::upgrader::config::{ClusterConfigError, Loaded};
 use rudder::upgrader::control_plane::Kind;
-use rudder::upgrader::{self, demo, Options, UpgraderError};
+use rudder::upgrader::{self, Options, UpgraderError};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -207,7 +212,7 @@ fn bad_input_is_reported_with_field_and_line() {
     std::fs::remove_file(d.path().join("certs/apiserver.key")).unwrap();
     let e = Loaded::from_file(&p).unwrap_err();
     assert!(
-        matches!(&e, ConfigError::Certificate { field, .. } if field == "apiserverKey"),
+        matches!(&e, ClusterConfigError::Certificate { field, .. } if field == "apiserverKey"),
         "{e}"
     );
     assert!(e.to_string().contains("certificates.apiserverKey"), "{e}");
@@ -218,12 +223,18 @@ fn bad_input_is_reported_with_field_and_line() {
         "components: [node-local-dns, grafana]",
     ));
     let s = e.to_string();
-    assert!(matches!(e, ConfigError::Parse { line: 10, .. }), "{s}");
+    assert!(
+        matches!(e, ClusterConfigError::Parse { line: 10, .. }),
+        "{s}"
+    );
     assert!(s.contains("grafana") && s.contains("metrics-server"), "{s}");
 
     let e = write(&text.replace("controllers: 1", "controllers: three"));
     let s = e.to_string();
-    assert!(matches!(e, ConfigError::Parse { line: 3, .. }), "{s}");
+    assert!(
+        matches!(e, ClusterConfigError::Parse { line: 3, .. }),
+        "{s}"
+    );
     assert!(s.contains("controllers") && s.contains("invalid"), "{s}");
 
     let e = write(&text.replace(

@@ -2,6 +2,11 @@
 //! bad input rejected before anything is written.
 mod common;
 
+// The binary's demo, for its config writer and targets.
+#[allow(dead_code)]
+#[path = "../src/bin/rudder-upgrader/demo.rs"]
+mod demo;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -71,7 +76,7 @@ fn assert_nothing_written(d: &Path) {
 #[test]
 fn bad_input_fails_before_any_write() {
     let d = tempfile::tempdir().unwrap();
-    let cfg = rudder::upgrader::demo::write_config(d.path(), "x", "v1.21.4", false).unwrap();
+    let cfg = demo::write_config(d.path(), "x", "v1.21.4", false).unwrap();
     let text = std::fs::read_to_string(&cfg).unwrap();
     let (store, cluster) = fresh(d.path());
     let apply = |extra: &[&str]| {
@@ -119,7 +124,7 @@ fn bad_input_fails_before_any_write() {
         "{e}"
     );
     assert_nothing_written(d.path());
-    rudder::upgrader::demo::write_config(d.path(), "x", "v1.21.4", false).unwrap();
+    demo::write_config(d.path(), "x", "v1.21.4", false).unwrap();
 
     let e = apply(&["--timeout", "soon"]);
     assert!(e.contains("--timeout"), "{e}");
@@ -171,7 +176,7 @@ fn bad_input_fails_before_any_write() {
 #[test]
 fn plan_json_and_dry_run_write_nothing() {
     let d = tempfile::tempdir().unwrap();
-    let cfg = rudder::upgrader::demo::write_config(d.path(), "p", "v1.21.4", false).unwrap();
+    let cfg = demo::write_config(d.path(), "p", "v1.21.4", false).unwrap();
     let (store, cluster) = fresh(d.path());
     let base = [
         "--store",
@@ -255,7 +260,7 @@ fn apply_on_a_terminal_asks_first_and_shows_progress_in_place() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let cfg = rudder::upgrader::demo::write_config(d.path(), "t", "v1.21.4", false).unwrap();
+    let cfg = demo::write_config(d.path(), "t", "v1.21.4", false).unwrap();
     let (store, cluster) = fresh(d.path());
     let args = [
         "--store",

@@ -22,6 +22,11 @@
 #[path = "release_common/mod.rs"]
 mod release_common;
 mod testbed_common;
+// The binary's demo, for its config writer and targets.
+#[allow(dead_code)]
+#[path = "../src/bin/rudder-upgrader/demo.rs"]
+mod demo;
+
 use release_common::common;
 
 use serde_json::Value;
@@ -120,7 +125,7 @@ fn own_bed() -> Option<Testbed> {
 /// The config of `name` for `version`, on the bed: its service CIDR, no
 /// metrics-server, and for the broken one the never-ready pod label.
 fn config(dir: &Path, name: &str, version: &str, broken: bool) -> PathBuf {
-    let path = rudder::upgrader::demo::write_config(dir, name, version, broken).unwrap();
+    let path = demo::write_config(dir, name, version, broken).unwrap();
     let mut text = std::fs::read_to_string(&path).unwrap();
     for (from, to) in [
         ("serviceCIDR: 10.3.0.0/16", "serviceCIDR: 10.96.0.0/16"),
@@ -238,7 +243,7 @@ fn install_upgrade_and_a_broken_upgrade_rolled_back_match_real_helm() {
         after_upgrade,
         "the rollback did not restore v2"
     );
-    assert!(!after_upgrade.contains(rudder::upgrader::demo::BAD_FLAG));
+    assert!(!after_upgrade.contains(demo::BAD_FLAG));
 
     // Real Helm reads the same history, byte for byte.
     let ours = bed.upgrader(&["history", "kube-apiserver"]);

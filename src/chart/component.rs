@@ -43,7 +43,7 @@ pub trait Component {
 
 /// The stage of [`chart_from_component`] that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Stage {
+pub enum ComponentStage {
     /// `render_manifests` failed.
     Rendering,
     /// The manifests could not be turned into a chart.
@@ -52,12 +52,12 @@ pub enum Stage {
     Validating,
 }
 
-impl fmt::Display for Stage {
+impl fmt::Display for ComponentStage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Stage::Rendering => "rendering manifests",
-            Stage::Building => "building the chart",
-            Stage::Validating => "validating the chart",
+            ComponentStage::Rendering => "rendering manifests",
+            ComponentStage::Building => "building the chart",
+            ComponentStage::Validating => "validating the chart",
         })
     }
 }
@@ -70,7 +70,7 @@ pub struct ComponentError {
     /// The component's name.
     pub component: String,
     /// The failed stage.
-    pub stage: Stage,
+    pub stage: ComponentStage,
     /// The underlying error.
     #[source]
     pub source: BoxError,
@@ -109,25 +109,25 @@ pub fn chart_from_component(c: &dyn Component) -> Result<Chart, ComponentError> 
     };
     let manifests = c
         .render_manifests()
-        .map_err(|e| fail(Stage::Rendering, e))?;
+        .map_err(|e| fail(ComponentStage::Rendering, e))?;
     let mut opts = BuildOptions::new(c.name(), c.namespace());
     opts.version = c.chart_version().to_string();
     opts.app_version = c.app_version().to_string();
     let chart = chart_from_manifests_with(&opts, &manifests).map_err(|e| {
         let stage = if e.is_validation() {
-            Stage::Validating
+            ComponentStage::Validating
         } else {
-            Stage::Building
+            ComponentStage::Building
         };
         fail(stage, Box::new(e))
     })?;
-    let bytes =
-        super::package::package_bytes(&chart).map_err(|e| fail(Stage::Validating, Box::new(e)))?;
-    let loaded =
-        super::loader::load_archive(&bytes).map_err(|e| fail(Stage::Validating, Box::new(e)))?;
+    let bytes = super::package::package_bytes(&chart)
+        .map_err(|e| fail(ComponentStage::Validating, Box::new(e)))?;
+    let loaded = super::loader::load_archive(&bytes)
+        .map_err(|e| fail(ComponentStage::Validating, Box::new(e)))?;
     if loaded.templates != chart.templates || loaded.files != chart.files {
         return Err(fail(
-            Stage::Validating,
+            ComponentStage::Validating,
             "the packaged chart does not load back to the same files".into(),
         ));
     }
@@ -306,7 +306,7 @@ mod tests {
         let chart = chart_from_component(&c).unwrap();
         assert_eq!(chart.metadata.name, "demo");
         let e = chart_from_component(&comp("x: {{config.missing}}")).unwrap_err();
-        assert_eq!(e.stage, Stage::Rendering);
+        assert_eq!(e.stage, ComponentStage::Rendering);
         assert!(
             e.to_string()
                 .starts_with("component \"demo\": rendering manifests failed"),
@@ -318,10 +318,10 @@ mod tests {
     #[test]
     fn stages() {
         let e = chart_from_component(&comp("- a")).unwrap_err();
-        assert_eq!(e.stage, Stage::Building);
+        assert_eq!(e.stage, ComponentStage::Building);
         let e = chart_from_component(&comp("apiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad\n"))
             .unwrap_err();
-        assert_eq!(e.stage, Stage::Validating);
+        assert_eq!(e.stage, ComponentStage::Validating);
         assert!(e.source.downcast_ref::<BuildError>().is_some());
     }
 
@@ -344,7 +344,7 @@ mod tests {
         assert_eq!(loaded.metadata.app_version, "v1.31.2");
         // A version that is not SemVer is a validation failure.
         let e = chart_from_component(&comp(tpl).with_chart_version("one")).unwrap_err();
-        assert_eq!(e.stage, Stage::Validating, "{e}");
+        assert_eq!(e.stage, ComponentStage::Validating, "{e}");
     }
 
     #[test]

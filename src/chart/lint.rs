@@ -5,7 +5,7 @@
 //! syntax, object names, selectors, `List` annotations), schema validation
 //! of values and deprecated-API warnings need a renderer, which a later
 //! pipeline stage provides through [`LintRenderer`]
-//! (`rudder::render::lint::Renderer`). A renderer is required: no rule is
+//! (`rudder::render::lint::Linter`). A renderer is required: no rule is
 //! skipped without a word.
 //!
 //! [`lint`] lints a chart directory or archive, as `helm lint PATH` does;
@@ -92,7 +92,7 @@ pub trait LintRenderer {
 /// Options for [`lint`] and [`lint_chart`].
 ///
 /// There is no way to lint without rendering: every rule of `helm lint`
-/// runs, or the lint fails. `rudder::render::lint::Renderer` is the
+/// runs, or the lint fails. `rudder::render::lint::Linter` is the
 /// renderer that `helm lint` uses.
 pub struct LintOptions<'a> {
     /// The namespace templates are rendered in.
@@ -236,7 +236,7 @@ pub fn lint(path: &Path, opts: &LintOptions<'_>) -> LintResult {
 ///     "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec: {}\n".to_string(),
 /// );
 /// let chart = rudder::chart::chart_from_manifests("web", "default", &manifests)?;
-/// let renderer = rudder::render::lint::Renderer::default();
+/// let renderer = rudder::render::lint::Linter::default();
 /// let opts = LintOptions { namespace: "default".into(), renderer: &renderer };
 /// let result = lint_chart(&chart, &opts);
 /// let found: Vec<String> = result.messages.iter().map(|m| m.to_string()).collect();

@@ -9,7 +9,6 @@
 //! render stage's job.
 pub mod build;
 pub mod component;
-pub mod fixtures;
 pub mod ignore;
 pub mod lint;
 pub mod loader;
@@ -21,7 +20,7 @@ pub mod snapshot;
 
 pub use build::{chart_from_manifests, chart_from_manifests_with, BuildError, BuildOptions};
 pub use component::{
-    chart_from_component, BoxError, Component, ComponentError, HandlebarsComponent, Stage,
+    chart_from_component, BoxError, Component, ComponentError, ComponentStage, HandlebarsComponent,
 };
 pub use loader::{
     load, load_archive, load_dir, load_file, load_files, load_inspecting, load_mapped,

@@ -137,7 +137,8 @@ pub fn package_bytes(chart: &Chart) -> Result<Vec<u8>, PackageError> {
 }
 
 /// Writes the chart's package, `<dest>/<name>-<version>.tgz` (creating
-/// `dest` if needed), as `helm package` does, and returns its path. A
+/// `dest` if needed), as `helm package` does, and returns its path,
+/// lexically cleaned as Helm's (`./out/../pkg` gives `pkg/web-1.2.3.tgz`). A
 /// partial file is removed on failure. [`save_dir`] writes the chart as a
 /// directory instead.
 ///
@@ -184,7 +185,11 @@ pub fn save_archive(chart: &Chart, dest: impl AsRef<Path>) -> Result<PathBuf, Pa
     })?;
     let path = dest.join(archive_name(chart));
     write_file(&path, &bytes)?;
-    Ok(path)
+    // Helm returns `filepath.Join(dest, name)`, which is lexically cleaned.
+    Ok(match path.to_str() {
+        Some(p) => PathBuf::from(super::loader::clean_path(p)),
+        None => path,
+    })
 }
 
 /// Writes the package to exactly `path`.

@@ -5,12 +5,23 @@
 //! and Chart.lock appear as `helm package` writes them, values.yaml raw,
 //! subcharts under `charts/<name>/`. Binary content is shown as base64.
 //!
-//! In a test: `rudder::assert_chart_snapshot!(chart)` (see
-//! [`assert_chart_snapshot!`](crate::assert_chart_snapshot) for a runnable
-//! example).
+//! In a test, with rudder's feature `snapshot` (which brings insta, so the
+//! test crate needs no insta dependency of its own):
+//! `rudder::assert_chart_snapshot!(chart)`. In `Cargo.toml`:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! rudder = { version = "0.1", features = ["snapshot"] }
+//! ```
 use super::metadata::{lock_to_yaml, metadata_to_yaml};
 use super::model::Chart;
 use base64::Engine;
+
+/// The insta that [`assert_chart_snapshot!`](crate::assert_chart_snapshot)
+/// calls, so that its users need no insta dependency of their own.
+#[cfg(feature = "snapshot")]
+#[doc(hidden)]
+pub use insta as __insta;
 
 fn entries(chart: &Chart, base: &str, out: &mut Vec<(String, Vec<u8>)>) {
     let p = |n: &str| {
@@ -68,8 +79,10 @@ pub fn snapshot_text(chart: &Chart) -> String {
     out
 }
 
-/// Asserts an insta snapshot of a chart's [`snapshot_text`]; the calling
-/// crate needs `insta` as a (dev-)dependency. An optional first argument
+/// Asserts an insta snapshot of a chart's [`snapshot_text`] (feature
+/// `snapshot`, which brings insta: the calling crate needs no insta
+/// dependency of its own, and `cargo insta review` works as usual). An
+/// optional first argument
 /// names the snapshot, and `@"..."` after the chart makes it an inline
 /// snapshot. A file snapshot's `expression:` header is the chart
 /// expression you passed (`chart` for `assert_chart_snapshot!(chart)`).
@@ -98,19 +111,20 @@ pub fn snapshot_text(chart: &Chart) -> String {
 /// ");
 /// # Ok(()) }
 /// ```
+#[cfg(feature = "snapshot")]
 #[macro_export]
 macro_rules! assert_chart_snapshot {
     ($chart:expr, @$snapshot:literal $(,)?) => {{
         let chart_text = $crate::chart::snapshot::snapshot_text(&$chart);
-        insta::assert_snapshot!(chart_text, stringify!($chart), @$snapshot)
+        $crate::chart::snapshot::__insta::assert_snapshot!(chart_text, stringify!($chart), @$snapshot)
     }};
     ($chart:expr $(,)?) => {{
         let chart_text = $crate::chart::snapshot::snapshot_text(&$chart);
-        insta::assert_snapshot!(None::<String>, chart_text, stringify!($chart))
+        $crate::chart::snapshot::__insta::assert_snapshot!(None::<String>, chart_text, stringify!($chart))
     }};
     ($name:expr, $chart:expr $(,)?) => {{
         let chart_text = $crate::chart::snapshot::snapshot_text(&$chart);
-        insta::assert_snapshot!($name, chart_text, stringify!($chart))
+        $crate::chart::snapshot::__insta::assert_snapshot!($name, chart_text, stringify!($chart))
     }};
 }
 

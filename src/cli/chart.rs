@@ -328,8 +328,10 @@ fn package_one(chart_path: &Path, a: &PackageArgs) -> CliResult {
         a.destination.clone()
     };
     let path = chart::save_archive(&c, &dest)?;
-    let shown = rudder::template::funcs::paths::clean(&path.to_string_lossy());
-    println!("Successfully packaged chart and saved it to: {shown}");
+    println!(
+        "Successfully packaged chart and saved it to: {}",
+        path.display()
+    );
     Ok(())
 }
 
@@ -390,7 +392,7 @@ pub fn lint(a: LintArgs) -> ExitCode {
     let results: Vec<_> = charts
         .iter()
         .map(|p| {
-            let mut renderer = rudder::render::lint::Renderer::default();
+            let mut renderer = rudder::render::lint::Linter::default();
             renderer.values = values.clone();
             renderer.kube_version = kube_version.clone();
             renderer.skip_schema_validation = a.skip_schema_validation;
@@ -516,7 +518,7 @@ pub fn build_fixtures(a: BuildFixturesArgs) -> ExitCode {
     finish((|| {
         std::fs::create_dir_all(&a.output)
             .map_err(|e| msg(format!("{}: {e}", a.output.display())))?;
-        let charts = chart::fixtures::charts().map_err(|e| -> Box<dyn Error> { e })?;
+        let charts = super::fixtures::charts().map_err(|e| -> Box<dyn Error> { e })?;
         for c in charts {
             let dir = a.output.join(&c.metadata.name);
             // Replace a chart this command wrote before, nothing else.

@@ -262,7 +262,8 @@ use rudder::targets::Targets;
 
 fn open_targets() -> Result<Targets, String> {
     let g = super::global();
-    Targets::open(&g.store_url()?, &g.cluster_url()?)
+    let open = || Targets::open(&g.store_url()?, &g.cluster_url()?);
+    open().map_err(|e| e.to_string())
 }
 
 /// The executor over these targets, reporting to `printer`.

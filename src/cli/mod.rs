@@ -7,13 +7,15 @@ use std::sync::OnceLock;
 mod chart;
 mod cluster;
 mod exec;
+mod fixtures;
+mod global;
 mod plan;
 mod release;
 mod template;
 mod usage;
 mod values;
 
-pub use rudder::targets::GlobalArgs;
+pub use global::GlobalArgs;
 
 static GLOBAL: OnceLock<GlobalArgs> = OnceLock::new();
 

@@ -75,7 +75,8 @@ fn color_for_stdout() -> bool {
 
 fn open_targets() -> Result<rudder::targets::Targets, String> {
     let g = super::global();
-    rudder::targets::Targets::open(&g.store_url()?, &g.cluster_url()?)
+    let open = || rudder::targets::Targets::open(&g.store_url()?, &g.cluster_url()?);
+    open().map_err(|e| e.to_string())
 }
 
 fn make_plan(

@@ -216,9 +216,10 @@ impl Opened {
 
 fn open(_s: &StoreArgs) -> Result<Opened, String> {
     let g = super::global();
-    let url = g.store_url()?;
+    let url = g.store_url().map_err(|e| e.to_string())?;
     let store = if release::store::needs_cluster(&url) {
-        let cluster = rudder::cluster::open(&g.cluster_url()?).map_err(|e| e.to_string())?;
+        let cluster_url = g.cluster_url().map_err(|e| e.to_string())?;
+        let cluster = rudder::cluster::open(&cluster_url).map_err(|e| e.to_string())?;
         release::store::open_in(&url, std::sync::Arc::from(cluster)).map_err(|e| e.to_string())?
     } else {
         release::open(&url).map_err(|e| e.to_string())?

@@ -9,7 +9,7 @@ use rudder::render::output::{
 };
 use rudder::render::postrender::PostRenderer;
 use rudder::render::{RenderError, RenderOptions};
-use rudder::template::funcs::util::go_string_from_bytes;
+use rudder::yaml::gostr::go_string_from_bytes;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;

@@ -420,9 +420,9 @@ pub fn normalize(root: &Command, argv: &[OsString]) -> Parsed {
             // Helm reads the revision with `strconv.Atoi` and ignores
             // anything after it.
             if let Some(r) = positionals.get(1) {
-                if rudder::template::funcs::util::parse_go_int(r, 10).is_none()
-                    || r.starts_with("0x")
-                {
+                // Go's `strconv.Atoi` takes what Rust's `i64` parser
+                // takes: an optional sign and decimal digits, in range.
+                if r.parse::<i64>().is_err() {
                     return Parsed::Error(format!(
                         "could not convert revision to a number: strconv.Atoi: parsing {}: invalid syntax",
                         quote(r)
@@ -499,7 +499,9 @@ pub fn clap_error_text(root: &Command, argv: &[OsString], e: &clap::Error) -> Op
     let flag = flags_of(cmd)
         .into_iter()
         .find(|f| f.long.as_deref() == Some(long.as_str()))?;
-    if rudder::template::funcs::util::parse_go_int(&value, 10).is_some() {
+    // Go's `strconv.ParseInt(s, 10, 64)`: an optional sign and decimal
+    // digits, in range, as Rust's `i64` parser.
+    if value.parse::<i64>().is_ok() {
         return None;
     }
     Some(format!(

@@ -51,7 +51,8 @@
 //! generation, and the number of `Node` objects. By default objects
 //! converge at once (delay 0: ready at the first read after the write);
 //! [`SimCluster::with_default_delay`] or, for clusters opened from a
-//! directory, `RUDDER_SIM_READY_DELAY_MS` set another default, and the
+//! directory in a process with fault injection on (see below),
+//! `RUDDER_SIM_READY_DELAY_MS` set another default, and the
 //! annotations `sim.rudder.io/ready: never|fail` and
 //! `sim.rudder.io/ready-after: <duration>` override it per object. These
 //! status updates are not writes: they never take a resourceVersion and
@@ -68,7 +69,9 @@
 //!
 //! [`SimFaults`] (set with [`SimCluster::with_faults`]; clusters made by
 //! [`SimCluster::open`] and [`SimCluster::in_memory`] take it from the
-//! environment) makes requests fail or slow:
+//! environment, in the `rudder` binaries and in tests: a program that embeds
+//! the library never reads these variables unless it calls the hidden
+//! `rudder::enable_env_faults`) makes requests fail or slow:
 //!
 //! - `RUDDER_SIM_FAIL_AT=N`: the N-th write this process sends to a
 //!   simulated cluster (a create, replace or apply that is not a dry run,
@@ -195,12 +198,12 @@ pub const LOG_FILE: &str = "log.jsonl";
 /// The update manager of `create` and `replace` unless one is set.
 pub const DEFAULT_UPDATE_MANAGER: &str = "unknown";
 /// `RUDDER_SIM_FAIL_AT`: see [`SimFaults::fail_at`].
-pub const ENV_FAIL_AT: &str = "RUDDER_SIM_FAIL_AT";
+const ENV_FAIL_AT: &str = "RUDDER_SIM_FAIL_AT";
 /// `RUDDER_SIM_LATENCY_MS`: see [`SimFaults::latency`].
-pub const ENV_LATENCY_MS: &str = "RUDDER_SIM_LATENCY_MS";
+const ENV_LATENCY_MS: &str = "RUDDER_SIM_LATENCY_MS";
 /// `RUDDER_SIM_READY_DELAY_MS`: the default convergence delay of clusters
 /// opened from a directory ([`SimCluster::open`]).
-pub const ENV_READY_DELAY_MS: &str = "RUDDER_SIM_READY_DELAY_MS";
+const ENV_READY_DELAY_MS: &str = "RUDDER_SIM_READY_DELAY_MS";
 
 const LOCK_FILE: &str = ".lock";
 const FIRST_CLUSTER_IP: u32 = 16;
@@ -241,16 +244,13 @@ pub struct SimFaults {
 
 impl SimFaults {
     /// The faults `RUDDER_SIM_FAIL_AT` and `RUDDER_SIM_LATENCY_MS` ask for
-    /// (unset, empty or unparsable: none).
-    pub fn from_env() -> SimFaults {
-        let num = |k: &str| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
+    /// (unset, empty or unparsable: none), when fault injection from the
+    /// environment is on (see the module documentation); none otherwise.
+    fn from_env() -> SimFaults {
+        use crate::env_faults::knob;
         SimFaults {
-            fail_at: num(ENV_FAIL_AT).filter(|n| *n > 0),
-            latency: Duration::from_millis(num(ENV_LATENCY_MS).unwrap_or(0)),
+            fail_at: knob(ENV_FAIL_AT).filter(|n| *n > 0),
+            latency: Duration::from_millis(knob(ENV_LATENCY_MS).unwrap_or(0)),
         }
     }
 
@@ -1486,22 +1486,21 @@ impl SimCluster {
 
     /// Opens the simulated cluster at `dir`. Nothing is read or created
     /// until the first request; a missing directory is an empty cluster.
-    /// Faults come from `RUDDER_SIM_FAIL_AT` and `RUDDER_SIM_LATENCY_MS`,
+    /// With fault injection from the environment on (the binaries, tests),
+    /// faults come from `RUDDER_SIM_FAIL_AT` and `RUDDER_SIM_LATENCY_MS`,
     /// the default convergence delay from `RUDDER_SIM_READY_DELAY_MS`
-    /// (milliseconds; 0 when unset).
+    /// (milliseconds); otherwise there are none, and the delay is 0.
     pub fn open(dir: impl Into<PathBuf>) -> Result<SimCluster, ClusterError> {
         let mut c = SimCluster::new(Some(dir.into()), None);
-        if let Some(ms) = std::env::var(ENV_READY_DELAY_MS)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-        {
+        if let Some(ms) = crate::env_faults::knob(ENV_READY_DELAY_MS) {
             c.default_delay = Duration::from_millis(ms);
         }
         Ok(c)
     }
 
     /// A cluster that lives in this handle only: nothing is persisted.
-    /// Faults come from `RUDDER_SIM_FAIL_AT` and `RUDDER_SIM_LATENCY_MS`.
+    /// Faults come from `RUDDER_SIM_FAIL_AT` and `RUDDER_SIM_LATENCY_MS`
+    /// when fault injection from the environment is on.
     pub fn in_memory() -> SimCluster {
         let state = State::empty(uuid::Uuid::new_v4().to_string());
         SimCluster::new(

@@ -1,6 +1,8 @@
 //! Process-level fault injection for crash tests: `RUDDER_CRASH_AT=N`
 //! aborts the process right after its N-th durable write of any kind (to
-//! the cluster, the release store or the journal).
+//! the cluster, the release store or the journal). Only in processes that
+//! turned fault injection on ([`crate::enable_env_faults`]: the binaries,
+//! and tests); a program that embeds the library is never aborted.
 //!
 //! In-process tests use [`crash_thread_at`] instead: the N-th durable write
 //! of the current thread then panics with [`Crash`], which the test
@@ -20,17 +22,17 @@ thread_local! {
 pub struct Crash(pub u64);
 
 fn crash_at() -> Option<u64> {
+    if !crate::env_faults::enabled() {
+        return None;
+    }
     static AT: OnceLock<Option<u64>> = OnceLock::new();
-    *AT.get_or_init(|| {
-        std::env::var("RUDDER_CRASH_AT")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .filter(|n| *n > 0)
-    })
+    *AT.get_or_init(|| crate::env_faults::knob("RUDDER_CRASH_AT").filter(|n| *n > 0))
 }
 
 /// Makes the `n`-th durable write of this thread (counted from now) panic
-/// with [`Crash`]; `0` turns it off.
+/// with [`Crash`]; `0` turns it off. For tests (re-exported, hidden, as
+/// `rudder::exec::crash_thread_at`): it needs no switch, since only a
+/// program that calls it is affected.
 pub fn crash_thread_at(n: u64) {
     THREAD.with(|t| t.set((0, n)));
 }
@@ -55,9 +57,4 @@ pub fn durable_write(what: &str) -> u64 {
         }
     });
     n
-}
-
-/// How many durable writes this process made.
-pub fn writes() -> u64 {
-    WRITES.load(Ordering::SeqCst)
 }

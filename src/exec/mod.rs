@@ -20,7 +20,7 @@
 //! attempt is recorded `failed` followed by a `Rollback to N` revision.
 pub mod clock;
 mod executor;
-pub mod faults;
+pub(crate) mod faults;
 pub mod journal;
 pub mod ready;
 
@@ -29,3 +29,7 @@ pub use executor::{
     CrossRelease, Event, ExecError, ExecOptions, Executor, Progress, Quiet, ReleaseOutcome, Report,
 };
 pub use journal::Journal;
+
+// In-process crash injection, for the crash tests (tests/exec_model.rs).
+#[doc(hidden)]
+pub use faults::{crash_thread_at, Crash};

@@ -13,4 +13,9 @@ pub mod planner;
 pub mod view;
 
 pub use input::{DesiredRelease, Need, ReleaseOptions, ReleaseRef, WaitStrategy};
-pub use model::*;
+// What a plan's reader meets; the rest of its parts (preconditions,
+// recovery, revisions) stay in [`model`].
+pub use model::{
+    Counts, HookPlan, ObjectAction, ObjectChange, Plan, ReleaseAction, ReleasePlan, Stage, WaitRule,
+};
+pub use planner::{PlanError, PlanOptions, Planner};

@@ -747,7 +747,7 @@ impl<'a> Planner<'a> {
         };
         let mut hooks = Vec::new();
         for phase in [phase_pre, phase_post] {
-            let mut these: Vec<&render::Hook> = rendered
+            let mut these: Vec<&render::RenderedHook> = rendered
                 .hooks
                 .iter()
                 .filter(|h| h.events.iter().any(|e| e.as_str() == phase))

@@ -172,9 +172,9 @@ pub struct Hook {
     pub output_log_policies: Vec<String>,
 }
 
-impl From<&crate::render::Hook> for Hook {
+impl From<&crate::render::RenderedHook> for Hook {
     /// The record of a rendered hook, before it runs (an empty last run).
-    fn from(h: &crate::render::Hook) -> Hook {
+    fn from(h: &crate::render::RenderedHook) -> Hook {
         Hook {
             name: h.head.name.clone(),
             kind: h.head.kind.clone(),

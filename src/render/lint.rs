@@ -1,7 +1,7 @@
 //! The `helm lint` rules that need rendering: the render stage's side of
 //! [`crate::chart::lint`].
 //!
-//! [`Renderer`] renders a chart as `helm lint` does (release
+//! [`Linter`] renders a chart as `helm lint` does (release
 //! `test-release`, default capabilities, no YAML decoding of the output) for
 //! the chart module's rendered-template rules (YAML validity, object names,
 //! selectors), and [`deprecation_warning`] is the deprecated-API rule:
@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 /// Renders for `helm lint`, in Helm's lint mode (`required` and `fail`
 /// log instead of failing; see [`LintRenderer::take_log`]).
 #[derive(Debug, Clone, Default)]
-pub struct Renderer {
+pub struct Linter {
     /// User values (`--set`, `-f`) used while rendering.
     pub values: Map,
     /// `--kube-version`, if given.
@@ -31,7 +31,7 @@ pub struct Renderer {
     log: std::cell::RefCell<Vec<String>>,
 }
 
-impl LintRenderer for Renderer {
+impl LintRenderer for Linter {
     fn render_for_lint(
         &self,
         chart: &Chart,
@@ -92,7 +92,7 @@ impl LintRenderer for Renderer {
 /// when `--kube-version` is not given: that of its client-go (v0.32).
 const LINT_KUBE_VERSION: (u32, u32) = (1, 32);
 
-impl Renderer {
+impl Linter {
     /// Lints an in-memory chart with every rule of `helm lint`, rendering
     /// it with this renderer's values and Kubernetes version, in
     /// `namespace` (see [`crate::chart::lint::lint_chart`]).
@@ -104,7 +104,7 @@ impl Renderer {
     ///     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n".to_string(),
     /// );
     /// let chart = rudder::chart::chart_from_manifests("app", "default", &manifests)?;
-    /// let result = rudder::render::lint::Renderer::default().lint_chart(&chart, "default");
+    /// let result = rudder::render::lint::Linter::default().lint_chart(&chart, "default");
     /// assert!(!result.failed(true), "{:?}", result.messages);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

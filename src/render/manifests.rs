@@ -86,7 +86,7 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// The object's identity, as [`Hook::id`] gives a hook's.
+    /// The object's identity, as [`RenderedHook::id`] gives a hook's.
     pub fn id(&self) -> ObjectId {
         self.head.id()
     }
@@ -157,10 +157,10 @@ impl HookEvent {
     }
 }
 
-/// A rendered hook document. Its name and kind are in [`Hook::head`], as a
+/// A rendered hook document. Its name and kind are in [`RenderedHook::head`], as a
 /// [`Manifest`]'s are.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Hook {
+pub struct RenderedHook {
     /// The template that produced it.
     pub source: String,
     /// The trimmed document text.
@@ -175,7 +175,7 @@ pub struct Hook {
     pub head: Head,
 }
 
-impl Hook {
+impl RenderedHook {
     /// The object's identity, as [`Manifest::id`] gives a manifest's.
     pub fn id(&self) -> ObjectId {
         self.head.id()
@@ -205,7 +205,7 @@ pub struct Sorted {
     /// Generic manifests.
     pub manifests: Vec<Manifest>,
     /// Hooks.
-    pub hooks: Vec<Hook>,
+    pub hooks: Vec<RenderedHook>,
     /// `info: skipping unknown hook: ...` lines.
     pub infos: Vec<String>,
 }
@@ -354,7 +354,7 @@ pub fn sort_manifests_by(
                 .get(HOOK_DELETE_ANNOTATION)
                 .map(|v| split_list(v))
                 .unwrap_or_default();
-            out.hooks.push(Hook {
+            out.hooks.push(RenderedHook {
                 source: path.clone(),
                 content: doc.to_string(),
                 events,

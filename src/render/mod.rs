@@ -19,7 +19,7 @@ pub mod strvals;
 pub mod values;
 
 pub use engine::{engine_for, render};
-pub use manifests::{Head, Hook, HookEvent, Manifest};
+pub use manifests::{Head, HookEvent, Manifest, RenderedHook};
 pub use pipeline::{
     load_for, load_mapped_for, render_with, CrdFile, RenderError, RenderOptions, Rendered,
     TemplateSet,

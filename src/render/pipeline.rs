@@ -10,7 +10,7 @@
 //! the shallowest, smallest file's `define` wins), execution of non-partials
 //! in the same order, NOTES extraction, splitting, hook classification and
 //! the install-order sort.
-use super::manifests::{sort_manifests_by, Hook, Manifest, ManifestError};
+use super::manifests::{sort_manifests_by, Manifest, ManifestError, RenderedHook};
 use super::objects::{
     node_to_value, release_value, template_value, Capabilities, ChartObject, Files, KubeVersion,
 };
@@ -164,7 +164,7 @@ pub struct Rendered {
     /// Generic manifests in install order.
     pub manifests: Vec<Manifest>,
     /// Hooks in install (kind) order.
-    pub hooks: Vec<Hook>,
+    pub hooks: Vec<RenderedHook>,
     /// CRD files of the chart and its enabled subcharts.
     pub crds: Vec<CrdFile>,
     /// The root chart's rendered NOTES.txt (empty when none).

@@ -606,7 +606,7 @@ fn chart_texts(chart: &Chart) -> impl Iterator<Item = &[u8]> {
 }
 
 fn list_reads_data(l: &crate::template::ast::List) -> bool {
-    use crate::template::ast::Node;
+    use crate::template::ast::BodyNode as Node;
     l.nodes.iter().any(|n| match n {
         Node::Text(_) | Node::Break | Node::Continue => false,
         Node::Action(a) => pipe_reads_data(&a.pipe),

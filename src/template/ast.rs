@@ -137,12 +137,12 @@ impl std::ops::Deref for TextSpan {
 pub struct List {
     /// The nodes (boxed at their final number: a parse tree holds tens of
     /// thousands of lists and nodes, so no spare room).
-    pub nodes: Box<[Node]>,
+    pub nodes: Box<[BodyNode]>,
 }
 
 /// A body node.
 #[derive(Debug)]
-pub enum Node {
+pub enum BodyNode {
     /// Plain text.
     Text(TextSpan),
     /// `{{pipeline}}`
@@ -398,17 +398,17 @@ impl fmt::Display for List {
     }
 }
 
-impl fmt::Display for Node {
+impl fmt::Display for BodyNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Node::Text(t) => write!(f, "{}", crate::template::gofmt::quote_go(t)),
-            Node::Action(a) => write!(f, "{{{{{}}}}}", a.pipe),
-            Node::If(c) => ctl(f, "if", c),
-            Node::With(c) => ctl(f, "with", c),
-            Node::Range(c) => ctl(f, "range", c),
-            Node::Template(t) => write!(f, "{t}"),
-            Node::Break => f.write_str("{{break}}"),
-            Node::Continue => f.write_str("{{continue}}"),
+            BodyNode::Text(t) => write!(f, "{}", crate::template::gofmt::quote_go(t)),
+            BodyNode::Action(a) => write!(f, "{{{{{}}}}}", a.pipe),
+            BodyNode::If(c) => ctl(f, "if", c),
+            BodyNode::With(c) => ctl(f, "with", c),
+            BodyNode::Range(c) => ctl(f, "range", c),
+            BodyNode::Template(t) => write!(f, "{t}"),
+            BodyNode::Break => f.write_str("{{break}}"),
+            BodyNode::Continue => f.write_str("{{continue}}"),
         }
     }
 }
@@ -424,7 +424,7 @@ fn ctl(f: &mut fmt::Formatter<'_>, kw: &str, c: &Control) -> fmt::Result {
 /// Whether a tree body is only whitespace text (Go's `IsEmptyTree`).
 pub fn is_empty_list(l: &List) -> bool {
     l.nodes.iter().all(|n| match n {
-        Node::Text(t) => t.trim().is_empty(),
+        BodyNode::Text(t) => t.trim().is_empty(),
         _ => false,
     })
 }

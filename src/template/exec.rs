@@ -5,7 +5,7 @@
 //! steps, so the quoted node and its `LINE:COL` match Go's, quirks included.
 //! Deep recursion (nested `include`, `template`, `tpl`) runs on a growable
 //! stack, and total nesting is bounded, so hostile input cannot overflow it.
-use super::ast::{Arg, Command, List, Name, Node, Number, Pipe, TemplateCall, Tree};
+use super::ast::{Arg, BodyNode, Command, List, Name, Number, Pipe, TemplateCall, Tree};
 use super::funcs::{too_large, CallContext, FuncError, FuncResult, FuncSpec, Param};
 use super::gofmt::quote_go;
 use super::value::{GoObject, ListKind, MapKind, Value};
@@ -159,7 +159,7 @@ enum Cur<'t> {
     Arg(&'t Arg),
     Cmd(&'t Command),
     Pipe(&'t Pipe),
-    Node(&'t Node),
+    Node(&'t BodyNode),
     Tmpl(&'t TemplateCall),
 }
 
@@ -176,11 +176,11 @@ impl<'t> Cur<'t> {
     }
 }
 
-fn node_pos(n: &Node) -> usize {
+fn node_pos(n: &BodyNode) -> usize {
     match n {
-        Node::Action(a) => a.pos as usize,
-        Node::If(c) | Node::With(c) | Node::Range(c) => c.pos as usize,
-        Node::Template(t) => t.pos as usize,
+        BodyNode::Action(a) => a.pos as usize,
+        BodyNode::If(c) | BodyNode::With(c) | BodyNode::Range(c) => c.pos as usize,
+        BodyNode::Template(t) => t.pos as usize,
         _ => 0,
     }
 }
@@ -235,7 +235,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
         Ok(())
     }
 
-    fn walk(&mut self, dot: &Tv, node: &'t Node, out: &mut String) -> R<()> {
+    fn walk(&mut self, dot: &Tv, node: &'t BodyNode, out: &mut String) -> R<()> {
         self.cur = Cur::Node(node);
         let steps = self.sh.steps.get() + 1;
         self.sh.steps.set(steps);
@@ -243,8 +243,8 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             return self.errorf(format!("execution exceeded {MAX_STEPS} steps"));
         }
         match node {
-            Node::Text(t) => self.write(out, t),
-            Node::Action(a) => {
+            BodyNode::Text(t) => self.write(out, t),
+            BodyNode::Action(a) => {
                 let v = self.eval_pipeline(dot, &a.pipe)?;
                 if a.pipe.decl.is_empty() {
                     self.cur = Cur::Node(node);
@@ -257,12 +257,12 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 }
                 Ok(())
             }
-            Node::If(c) | Node::With(c) => {
+            BodyNode::If(c) | BodyNode::With(c) => {
                 let mark = self.vars.len();
                 let r = super::stack::grow(RED_ZONE, STACK_SEGMENT, || {
                     let v = self.eval_pipeline(dot, &c.pipe)?;
                     if v.is_truthy() {
-                        if matches!(node, Node::With(_)) {
+                        if matches!(node, BodyNode::With(_)) {
                             self.walk_list(&Tv::concrete(v), &c.list, out)
                         } else {
                             self.walk_list(dot, &c.list, out)
@@ -276,7 +276,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 self.vars.truncate(mark);
                 r
             }
-            Node::Range(c) => {
+            BodyNode::Range(c) => {
                 let mark = self.vars.len();
                 let r = super::stack::grow(RED_ZONE, STACK_SEGMENT, || {
                     self.walk_range(dot, node, c, out)
@@ -284,16 +284,16 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 self.vars.truncate(mark);
                 r
             }
-            Node::Template(t) => self.walk_template(t, dot, out),
-            Node::Break => Err(ExecErr::Break),
-            Node::Continue => Err(ExecErr::Continue),
+            BodyNode::Template(t) => self.walk_template(t, dot, out),
+            BodyNode::Break => Err(ExecErr::Break),
+            BodyNode::Continue => Err(ExecErr::Continue),
         }
     }
 
     fn walk_range(
         &mut self,
         dot: &Tv,
-        node: &'t Node,
+        node: &'t BodyNode,
         c: &'t super::ast::Control,
         out: &mut String,
     ) -> R<()> {

@@ -1,8 +1,8 @@
 //! The parser of Go's `text/template` (Go 1.23): the same grammar, the same
 //! variable scoping and the same error messages.
 use super::ast::{
-    arg_pos, is_empty_list, Action, Arg, Chain, Command, Control, List, Name, Node, Number, Pipe,
-    Source, StringLit, TemplateCall, TextSpan, Tree,
+    arg_pos, is_empty_list, Action, Arg, BodyNode, Chain, Command, Control, List, Name, Number,
+    Pipe, Source, StringLit, TemplateCall, TextSpan, Tree,
 };
 use super::lexer::{lex, Item, Lexed, Tok};
 use std::sync::Arc;
@@ -52,7 +52,7 @@ struct Parser<'a> {
     // command is open and moved out into an exactly sized Vec when it
     // closes (growing each Vec from empty wasted a quarter of the AST's
     // memory on spare capacity).
-    node_stack: Vec<Node>,
+    node_stack: Vec<BodyNode>,
     cmd_stack: Vec<Command>,
     arg_stack: Vec<Arg>,
     /// The names of the field chain being parsed.
@@ -677,7 +677,7 @@ impl<'a> Parser<'a> {
         let tok = self.next_non_space();
         match tok.typ {
             Tok::Text => match TextSpan::new(&self.source, tok.offset(), tok.end as usize) {
-                Some(t) => Ok(TA::Node(Node::Text(t))),
+                Some(t) => Ok(TA::Node(BodyNode::Text(t))),
                 None => Err(self.errorf("template text too large")),
             },
             Tok::LeftDelim => {
@@ -708,9 +708,9 @@ impl<'a> Parser<'a> {
                     return Err(self.errorf(format!("{{{{{word}}}}} outside {{{{range}}}}")));
                 }
                 return Ok(TA::Node(if tok.typ == Tok::Break {
-                    Node::Break
+                    BodyNode::Break
                 } else {
-                    Node::Continue
+                    BodyNode::Continue
                 }));
             }
             Tok::Else => {
@@ -725,16 +725,16 @@ impl<'a> Parser<'a> {
                 self.expect(Tok::RightDelim, "end")?;
                 return Ok(TA::End);
             }
-            Tok::If => return self.control("if").map(|c| TA::Node(Node::If(c))),
-            Tok::Range => return self.control("range").map(|c| TA::Node(Node::Range(c))),
-            Tok::With => return self.control("with").map(|c| TA::Node(Node::With(c))),
+            Tok::If => return self.control("if").map(|c| TA::Node(BodyNode::If(c))),
+            Tok::Range => return self.control("range").map(|c| TA::Node(BodyNode::Range(c))),
+            Tok::With => return self.control("with").map(|c| TA::Node(BodyNode::With(c))),
             Tok::Template => return self.template_control().map(TA::Node),
             _ => {}
         }
         self.backup();
         let tok = self.peek();
         let pipe = self.pipeline("command", Tok::RightDelim)?;
-        Ok(TA::Node(Node::Action(Box::new(Action {
+        Ok(TA::Node(BodyNode::Action(Box::new(Action {
             pos: tok.pos,
             pipe,
         }))))
@@ -766,13 +766,13 @@ impl<'a> Parser<'a> {
                 self.next();
                 let c = self.control("if")?;
                 else_list = Some(List {
-                    nodes: Box::new([Node::If(c)]),
+                    nodes: Box::new([BodyNode::If(c)]),
                 });
             } else if context == "with" && pk.typ == Tok::With {
                 self.next();
                 let c = self.control("with")?;
                 else_list = Some(List {
-                    nodes: Box::new([Node::With(c)]),
+                    nodes: Box::new([BodyNode::With(c)]),
                 });
             } else {
                 let (l, n2) = self.item_list()?;
@@ -797,7 +797,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn template_control(&mut self) -> PResult<Node> {
+    fn template_control(&mut self) -> PResult<BodyNode> {
         let context = "template clause";
         let tok = self.next_non_space();
         let name = self.template_name(&tok, context)?;
@@ -806,14 +806,14 @@ impl<'a> Parser<'a> {
             self.backup();
             pipe = Some(self.pipeline(context, Tok::RightDelim)?);
         }
-        Ok(Node::Template(Box::new(TemplateCall {
+        Ok(BodyNode::Template(Box::new(TemplateCall {
             pos: tok.pos,
             name,
             pipe,
         })))
     }
 
-    fn block_control(&mut self) -> PResult<Node> {
+    fn block_control(&mut self) -> PResult<BodyNode> {
         let context = "block clause";
         let tok = self.next_non_space();
         let name = self.template_name(&tok, context)?;
@@ -828,7 +828,7 @@ impl<'a> Parser<'a> {
             return Err(self.errorf(format!("unexpected {{{{else}}}} in {context}")));
         }
         self.add_tree(name.clone(), list)?;
-        Ok(Node::Template(Box::new(TemplateCall {
+        Ok(BodyNode::Template(Box::new(TemplateCall {
             pos: tok.pos,
             name,
             pipe: Some(pipe),
@@ -1075,7 +1075,7 @@ impl<'a> Parser<'a> {
 }
 
 enum TA {
-    Node(Node),
+    Node(BodyNode),
     End,
     Else,
     #[allow(dead_code)]
@@ -1188,7 +1188,7 @@ mod tests {
             .nodes
             .iter()
             .filter_map(|n| match n {
-                Node::Action(a) => Some(&a.pipe.cmds[0].args[0]),
+                BodyNode::Action(a) => Some(&a.pipe.cmds[0].args[0]),
                 _ => None,
             })
             .collect();

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 /// A config that cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub enum ClusterConfigError {
     /// The file cannot be read.
     #[error("reading config {path}: {source}")]
     Read {
@@ -297,10 +297,10 @@ impl Cidr {
 
 impl ClusterConfig {
     /// Parses config text; `path` is only used in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<ClusterConfig, ConfigError> {
+    pub fn parse(text: &str, path: &Path) -> Result<ClusterConfig, ClusterConfigError> {
         let c: ClusterConfig = serde_yaml::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-            ConfigError::Parse {
+            ClusterConfigError::Parse {
                 path: path.to_path_buf(),
                 line,
                 column,
@@ -311,8 +311,8 @@ impl ClusterConfig {
         Ok(c)
     }
 
-    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
-        let bad = |field: &str, message: String| ConfigError::Invalid {
+    fn validate(&self, path: &Path) -> Result<(), ClusterConfigError> {
+        let bad = |field: &str, message: String| ClusterConfigError::Invalid {
             path: path.to_path_buf(),
             field: field.to_string(),
             message,
@@ -478,9 +478,9 @@ impl ClusterConfig {
 
 impl Loaded {
     /// Reads and checks a config file and the certificate files it names.
-    pub fn from_file(path: impl AsRef<Path>) -> Result<Loaded, ConfigError> {
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Loaded, ClusterConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|source| ClusterConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -489,7 +489,7 @@ impl Loaded {
 
     /// Parses config text as if read from `path` (certificate paths are
     /// relative to its directory).
-    pub fn from_text(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
+    pub fn from_text(text: &str, path: &Path) -> Result<Loaded, ClusterConfigError> {
         let config = ClusterConfig::parse(text, path)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let p = &config.certificates;
@@ -499,7 +499,7 @@ impl Loaded {
             } else {
                 dir.join(f)
             };
-            std::fs::read_to_string(&file).map_err(|source| ConfigError::Certificate {
+            std::fs::read_to_string(&file).map_err(|source| ClusterConfigError::Certificate {
                 path: path.to_path_buf(),
                 field: field.to_string(),
                 file,

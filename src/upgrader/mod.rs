@@ -6,14 +6,29 @@
 //! ([`order`]) becomes `needs` with reasons; the planner computes the plan
 //! and the executor applies it, atomically per release, stopping at the
 //! first failure. [`feedback`] prints lokoctl's lines from the executor's
-//! events, and [`demo`] runs the whole story on the simulated cluster.
+//! events. The `rudder-upgrader demo` subcommand runs the whole story on
+//! the simulated cluster.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use rudder::upgrader::{self, Options};
 //! let dir = tempfile::tempdir()?;
-//! let config = upgrader::demo::write_inputs(dir.path(), "v1.21.4", &[])?;
-//! let loaded = upgrader::config::Loaded::from_file(&config)?;
+//! for file in ["ca.crt", "ca.key", "api.crt", "api.key", "sa.key", "sa.pub"] {
+//!     std::fs::write(dir.path().join(file), "(placeholder: nothing checks it)")?;
+//! }
+//! let config = "kubernetesVersion: v1.21.4
+//! controllers: 1
+//! networkPlugin: calico
+//! selfHostedKubelet: true
+//! podCIDR: 10.2.0.0/16
+//! serviceCIDR: 10.3.0.0/16
+//! clusterDomain: cluster.local
+//! etcdServers: [https://10.0.0.10:2379]
+//! bootstrapTokens: [{tokenId: 07401b, tokenSecret: f395accd246ae52d}]
+//! certificates: {caCert: ca.crt, caKey: ca.key, apiserverCert: api.crt,
+//!   apiserverKey: api.key, serviceAccountKey: sa.key, serviceAccountPub: sa.pub}
+//! ";
+//! let loaded = upgrader::config::Loaded::from_text(config, &dir.path().join("cluster.yaml"))?;
 //! let releases = upgrader::desired_releases(&loaded, &Options::default())?;
 //! let names: Vec<_> = releases.iter().map(|r| r.name.as_str()).collect();
 //! assert_eq!(&names[..3], ["bootstrap-secrets", "pod-checkpointer", "kube-apiserver"]);
@@ -21,7 +36,6 @@
 //! ```
 pub mod config;
 pub mod control_plane;
-pub mod demo;
 pub mod feedback;
 pub mod order;
 
@@ -44,7 +58,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 pub enum UpgraderError {
     /// The config is unusable.
     #[error(transparent)]
-    Config(#[from] config::ConfigError),
+    Config(#[from] config::ClusterConfigError),
     /// A component did not become a chart.
     #[error(transparent)]
     Component(#[from] crate::chart::ComponentError),
@@ -54,9 +68,26 @@ pub enum UpgraderError {
     /// An unknown component name (`history`, `rollback`).
     #[error("unknown component {0:?}; known: bootstrap-secrets, pod-checkpointer, kube-apiserver, kubernetes, calico, kubelet, node-local-dns, metrics-server")]
     UnknownComponent(String),
-    /// The store or cluster cannot be opened or read.
-    #[error("{0}")]
-    Targets(String),
+    /// The store or cluster cannot be opened.
+    #[error(transparent)]
+    Targets(#[from] crate::targets::TargetsError),
+    /// The cluster does not answer.
+    #[error("cluster {cluster_url} is not reachable: {error}")]
+    Unreachable {
+        /// The cluster's URL.
+        cluster_url: String,
+        /// What the cluster said (boxed: a cluster error is large).
+        error: Box<crate::cluster::ClusterError>,
+    },
+    /// The release store cannot be read.
+    #[error(transparent)]
+    Store(#[from] crate::release::StoreError),
+    /// A component has no release yet (`history`).
+    #[error("release {release}: release: not found")]
+    NotInstalled {
+        /// `namespace/name`.
+        release: String,
+    },
     /// Planning failed.
     #[error("planning: {0}")]
     Plan(#[from] crate::plan::planner::PlanError),
@@ -163,10 +194,13 @@ pub fn desired_releases(
 
 /// Opens the store and cluster of the given URLs.
 pub fn open(store_url: &str, cluster_url: &str) -> Result<Targets, UpgraderError> {
-    let t = Targets::open(store_url, cluster_url).map_err(UpgraderError::Targets)?;
-    t.cluster.identity().map_err(|e| {
-        UpgraderError::Targets(format!("cluster {cluster_url} is not reachable: {e}"))
-    })?;
+    let t = Targets::open(store_url, cluster_url)?;
+    t.cluster
+        .identity()
+        .map_err(|error| UpgraderError::Unreachable {
+            cluster_url: cluster_url.to_string(),
+            error: Box::new(error),
+        })?;
     Ok(t)
 }
 
@@ -509,15 +543,11 @@ fn undo(
 pub fn history(t: &Targets, component: &str) -> Result<String, UpgraderError> {
     let kind = Kind::from_name(component)
         .ok_or_else(|| UpgraderError::UnknownComponent(component.into()))?;
-    let hist = t
-        .store
-        .history(NAMESPACE, kind.name())
-        .map_err(|e| UpgraderError::Targets(e.to_string()))?;
+    let hist = t.store.history(NAMESPACE, kind.name())?;
     if hist.is_empty() {
-        return Err(UpgraderError::Targets(format!(
-            "release {NAMESPACE}/{}: release: not found",
-            kind.name()
-        )));
+        return Err(UpgraderError::NotInstalled {
+            release: format!("{NAMESPACE}/{}", kind.name()),
+        });
     }
     Ok(crate::release::view::history(
         &hist,

@@ -12,7 +12,6 @@ use der::{Decode, Encode};
 use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPrivateKey, EncodeRsaPublicKey};
 use rsa::sha2::Sha256;
 use rsa::signature::{SignatureEncoding, Signer};
-use rsa::traits::PublicKeyParts;
 use std::net::IpAddr;
 
 // ---------------------------------------------------------------- DER writer
@@ -681,7 +680,9 @@ pub fn create_certificate(
 }
 
 /// The RSA modulus size in bits (`None` for other key kinds).
+#[cfg(test)]
 pub fn rsa_bits(key: &PrivateKey) -> Option<usize> {
+    use rsa::traits::PublicKeyParts;
     match key {
         PrivateKey::Rsa(k) => Some(k.n().bits()),
         _ => None,
@@ -691,7 +692,7 @@ pub fn rsa_bits(key: &PrivateKey) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rsa::traits::PrivateKeyParts;
+    use rsa::traits::{PrivateKeyParts, PublicKeyParts};
 
     #[test]
     fn rsa_keys_have_the_asked_size_and_are_valid() {

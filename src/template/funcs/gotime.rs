@@ -164,10 +164,6 @@ impl Location {
         (info.abbreviation().to_string(), info.offset().seconds())
     }
 
-    fn is_utc(&self) -> bool {
-        matches!(self, Location::Utc)
-    }
-
     /// Whether daylight saving time is in effect at the Unix second `sec`.
     pub fn is_dst(&self, sec: i64) -> bool {
         let tz = match self {
@@ -387,13 +383,9 @@ impl GoTime {
     }
 
     /// Nanoseconds within the second (`t.Nanosecond()`).
+    #[cfg(test)]
     pub fn nanosecond(&self) -> i64 {
         self.nsec
-    }
-
-    /// The location (`t.Location()`).
-    pub fn location(&self) -> &Location {
-        &self.loc
     }
 
     /// `t.In(loc)`: the same instant shown in another location, without the
@@ -1903,11 +1895,6 @@ impl GoObject for GoTime {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
-}
-
-/// True when `loc` is `time.UTC`.
-pub fn is_utc(loc: &Location) -> bool {
-    loc.is_utc()
 }
 
 #[cfg(test)]

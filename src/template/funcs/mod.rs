@@ -4,29 +4,29 @@
 //! A function declares its Go signature ([`Param`]s), so that the engine can
 //! convert untyped template constants and report Go's argument errors exactly
 //! as `text/template` does ("wrong type for value; expected string; got int").
-pub mod builtins;
-pub mod conversion;
-pub mod crypto;
-pub mod crypto_x509;
-pub mod dates;
-pub mod defaults;
-pub mod dicts;
-pub mod encoding;
-pub mod gotime;
-pub mod helm;
-pub mod lists;
-pub mod math;
-pub mod network;
-pub mod paths;
-pub mod random;
-pub mod reflect;
-pub mod regex;
-pub mod semver;
-pub mod serialization;
-pub mod sprig_only;
-pub mod strings;
-pub mod urls;
-pub mod util;
+pub(crate) mod builtins;
+pub(crate) mod conversion;
+pub(crate) mod crypto;
+pub(crate) mod crypto_x509;
+pub(crate) mod dates;
+pub(crate) mod defaults;
+pub(crate) mod dicts;
+pub(crate) mod encoding;
+pub(crate) mod gotime;
+pub(crate) mod helm;
+pub(crate) mod lists;
+pub(crate) mod math;
+pub(crate) mod network;
+pub(crate) mod paths;
+pub(crate) mod random;
+pub(crate) mod reflect;
+pub(crate) mod regex;
+pub(crate) mod semver;
+pub(crate) mod serialization;
+pub(crate) mod sprig_only;
+pub(crate) mod strings;
+pub(crate) mod urls;
+pub(crate) mod util;
 
 use super::value::Value;
 use foldhash::{HashMap, HashSet};

@@ -3,35 +3,9 @@
 //! Linux builds of Helm behaves the same).
 use super::util::{arg_str, params};
 use super::{CallContext, FuncResult, Registry};
+// Go's `path.Clean`, the one the chart loader cleans archive entry names with.
+use crate::chart::loader::clean_path as clean;
 use crate::template::value::Value;
-
-/// Go's `path.Clean`: the shortest equivalent path by purely lexical processing.
-pub fn clean(p: &str) -> String {
-    if p.is_empty() {
-        return ".".into();
-    }
-    let rooted = p.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|l| *l != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            s => parts.push(s),
-        }
-    }
-    let body = parts.join("/");
-    match (rooted, body.is_empty()) {
-        (true, _) => format!("/{body}"),
-        (false, true) => ".".into(),
-        (false, false) => body,
-    }
-}
 
 /// Go's `path.Base`: the last element, trailing slashes removed.
 pub fn base(p: &str) -> String {

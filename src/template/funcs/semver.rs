@@ -23,12 +23,6 @@ pub enum SemverError {
     /// `ErrInvalidSemVer`.
     #[error("Invalid Semantic Version")]
     InvalidSemVer,
-    /// `ErrEmptyString` (strict parsing).
-    #[error("Version string empty")]
-    EmptyString,
-    /// `ErrInvalidCharacters` (strict parsing).
-    #[error("Invalid characters in version")]
-    InvalidCharacters,
     /// `ErrSegmentStartsZero`.
     #[error("Version segment starts with 0")]
     SegmentStartsZero,
@@ -376,47 +370,6 @@ pub fn parse_version(v: &str) -> Result<Version, SemverError> {
         validate_metadata(&sv.metadata)?;
     }
     Ok(sv)
-}
-
-/// Masterminds `StrictNewVersion`: exactly `MAJOR.MINOR.PATCH[-PRE][+META]`.
-pub fn parse_strict_version(v: &str) -> Result<Version, SemverError> {
-    if v.is_empty() {
-        return Err(SemverError::EmptyString);
-    }
-    let parts: Vec<&str> = v.splitn(3, '.').collect();
-    if parts.len() != 3 {
-        return Err(SemverError::InvalidSemVer);
-    }
-    let mut last = parts[2].to_string();
-    let mut metadata = String::new();
-    let mut pre = String::new();
-    if let Some((a, b)) = last.clone().split_once('+') {
-        metadata = b.to_string();
-        last = a.to_string();
-        validate_metadata(&metadata)?;
-    }
-    if let Some((a, b)) = last.clone().split_once('-') {
-        pre = b.to_string();
-        last = a.to_string();
-        validate_prerelease(&pre)?;
-    }
-    let nums = [parts[0], parts[1], last.as_str()];
-    for p in nums {
-        if !only(p, |c| c.is_ascii_digit()) {
-            return Err(SemverError::InvalidCharacters);
-        }
-        if p.len() > 1 && p.starts_with('0') {
-            return Err(SemverError::SegmentStartsZero);
-        }
-    }
-    Ok(Version {
-        major: parse_segment(nums[0])?,
-        minor: parse_segment(nums[1])?,
-        patch: parse_segment(nums[2])?,
-        pre,
-        metadata,
-        original: v.to_string(),
-    })
 }
 
 fn compare_pre_part(s: &str, o: &str) -> Ordering {
@@ -1080,10 +1033,6 @@ mod tests {
         );
         assert_eq!(parse_version("01.02.03").unwrap().to_string(), "1.2.3");
         assert_eq!(
-            parse_strict_version("v1.0.0"),
-            Err(SemverError::InvalidCharacters)
-        );
-        assert_eq!(
             parse_version("1.2.3").unwrap().inc_minor().to_string(),
             "1.3.0"
         );
@@ -1137,7 +1086,6 @@ mod tests {
             if let Some(m) = &meta { text.push('+'); text.push_str(m); }
             let v = parse_version(&text).unwrap();
             proptest::prop_assert_eq!(v.to_string(), text.clone());
-            proptest::prop_assert_eq!(parse_strict_version(&text).unwrap(), v.clone());
             // A version always satisfies the exact constraint on itself.
             let exact = format!("={}", text);
             proptest::prop_assert!(constraint_matches(&exact, &text).unwrap());

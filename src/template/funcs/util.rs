@@ -12,7 +12,7 @@
 //! Go's exact bytes. The engine should write rendered output through
 //! [`go_bytes`] so that these bytes come out raw.
 use super::{FuncError, Param};
-use crate::template::value::{ListKind, MapKind, Value};
+use crate::template::value::{ListKind, Value};
 use std::borrow::Cow;
 use std::rc::Rc;
 
@@ -341,16 +341,6 @@ pub fn arg_int(args: &[Value], i: usize) -> i64 {
     args.get(i).map(to_int64).unwrap_or(0)
 }
 
-/// The float held by an argument the engine converted to `float64`.
-pub fn arg_float(args: &[Value], i: usize) -> f64 {
-    args.get(i).map(to_float64).unwrap_or(0.0)
-}
-
-/// The bool held by an argument the engine converted to `bool`.
-pub fn arg_bool(args: &[Value], i: usize) -> bool {
-    matches!(args.get(i), Some(Value::Bool(true)))
-}
-
 /// The argument itself (nil when missing).
 pub fn arg(args: &[Value], i: usize) -> Value {
     args.get(i).cloned().unwrap_or(Value::Nil)
@@ -530,11 +520,6 @@ pub fn map_runes(s: &str, f: impl Fn(char) -> char) -> String {
         .collect()
 }
 
-/// Sprig's `quote`-style `'%v'` formatting: the value in single quotes.
-pub fn squote_one(v: &Value) -> String {
-    format!("'{v}'")
-}
-
 /// Go's `fmt.Sprint(v)` for one operand (`%v`, strings as is).
 pub fn sprint(v: &Value) -> String {
     match v {
@@ -550,20 +535,6 @@ pub fn err(msg: impl Into<String>) -> FuncError {
 
 /// Go's message for a nil pointer dereference panic.
 pub const NIL_DEREF: &str = "runtime error: invalid memory address or nil pointer dereference";
-
-/// Whether a value is a map of any kind.
-pub fn is_map(v: &Value) -> bool {
-    matches!(v, Value::Map(..))
-}
-
-/// The Go type of a map as an `interface{}` conversion error names it.
-pub fn map_kind_name(k: MapKind) -> &'static str {
-    match k {
-        MapKind::Interface => "map[string]interface {}",
-        MapKind::String => "map[string]string",
-        MapKind::Values => "chartutil.Values",
-    }
-}
 
 /// Parameter lists used by many functions.
 pub mod params {

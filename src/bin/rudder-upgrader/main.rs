@@ -1,11 +1,16 @@
 //! `rudder-upgrader`: Lokomotive's control-plane upgrade as plan-then-apply,
 //! a thin command line over [`rudder::upgrader`].
 use clap::{Args, Parser, Subcommand};
-use rudder::targets::GlobalArgs;
 use rudder::upgrader::{self, config::Loaded, Options};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+mod demo;
+#[path = "../../cli/global.rs"]
+mod global;
+
+use global::GlobalArgs;
 
 /// rudder-upgrader: keep a cluster's control plane up to date, release by
 /// release, in the order the Kubernetes version-skew policy demands.
@@ -88,9 +93,8 @@ fn options(c: &Common) -> Result<Options, String> {
 }
 
 fn targets(g: &GlobalArgs) -> Result<rudder::targets::Targets, String> {
-    let store = g.store_url()?;
-    let cluster = g.cluster_url()?;
-    upgrader::open(&store, &cluster).map_err(|e| e.to_string())
+    let open = || upgrader::open(&g.store_url()?, &g.cluster_url()?);
+    open().map_err(|e| e.to_string())
 }
 
 fn retry_command() -> String {
@@ -130,13 +134,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             };
             let mut out = std::io::stdout();
             let mut progress = std::io::stderr();
-            let ok = upgrader::demo::run(
-                &dir,
-                upgrader::demo::Timing::default(),
-                &mut out,
-                Some(&mut progress),
-            )
-            .map_err(err)?;
+            let ok = demo::run(&dir, demo::Timing::default(), &mut out, Some(&mut progress))
+                .map_err(err)?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {
@@ -242,6 +241,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 }
 
 fn main() -> ExitCode {
+    // The fault tests drive this binary with RUDDER_SIM_*; the library
+    // ignores them unless told.
+    rudder::enable_env_faults();
     let cli = Cli::parse();
     match run(cli) {
         Ok(c) => c,

@@ -10,10 +10,13 @@
 //! 4. watch it roll back, and show `history kube-apiserver`.
 //!
 //! [`run`] checks every step and returns whether all behaved as expected.
-use super::{config::Loaded, Options, UpgraderError};
-use crate::cluster::sim::SimCluster;
-use crate::cluster::{Cluster, ObjectKey};
-use crate::targets::Targets;
+//!
+//! Part of the binary, not of the library; the upgrader's tests include
+//! this file (`#[path]`) for its config writer and targets.
+use rudder::cluster::sim::SimCluster;
+use rudder::cluster::{Cluster, ObjectKey};
+use rudder::targets::Targets;
+use rudder::upgrader::{self, config::Loaded, Options, UpgraderError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -86,20 +89,6 @@ pub fn write_config(
     Ok(path)
 }
 
-/// Writes the demo's inputs for `version` (see [`write_config`]).
-pub fn write_inputs(dir: &Path, version: &str, extra: &[&str]) -> std::io::Result<PathBuf> {
-    let path = write_config(dir, "demo", version, false)?;
-    if !extra.is_empty() {
-        let mut t = std::fs::read_to_string(&path)?;
-        for e in extra {
-            t.push_str(e);
-            t.push('\n');
-        }
-        std::fs::write(&path, t)?;
-    }
-    Ok(path)
-}
-
 /// How fast the demo's simulated cluster converges and how long a
 /// release may take.
 #[derive(Debug, Clone, Copy)]
@@ -123,15 +112,14 @@ impl Default for Timing {
 pub fn targets(dir: &Path, timing: Timing) -> Result<Targets, UpgraderError> {
     let cdir = dir.join("cluster");
     let sim = SimCluster::open(&cdir)
-        .map_err(|e| UpgraderError::Targets(e.to_string()))?
+        .map_err(rudder::targets::TargetsError::from)?
         .with_default_delay(timing.ready_delay);
     let cluster: Arc<dyn Cluster> = Arc::new(sim);
-    Targets::with_cluster(
+    Ok(Targets::with_cluster(
         &format!("file:{}", dir.join("store").display()),
         &format!("sim:{}", cdir.display()),
         cluster,
-    )
-    .map_err(UpgraderError::Targets)
+    )?)
 }
 
 struct Step<'o> {
@@ -155,7 +143,7 @@ fn image_of(t: &Targets) -> (String, Vec<String>) {
     let key = ObjectKey::new(
         "apps",
         "Deployment",
-        super::control_plane::NAMESPACE,
+        upgrader::control_plane::NAMESPACE,
         "kube-apiserver",
     );
     let live = t.cluster.get(&key).ok().flatten().unwrap_or_default();
@@ -193,8 +181,8 @@ pub fn run(
     writeln!(
         step.out,
         "Simulated cluster sim:$DIR/cluster (pods ready {} after each write), store file:$DIR/store, timeout {} per component.",
-        crate::duration::format(timing.ready_delay),
-        crate::duration::format(timing.timeout)
+        rudder::duration::format(timing.ready_delay),
+        rudder::duration::format(timing.timeout)
     )?;
 
     let stages: [(&str, &str, &str, bool); 3] = [
@@ -216,11 +204,11 @@ pub fn run(
             "$ rudder-upgrader apply --config $DIR/config-{name}.yaml {flags}"
         )?;
         let loaded = Loaded::from_file(&path)?;
-        let releases = super::desired_releases(&loaded, &opts)?;
-        let plan = super::plan(&t, &releases)?;
-        write!(step.out, "{}", super::summary(&plan))?;
+        let releases = upgrader::desired_releases(&loaded, &opts)?;
+        let plan = upgrader::plan(&t, &releases)?;
+        write!(step.out, "{}", upgrader::summary(&plan))?;
         let retry = format!("rudder-upgrader apply --config $DIR/config-{name}.yaml {flags}");
-        let r = super::apply(
+        let r = upgrader::apply(
             &t,
             &plan,
             &opts,
@@ -282,12 +270,11 @@ pub fn run(
         step.out,
         "\n$ rudder-upgrader history kube-apiserver {targets_flags}"
     )?;
-    let h = super::history(&t, "kube-apiserver")?;
+    let h = upgrader::history(&t, "kube-apiserver")?;
     write!(step.out, "{h}")?;
     let hist = t
         .store
-        .history(super::control_plane::NAMESPACE, "kube-apiserver")
-        .map_err(|e| UpgraderError::Targets(e.to_string()))?;
+        .history(upgrader::control_plane::NAMESPACE, "kube-apiserver")?;
     let mut statuses: Vec<(u64, String, String)> = hist
         .iter()
         .map(|r| {

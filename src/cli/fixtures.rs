@@ -3,7 +3,12 @@
 //!
 //! Each fixture has a typed configuration, deserialised strictly (unknown
 //! fields are errors) from its `component.yaml`.
-use super::component::{config_from_yaml, BoxError, Component, ConfigError, HandlebarsComponent};
+//!
+//! Part of the `rudder` binary (`rudder build-fixtures`), not of the
+//! library; the chart tests and benchmarks include this file (`#[path]`).
+use rudder::chart::component::{
+    config_from_yaml, BoxError, Component, ConfigError, HandlebarsComponent,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -149,10 +154,10 @@ pub fn all() -> Result<Vec<Box<dyn Component>>, ConfigError> {
 }
 
 /// Builds every fixture's chart.
-pub fn charts() -> Result<Vec<super::Chart>, BoxError> {
+pub fn charts() -> Result<Vec<rudder::chart::Chart>, BoxError> {
     let mut out = Vec::new();
     for c in all()? {
-        out.push(super::chart_from_component(c.as_ref())?);
+        out.push(rudder::chart::chart_from_component(c.as_ref())?);
     }
     Ok(out)
 }
