@@ -25,7 +25,7 @@ pub mod demo;
 pub mod feedback;
 pub mod order;
 
-use crate::exec::{ExecOptions, Executor, WallClock};
+use crate::exec::{ExecOptions, Executor, Outcome, WallClock};
 use crate::plan::planner::{PlanOptions, Planner};
 use crate::plan::{
     DesiredRelease, Need, Plan, ReleaseAction, ReleaseOptions, ReleaseRef, WaitStrategy,
@@ -324,7 +324,7 @@ pub fn apply<'a>(
             let done = report
                 .releases
                 .get(k)
-                .is_some_and(|o| matches!(o.outcome.as_str(), "installed" | "upgraded"));
+                .is_some_and(|o| matches!(o.outcome, Outcome::Installed | Outcome::Upgraded));
             let mut ok = report.success();
             if done {
                 if let Err(why) = wait_rollout(t, &plan.releases[k], opts, &fb) {
@@ -345,7 +345,7 @@ pub fn apply<'a>(
                 for rp in &plan.releases[k + 1..] {
                     report.releases.push(crate::exec::ReleaseOutcome {
                         release: format!("{}/{}", rp.namespace, rp.name),
-                        outcome: "not-attempted".into(),
+                        outcome: Outcome::NotAttempted,
                         revision: rp.from.as_ref().map_or(0, |f| f.revision),
                         error: None,
                     });
@@ -470,7 +470,7 @@ fn undo(
             match ex.rollback_release(&rp.namespace, &rp.name, to, &ro, &mut j, why) {
                 Ok(v) => crate::exec::ReleaseOutcome {
                     release: rref,
-                    outcome: "rolled-back".into(),
+                    outcome: Outcome::RolledBack,
                     revision: v,
                     error: Some(format!(
                         "release {} failed, and has been rolled back: {why}",
@@ -479,7 +479,7 @@ fn undo(
                 },
                 Err(e) => crate::exec::ReleaseOutcome {
                     release: rref,
-                    outcome: "failed".into(),
+                    outcome: Outcome::Failed,
                     revision: rp.to.revision,
                     error: Some(format!("{why}; the rollback failed too: {e}")),
                 },
@@ -488,7 +488,7 @@ fn undo(
         None => match ex.uninstall_release(&rp.namespace, &rp.name, false, None, &mut j) {
             Ok(()) => crate::exec::ReleaseOutcome {
                 release: rref,
-                outcome: "uninstalled-after-failure".into(),
+                outcome: Outcome::UninstalledAfterFailure,
                 revision: 0,
                 error: Some(format!(
                     "release {} failed, and has been uninstalled: {why}",
@@ -497,7 +497,7 @@ fn undo(
             },
             Err(e) => crate::exec::ReleaseOutcome {
                 release: rref,
-                outcome: "failed".into(),
+                outcome: Outcome::Failed,
                 revision: rp.to.revision,
                 error: Some(format!("{why}; the uninstall failed too: {e}")),
             },
