@@ -53,9 +53,9 @@ impl ValuesArgs {
         let mut base = Map::new();
         for f in &self.values {
             let bytes = read_input(f)?;
-            match rudder::render::values::parse_values_bytes(&bytes) {
+            match rudder::render::values::parse_values_bytes(f, &bytes) {
                 Ok(m) => merge_maps(&mut base, m),
-                Err(e) => return Err(format!("failed to parse {f}: {e}")),
+                Err(e) => return Err(e.to_string()),
             }
         }
         for s in &self.set_json {
