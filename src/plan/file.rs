@@ -219,7 +219,7 @@ pub enum FileError {
     )]
     BadValues {
         /// The YAML error; its file is the values file's resolved path.
-        error: ValuesFileError,
+        error: Box<ValuesFileError>,
         /// The release (`namespace/name`).
         release: String,
         /// The entry's place in the releases file.
@@ -1322,7 +1322,7 @@ fn load_entry(e: &ReleaseEntry) -> Result<DesiredRelease, FileError> {
             message: crate::chart::loader::io_message(&err),
         })?;
         let m = parse_values_file(&path, &text).map_err(|error| FileError::BadValues {
-            error,
+            error: Box::new(error),
             release: release.clone(),
             at: v.at.clone(),
         })?;
