@@ -51,9 +51,10 @@ impl fmt::Display for Stage {
 }
 
 /// A [`chart_from_component`] failure: which component, which stage, and the
-/// underlying error as the source.
+/// underlying error as the source (its text is not repeated in this one's:
+/// print the chain, as `anyhow` or the CLI do, to see both).
 #[derive(Debug, thiserror::Error)]
-#[error("component {component:?}: {stage} failed: {source}")]
+#[error("component {component:?}: {stage} failed")]
 pub struct ComponentError {
     /// The component's name.
     pub component: String,

@@ -26,13 +26,12 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file cannot be read.
-    #[error("reading config {path}: {source}")]
+    #[error("reading config {path}: {error}")]
     Read {
         /// The config file.
         path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (its text ends the message).
+        error: std::io::Error,
     },
     /// The YAML is malformed or does not fit the config (wrong type,
     /// unknown or missing field).
@@ -60,7 +59,7 @@ pub enum ConfigError {
         message: String,
     },
     /// A certificate file cannot be read.
-    #[error("config {path}: field certificates.{field}: cannot read {file}: {source}")]
+    #[error("config {path}: field certificates.{field}: cannot read {file}: {error}")]
     Certificate {
         /// The config file.
         path: PathBuf,
@@ -68,9 +67,8 @@ pub enum ConfigError {
         field: String,
         /// The certificate file, as resolved.
         file: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (its text ends the message).
+        error: std::io::Error,
     },
 }
 
@@ -530,9 +528,9 @@ impl Loaded {
     /// Reads and checks a config file and the certificate files it names.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Loaded, ConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Loaded::from_text(&text, path)
     }
@@ -549,11 +547,11 @@ impl Loaded {
             } else {
                 dir.join(f)
             };
-            std::fs::read_to_string(&file).map_err(|source| ConfigError::Certificate {
+            std::fs::read_to_string(&file).map_err(|error| ConfigError::Certificate {
                 path: path.to_path_buf(),
                 field: field.to_string(),
                 file,
-                source,
+                error,
             })
         };
         let certificates = Certificates {
