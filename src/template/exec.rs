@@ -684,7 +684,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                         iface: matches!(v, Value::Nil),
                         v,
                     }),
-                    Some(Err(e)) => {
+                    Some(Err(FuncError::Msg(e) | FuncError::Fail(e))) => {
                         self.cur = Cur::Arg(node);
                         self.errorf(format!("error calling {name}: {e}"))
                     }
@@ -896,8 +896,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 (spec.f)(&mut ctx, &argv)
             }
             Callee::Method(o, _, _) => match o.call(name, &argv) {
-                Some(Ok(v)) => Ok(v),
-                Some(Err(e)) => Err(FuncError::Msg(e)),
+                Some(r) => r,
                 None => {
                     return self.errorf(format!(
                         "can't evaluate field {name} in type {}",
@@ -1191,7 +1190,9 @@ impl CallContext for Ctx<'_, '_> {
 
     fn lookup(&mut self, api_version: &str, kind: &str, namespace: &str, name: &str) -> FuncResult {
         match &self.sh.engine.lookup {
-            Some(f) => f(api_version, kind, namespace, name).map_err(FuncError::Msg),
+            Some(f) => {
+                f(api_version, kind, namespace, name).map_err(|e| FuncError::Msg(e.to_string()))
+            }
             None => Ok(Value::empty_map()),
         }
     }

@@ -216,8 +216,11 @@ fn helm_exec_message(name: &str, go: &str) -> String {
 /// A cached `tpl` parse: the trees of the text, or its parse error.
 type TplParse = Result<Rc<Vec<Rc<Tree>>>, parse::ParseError>;
 
-/// The cluster lookup behind the `lookup` function.
-pub type LookupFn = Box<dyn Fn(&str, &str, &str, &str) -> Result<Value, String>>;
+/// The cluster lookup behind the `lookup` function: `(apiVersion, kind,
+/// namespace, name)` to the object (an empty map when there is none). An
+/// error's text becomes the function's error (`error calling lookup: ...`).
+pub type LookupFn =
+    Box<dyn Fn(&str, &str, &str, &str) -> Result<Value, Box<dyn std::error::Error + Send + Sync>>>;
 
 /// A set of parsed templates that share `define`s, with Helm's function map.
 pub struct Engine {

@@ -195,7 +195,7 @@ fn unquote(tok: &Item, src: &str) -> Result<String, String> {
 }
 
 /// Go's `strconv.Unquote` for a double-quoted string.
-pub fn unquote_go(s: &str) -> Result<String, String> {
+pub(crate) fn unquote_go(s: &str) -> Result<String, String> {
     let bad = || "invalid syntax".to_string();
     let inner = s
         .strip_prefix('"')

@@ -1830,7 +1830,7 @@ impl GoObject for GoTime {
         })
     }
 
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, name: &str, args: &[Value]) -> Option<super::FuncResult> {
         let want = |n: usize| -> Result<(), String> {
             if args.len() == n {
                 Ok(())
@@ -1889,7 +1889,7 @@ impl GoObject for GoTime {
                 return None;
             }
         };
-        Some(r)
+        Some(r.map_err(super::FuncError::Msg))
     }
 
     fn fmt_go(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
