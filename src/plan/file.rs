@@ -319,7 +319,7 @@ pub enum SetPathPart {
 /// Parses a `--set` path in strvals' grammar: keys separated by `.`, list
 /// indices as `[i]` after a key or another index, `\` escaping the next
 /// character (`a\.b` is the one key `a.b`).
-pub fn parse_set_path(path: &str) -> Result<Vec<SetPathPart>, String> {
+pub(crate) fn parse_set_path(path: &str) -> Result<Vec<SetPathPart>, String> {
     let mut parts = Vec::new();
     let mut key = String::new();
     // Whether `key` holds a (possibly empty) key being read, as opposed to
