@@ -449,12 +449,12 @@ fn check_object(obj: &Object, at: &Location) -> Result<(), BuildError> {
         at: at.clone(),
         error,
     })?;
-    if let Err(message) = validate_name(&obj.kind, &obj.name) {
+    if let Err(invalid) = validate_name(&obj.kind, &obj.name) {
         return Err(BuildError::InvalidName {
             at: at.clone(),
             kind: obj.kind.clone(),
             name: obj.name.clone(),
-            message,
+            message: invalid.to_string(),
         });
     }
     if contains_no_value(&obj.node) {
