@@ -2,10 +2,45 @@
 //! `--timeout` and the releases file write them.
 use std::time::Duration;
 
+/// Why a duration did not parse. It prints Go's `time.ParseDuration`
+/// error, as Helm's `--timeout` flag reports it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Not a duration at all (`5x5`, an empty text, too large).
+    #[error("time: invalid duration {input:?}")]
+    Invalid {
+        /// The text.
+        input: String,
+    },
+    /// A number without a unit (`20`).
+    #[error("time: missing unit in duration {input:?}")]
+    MissingUnit {
+        /// The text.
+        input: String,
+    },
+    /// A unit Go does not know (`20d`).
+    #[error("time: unknown unit {unit:?} in duration {input:?}")]
+    UnknownUnit {
+        /// The unit.
+        unit: String,
+        /// The text.
+        input: String,
+    },
+}
+
 /// Go's `time.ParseDuration` for the units a timeout uses: `20s`, `1m30s`,
 /// `500ms`, `2h`, `1.5s`. A bare `0` is zero.
-pub fn parse(s: &str) -> Result<Duration, String> {
-    let bad = || format!("time: invalid duration {s:?}");
+///
+/// ```
+/// use rudder::duration::{parse, DurationError};
+/// assert_eq!(parse("1m30s"), Ok(std::time::Duration::from_secs(90)));
+/// assert!(matches!(parse("20d"), Err(DurationError::UnknownUnit { unit, .. }) if unit == "d"));
+/// assert_eq!(parse("20").unwrap_err().to_string(), "time: missing unit in duration \"20\"");
+/// ```
+pub fn parse(s: &str) -> Result<Duration, DurationError> {
+    let bad = || DurationError::Invalid {
+        input: s.to_string(),
+    };
     if s == "0" {
         return Ok(Duration::ZERO);
     }
@@ -17,7 +52,9 @@ pub fn parse(s: &str) -> Result<Duration, String> {
     while !rest.is_empty() {
         let num_len = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("time: missing unit in duration {s:?}"))?;
+            .ok_or_else(|| DurationError::MissingUnit {
+                input: s.to_string(),
+            })?;
         if num_len == 0 {
             return Err(bad());
         }
@@ -33,7 +70,12 @@ pub fn parse(s: &str) -> Result<Duration, String> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
-            u => return Err(format!("time: unknown unit {u:?} in duration {s:?}")),
+            u => {
+                return Err(DurationError::UnknownUnit {
+                    unit: u.to_string(),
+                    input: s.to_string(),
+                })
+            }
         };
         total += n * unit;
         rest = &rest[unit_len..];

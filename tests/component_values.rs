@@ -27,7 +27,7 @@ fn component(replicas: u32) -> HandlebarsComponent<Config> {
 }
 
 fn values(yaml: &str) -> BTreeMap<String, Node> {
-    rudder::render::values::parse_values_file(yaml).expect("values")
+    rudder::render::values::parse_values_file("values.yaml", yaml).expect("values")
 }
 
 fn release(chart: Chart, vals: &str) -> DesiredRelease {
@@ -103,7 +103,7 @@ fn values_given_to_a_component_chart_are_a_warning_and_change_nothing() {
     let json: serde_json::Value = serde_json::from_str(&view::json(&plan)).unwrap();
     assert_eq!(json["releases"][0]["warnings"][0], r.warnings[0].as_str());
     let report = apply(&w, &d5);
-    assert_eq!(report.releases[0].outcome, "noop");
+    assert_eq!(report.releases[0].outcome, rudder::exec::Outcome::Noop);
     assert_eq!(revisions(&w), [(1, "web-0.1.0".to_string())]);
 
     // A first install with values installs, and warns.

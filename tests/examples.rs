@@ -17,11 +17,18 @@ fn example(name: &str) -> PathBuf {
         "release"
     };
     let p = target.join(profile).join("examples").join(name);
-    assert!(
-        p.exists(),
-        "{} was not built: run the tests with `cargo test`, which builds the examples",
-        p.display()
-    );
+    if !p.exists() {
+        // `cargo test` builds every example first; `cargo test --test
+        // examples` does not, so build this one now.
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "--example", name]);
+        if !cfg!(debug_assertions) {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo");
+        assert!(status.success(), "cargo build --example {name} failed");
+    }
+    assert!(p.exists(), "{} was not built", p.display());
     p
 }
 

@@ -68,13 +68,13 @@ fn table() -> Vec<Row> {
     rows
 }
 
-fn file_reader(p: &str) -> Result<String, String> {
+fn file_reader(p: &str) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
     rudder::render::strvals::check_file_url(p)?;
-    FILES
+    Ok(FILES
         .iter()
         .find(|(n, _)| *n == p)
         .map(|(_, c)| c.to_string())
-        .ok_or_else(|| format!("open {p}: no such file or directory"))
+        .ok_or_else(|| format!("open {p}: no such file or directory"))?)
 }
 
 /// What `rudder template` does with `--<flag>=<input>`, in the table's terms.

@@ -397,7 +397,11 @@ fn install_then_noop_then_missing_component_is_reinstalled() {
         "{out}"
     );
     assert!(out.contains("Applying component 'metrics-server'...\nSuccessfully applied component 'metrics-server' configuration!\n"), "{out}");
-    assert!(r.report.releases.iter().all(|o| o.outcome == "noop"));
+    assert!(r
+        .report
+        .releases
+        .iter()
+        .all(|o| o.outcome == rudder::exec::Outcome::Noop));
 
     // calico's release is lost: it is reinstalled, the rest stays.
     t.store.delete("kube-system", "calico", 1).unwrap();

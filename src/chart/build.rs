@@ -107,13 +107,12 @@ pub enum BuildError {
         found: &'static str,
     },
     /// An object lacks identity fields or has malformed ones.
-    #[error("{at}: {source}")]
+    #[error("{at}: {error}")]
     Object {
         /// Where.
         at: Location,
-        /// What is wrong.
-        #[source]
-        source: ObjectError,
+        /// What is wrong (its text ends the message).
+        error: ObjectError,
     },
     /// The name is not one Kubernetes accepts for the kind.
     #[error("{at}: {kind} name {name:?} is invalid: {message}")]
@@ -160,7 +159,7 @@ pub enum BuildError {
     },
     /// The chart metadata is invalid (name, version).
     #[error("invalid chart metadata: {0}")]
-    Metadata(#[source] ValidationError),
+    Metadata(ValidationError),
 }
 
 /// Options for [`chart_from_manifests_with`].
@@ -370,13 +369,13 @@ pub fn chart_from_manifests_with(
                     at,
                 });
             }
-            let obj = Object::from_node(doc).map_err(|source| BuildError::Object {
+            let obj = Object::from_node(doc).map_err(|error| BuildError::Object {
                 at: at.clone(),
-                source,
+                error,
             })?;
-            let objs = flatten_lists(obj).map_err(|source| BuildError::Object {
+            let objs = flatten_lists(obj).map_err(|error| BuildError::Object {
                 at: at.clone(),
-                source,
+                error,
             })?;
             for obj in objs {
                 check_object(&obj, &at)?;
@@ -446,17 +445,16 @@ pub fn chart_from_manifests_with(
 }
 
 fn check_object(obj: &Object, at: &Location) -> Result<(), BuildError> {
-    obj.require_identity()
-        .map_err(|source| BuildError::Object {
-            at: at.clone(),
-            source,
-        })?;
-    if let Err(message) = validate_name(&obj.kind, &obj.name) {
+    obj.require_identity().map_err(|error| BuildError::Object {
+        at: at.clone(),
+        error,
+    })?;
+    if let Err(invalid) = validate_name(&obj.kind, &obj.name) {
         return Err(BuildError::InvalidName {
             at: at.clone(),
             kind: obj.kind.clone(),
             name: obj.name.clone(),
-            message,
+            message: invalid.to_string(),
         });
     }
     if contains_no_value(&obj.node) {

@@ -63,9 +63,10 @@ impl fmt::Display for ComponentStage {
 }
 
 /// A [`chart_from_component`] failure: which component, which stage, and the
-/// underlying error as the source.
+/// underlying error as the source (its text is not repeated in this one's:
+/// print the chain, as `anyhow` or the CLI do, to see both).
 #[derive(Debug, thiserror::Error)]
-#[error("component {component:?}: {stage} failed: {source}")]
+#[error("component {component:?}: {stage} failed")]
 pub struct ComponentError {
     /// The component's name.
     pub component: String,
@@ -137,21 +138,53 @@ pub fn chart_from_component(c: &dyn Component) -> Result<Chart, ComponentError> 
 /// A configuration that does not deserialise.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The YAML is malformed.
+    /// The YAML is malformed; the YAML error has the line and column.
     #[error("invalid configuration YAML: {0}")]
-    Yaml(String),
+    Yaml(crate::yaml::YamlError),
     /// The data does not fit the configuration type.
-    #[error("invalid configuration: {0}")]
-    Shape(#[source] serde_json::Error),
+    #[error("invalid configuration: {message}")]
+    Shape {
+        /// serde's message (`invalid type: string "three", expected u32`).
+        message: String,
+        /// The 1-based line of the value or mapping that does not fit,
+        /// when it can be told.
+        line: Option<usize>,
+        /// The 1-based column of that value or mapping, when `line` is known.
+        column: Option<usize>,
+    },
 }
 
 /// Deserialises a typed configuration from YAML (or JSON) text. Integers
 /// stay integers (yaml.v2 typing), so they fit integer fields.
+///
+/// ```
+/// use rudder::chart::component::{config_from_yaml, ConfigError};
+///
+/// #[derive(serde::Deserialize)]
+/// struct Config {
+///     replicas: u32,
+/// }
+/// let err = config_from_yaml::<Config>("# web\nreplicas: three\n").err().unwrap();
+/// assert!(matches!(err, ConfigError::Shape { line: Some(2), column: Some(11), .. }));
+/// ```
 pub fn config_from_yaml<C: DeserializeOwned>(text: &str) -> Result<C, ConfigError> {
-    let node =
-        super::metadata::first_document(text).map_err(|e| ConfigError::Yaml(e.to_string()))?;
-    let value = serde_json::to_value(&node).map_err(ConfigError::Shape)?;
-    serde_json::from_value(value).map_err(ConfigError::Shape)
+    let node = crate::yaml::parse_document(text).map_err(ConfigError::Yaml)?;
+    let shape = |e: serde_json::Error| {
+        // The value holds no places; serde_yaml reading the text itself
+        // finds where the same mismatch is (when its YAML 1.2 typing fails
+        // alike, which is nearly always).
+        let at = serde_yaml::from_str::<C>(text)
+            .err()
+            .and_then(|e| e.location())
+            .map(|l| (l.line(), l.column()));
+        ConfigError::Shape {
+            message: e.to_string(),
+            line: at.map(|(l, _)| l),
+            column: at.map(|(_, c)| c),
+        }
+    };
+    let value = serde_json::to_value(&node).map_err(shape)?;
+    serde_json::from_value(value).map_err(shape)
 }
 
 /// A component made of handlebars templates and a typed configuration.
@@ -352,6 +385,31 @@ mod tests {
         let c: Cfg = config_from_yaml("replicas: 3\nimage: x\n").unwrap();
         assert_eq!(c.replicas, 3);
         assert!(config_from_yaml::<Cfg>("replicas: 3\nimage: x\nextra: 1\n").is_err());
-        assert!(config_from_yaml::<Cfg>("replicas: three\nimage: x\n").is_err());
+        assert!(matches!(
+            config_from_yaml::<Cfg>("replicas: 3\nimage: x\nextra: 1\n"),
+            Err(ConfigError::Shape {
+                line: Some(3),
+                column: Some(1),
+                ..
+            })
+        ));
+        let e = config_from_yaml::<Cfg>("replicas: three\nimage: x\n")
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, ConfigError::Shape { line: Some(1), column: Some(11), message }
+                if message.starts_with("invalid type: string \"three\"")),
+            "{e:?}"
+        );
+        let e = config_from_yaml::<Cfg>("replicas: 3\nimage: [x\n")
+            .err()
+            .unwrap();
+        assert!(
+            matches!(
+                &e,
+                ConfigError::Yaml(crate::yaml::YamlError::Syntax { line: 3, .. })
+            ),
+            "{e:?}"
+        );
     }
 }

@@ -10,6 +10,7 @@
 //!
 //! [`lint`] lints a chart directory or archive, as `helm lint PATH` does;
 //! [`lint_chart`] lints a chart in memory.
+use super::component::BoxError;
 use super::loader::{load_archive_files, load_dir};
 use super::model::Chart;
 use crate::manifest::names::{name_errors, rule_for_kind};
@@ -62,17 +63,17 @@ impl fmt::Display for LintMessage {
 /// `test-release`, lint mode); implemented by the render stage.
 pub trait LintRenderer {
     /// Rendered text by template path (`<chart>/templates/x.yaml`), or the
-    /// render error message.
+    /// render error (its text is the lint message).
     fn render_for_lint(
         &self,
         chart: &Chart,
         namespace: &str,
-    ) -> Result<BTreeMap<String, String>, String>;
+    ) -> Result<BTreeMap<String, String>, BoxError>;
 
     /// Validates values.yaml against `values.schema.json` (Helm's values
     /// rule; `schema` is empty when the chart has none, which passes); the
     /// error is the schema error text. The default accepts all.
-    fn validate_values_schema(&self, _values: &Node, _schema: &[u8]) -> Result<(), String> {
+    fn validate_values_schema(&self, _values: &Node, _schema: &[u8]) -> Result<(), BoxError> {
         Ok(())
     }
 
@@ -276,7 +277,7 @@ pub fn lint_chart(chart: &Chart, opts: &LintOptions<'_>) -> LintResult {
     match values {
         Some(v) => {
             if let Err(e) = opts.renderer.validate_values_schema(&v, schema) {
-                l.add(Severity::Error, "values.yaml", e);
+                l.add(Severity::Error, "values.yaml", e.to_string());
             }
         }
         None => l.add(Severity::Info, "values.yaml", "file does not exist"),
@@ -578,7 +579,7 @@ fn lint_values_text(text: &str, schema: &[u8], renderer: &dyn LintRenderer, l: &
     // there is a schema (logging what it skips); an empty schema passes.
     let values = crate::yaml::parse_values(text).unwrap_or_default();
     if let Err(e) = renderer.validate_values_schema(&values, schema) {
-        l.add(Severity::Error, p, e);
+        l.add(Severity::Error, p, e.to_string());
     }
 }
 
@@ -621,7 +622,7 @@ fn lint_chart_templates(
     let rendered = match renderer.render_for_lint(chart, namespace) {
         Ok(m) => m,
         Err(e) => {
-            l.add(Severity::Error, p, e);
+            l.add(Severity::Error, p, e.to_string());
             return;
         }
     };

@@ -119,20 +119,20 @@ pub enum LoadError {
     #[error("symbolic link cycle: {0} leads back to one of its parent directories")]
     SymlinkCycle(String),
     /// `.helmignore` is malformed.
-    #[error("{0}")]
+    #[error(transparent)]
     Ignore(#[from] IgnoreError),
     /// Chart.yaml does not decode.
     #[error("cannot load Chart.yaml: {0}")]
-    ChartYaml(#[source] DecodeError),
+    ChartYaml(DecodeError),
     /// Chart.lock does not decode.
     #[error("cannot load Chart.lock: {0}")]
-    ChartLock(#[source] DecodeError),
+    ChartLock(DecodeError),
     /// requirements.yaml does not decode.
     #[error("cannot load requirements.yaml: {0}")]
-    RequirementsYaml(#[source] DecodeError),
+    RequirementsYaml(DecodeError),
     /// requirements.lock does not decode.
     #[error("cannot load requirements.lock: {0}")]
-    RequirementsLock(#[source] DecodeError),
+    RequirementsLock(DecodeError),
     /// values.yaml does not decode.
     #[error("cannot load values.yaml: {0}")]
     Values(String),
@@ -153,15 +153,14 @@ pub enum LoadError {
         got: String,
     },
     /// A subchart failed to load.
-    #[error("error unpacking subchart {name} in {parent}: {source}")]
+    #[error("error unpacking subchart {name} in {parent}: {error}")]
     Subchart {
         /// The entry under `charts/`.
         name: String,
         /// The parent chart's name.
         parent: String,
-        /// Why.
-        #[source]
-        source: Box<LoadError>,
+        /// Why (its text ends the message, Helm's).
+        error: Box<LoadError>,
     },
     /// Subchart archives nest deeper than [`MAX_SUBCHART_DEPTH`].
     #[error("subcharts are nested more than {MAX_SUBCHART_DEPTH} levels deep")]
@@ -263,7 +262,7 @@ impl Loading {
                     e = LoadError::Subchart {
                         name: step.entry.clone(),
                         parent: step.parent.clone(),
-                        source: Box::new(e),
+                        error: Box::new(e),
                     };
                 }
                 e
@@ -1140,7 +1139,7 @@ fn load_files_in(files: Vec<ChartFile>, ld: &mut Loading) -> Result<Chart, LoadE
         let wrap = |e: LoadError, parent: &str| LoadError::Subchart {
             name: n.clone(),
             parent: parent.to_string(),
-            source: Box::new(e),
+            error: Box::new(e),
         };
         ld.at.push(Step {
             index: c.dependencies.len(),

@@ -28,7 +28,7 @@ const HELM_GZIP_EXTRA: &[u8] = b"+aHR0cHM6Ly95b3V0dS5iZS96OVV6MWljandyTQo=";
 pub enum PackageError {
     /// The chart metadata is invalid.
     #[error("chart validation: {0}")]
-    Validation(#[source] ValidationError),
+    Validation(ValidationError),
     /// `values.schema.json` is not JSON.
     #[error("Invalid JSON in values.schema.json")]
     InvalidSchema,

@@ -27,8 +27,23 @@ fn dotted_ok(s: &str) -> bool {
     s.split('.').all(ident_ok)
 }
 
-/// Parses a version as Masterminds `semver.NewVersion` does; the error is
-/// Masterminds' message.
+/// Why a version is not a lenient SemVer version; it prints Masterminds'
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VersionError {
+    /// The text is not a version (`1.0.0.0`, `x`).
+    #[error("Invalid Semantic Version")]
+    Invalid,
+    /// A number is too large for 64 bits.
+    #[error("Error parsing version segment: {0}")]
+    Segment(std::num::ParseIntError),
+    /// A numeric pre-release identifier has a leading zero (`1.0.0-01`).
+    #[error("Version segment starts with 0")]
+    LeadingZero,
+}
+
+/// Parses a version as Masterminds `semver.NewVersion` does; the error
+/// prints Masterminds' message.
 ///
 /// ```
 /// use rudder::chart::semver::parse_lenient;
@@ -36,13 +51,12 @@ fn dotted_ok(s: &str) -> bool {
 /// assert!(parse_lenient("1.0.0.0").is_err());
 /// assert!(parse_lenient("1.0.0-01").is_err());
 /// ```
-pub fn parse_lenient(v: &str) -> Result<LenientVersion, String> {
-    const INVALID: &str = "Invalid Semantic Version";
+pub fn parse_lenient(v: &str) -> Result<LenientVersion, VersionError> {
     let s = v.strip_prefix('v').unwrap_or(v);
     let (rest, build) = match s.split_once('+') {
         Some((r, b)) => {
             if !dotted_ok(b) {
-                return Err(INVALID.into());
+                return Err(VersionError::Invalid);
             }
             (r, b)
         }
@@ -51,7 +65,7 @@ pub fn parse_lenient(v: &str) -> Result<LenientVersion, String> {
     let (core, pre) = match rest.split_once('-') {
         Some((c, p)) => {
             if !dotted_ok(p) {
-                return Err(INVALID.into());
+                return Err(VersionError::Invalid);
             }
             (c, p)
         }
@@ -59,20 +73,18 @@ pub fn parse_lenient(v: &str) -> Result<LenientVersion, String> {
     };
     let parts: Vec<&str> = core.split('.').collect();
     if parts.is_empty() || parts.len() > 3 {
-        return Err(INVALID.into());
+        return Err(VersionError::Invalid);
     }
     let mut nums = [0u64; 3];
     for (i, p) in parts.iter().enumerate() {
         if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(INVALID.into());
+            return Err(VersionError::Invalid);
         }
-        nums[i] = p
-            .parse::<u64>()
-            .map_err(|e| format!("Error parsing version segment: {e}"))?;
+        nums[i] = p.parse::<u64>().map_err(VersionError::Segment)?;
     }
     for id in pre.split('.').filter(|_| !pre.is_empty()) {
         if id.len() > 1 && id.starts_with('0') && id.bytes().all(|b| b.is_ascii_digit()) {
-            return Err("Version segment starts with 0".into());
+            return Err(VersionError::LeadingZero);
         }
     }
     Ok(LenientVersion {

@@ -343,7 +343,7 @@ fn plan_and_run(
             ..PlanOptions::default()
         })
         .plan(std::slice::from_ref(&d))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| super::chart::error_chain(&e))?;
     if let Some(b) = plan.blocked().next() {
         return Err(b.blocked.clone().unwrap_or_default());
     }
@@ -697,7 +697,7 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                 loop {
                     let plan = Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
                         .plan(&releases)
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| super::chart::error_chain(&e))?;
                     if tries == 0 {
                         print_warnings(&plan);
                     }

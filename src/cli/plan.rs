@@ -97,7 +97,7 @@ fn make_plan(
             ..PlanOptions::default()
         })
         .plan(releases)
-        .map_err(|e| e.to_string())
+        .map_err(|e| super::chart::error_chain(&e))
 }
 
 /// Writes `text` to `path` with mode 0600, through a temporary file.

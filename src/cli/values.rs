@@ -37,7 +37,7 @@ pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
             .map_err(|e| e.to_string())?;
         return Ok(buf);
     }
-    rudder::render::strvals::check_file_url(path)?;
+    rudder::render::strvals::check_file_url(path).map_err(|e| e.to_string())?;
     std::fs::read(path).map_err(|e| {
         let reason = match e.kind() {
             std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
@@ -53,9 +53,9 @@ impl ValuesArgs {
         let mut base = Map::new();
         for f in &self.values {
             let bytes = read_input(f)?;
-            match rudder::render::values::parse_values_bytes(&bytes) {
+            match rudder::render::values::parse_values_bytes(f, &bytes) {
                 Ok(m) => merge_maps(&mut base, m),
-                Err(e) => return Err(format!("failed to parse {f}: {e}")),
+                Err(e) => return Err(e.to_string()),
             }
         }
         for s in &self.set_json {
@@ -70,9 +70,9 @@ impl ValuesArgs {
             parse_into(s, &mut base, Mode::String, None)
                 .map_err(|e| format!("failed parsing --set-string data: {e}"))?;
         }
-        let reader = |p: &str| -> Result<String, String> {
+        let reader = |p: &str| -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
             // Helm's `string(bytes)`: bytes that are not UTF-8 stay bytes.
-            read_input(p).map(|b| rudder::yaml::gostr::go_string_from_bytes(&b))
+            Ok(read_input(p).map(|b| rudder::yaml::gostr::go_string_from_bytes(&b))?)
         };
         for s in &self.set_file {
             parse_into(s, &mut base, Mode::File, Some(&reader))

@@ -164,15 +164,110 @@ impl Progress for Quiet {
     fn event(&self, _e: &Event) {}
 }
 
+/// What happened to one release. It displays, and serializes, as the
+/// kebab-case word of its variant (`installed`, `rolled-back`, ...);
+/// [`Outcome::Reverted`] as `reverted: ` and what was done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A first install succeeded.
+    Installed,
+    /// An upgrade succeeded.
+    Upgraded,
+    /// Nothing to do: the release was up to date.
+    Noop,
+    /// The release was uninstalled, as planned.
+    Uninstalled,
+    /// The release failed and was rolled back (`atomic`).
+    RolledBack,
+    /// A first install failed and was uninstalled (`atomic`).
+    UninstalledAfterFailure,
+    /// The release failed and stays failed.
+    Failed,
+    /// An earlier release failed, so this one was not tried.
+    NotAttempted,
+    /// The release succeeded, but a later one failed and the run undid it
+    /// ([`CrossRelease::RollbackCompleted`]).
+    Reverted(Reverted),
+}
+
+impl Outcome {
+    /// Whether the release ended where the plan wanted it: installed,
+    /// upgraded, uninstalled, or up to date.
+    pub fn is_success(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Installed | Outcome::Upgraded | Outcome::Noop | Outcome::Uninstalled
+        )
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Outcome::Installed => "installed",
+            Outcome::Upgraded => "upgraded",
+            Outcome::Noop => "noop",
+            Outcome::Uninstalled => "uninstalled",
+            Outcome::RolledBack => "rolled-back",
+            Outcome::UninstalledAfterFailure => "uninstalled-after-failure",
+            Outcome::Failed => "failed",
+            Outcome::NotAttempted => "not-attempted",
+            Outcome::Reverted(what) => return write!(f, "reverted: {what}"),
+        })
+    }
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// How a completed release was undone after a later release failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reverted {
+    /// Rolled back to the revision it had before the run.
+    RolledBack {
+        /// The revision rolled back to.
+        to: u64,
+        /// The revision the rollback was recorded as.
+        revision: u64,
+    },
+    /// The rollback failed.
+    RollbackFailed {
+        /// Why.
+        error: String,
+    },
+    /// A first install, uninstalled.
+    Uninstalled,
+    /// The uninstall failed.
+    UninstallFailed {
+        /// Why.
+        error: String,
+    },
+}
+
+impl std::fmt::Display for Reverted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reverted::RolledBack { to, revision } => {
+                write!(f, "rolled back to revision {to} (as revision {revision})")
+            }
+            Reverted::RollbackFailed { error } => write!(f, "rollback failed: {error}"),
+            Reverted::Uninstalled => f.write_str("uninstalled"),
+            Reverted::UninstallFailed { error } => write!(f, "uninstall failed: {error}"),
+        }
+    }
+}
+
 /// What happened to one release.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReleaseOutcome {
     /// `namespace/name`.
     pub release: String,
-    /// `installed`, `upgraded`, `noop`, `uninstalled`, `rolled-back`,
-    /// `uninstalled-after-failure`, `failed`, `not-attempted`.
-    pub outcome: String,
+    /// What happened.
+    pub outcome: Outcome,
     /// The revision the release is at afterwards (0: none).
     pub revision: u64,
     /// The failure, if any.
@@ -190,12 +285,7 @@ pub struct Report {
 impl Report {
     /// Whether every release succeeded or was a noop.
     pub fn success(&self) -> bool {
-        self.releases.iter().all(|r| {
-            matches!(
-                r.outcome.as_str(),
-                "installed" | "upgraded" | "noop" | "uninstalled"
-            )
-        })
+        self.releases.iter().all(|r| r.outcome.is_success())
     }
 
     /// The first failure's message.
@@ -305,7 +395,7 @@ impl<'a> Executor<'a> {
             if failed {
                 report.releases.push(ReleaseOutcome {
                     release: rref,
-                    outcome: "not-attempted".into(),
+                    outcome: Outcome::NotAttempted,
                     revision: rp.from.as_ref().map_or(0, |f| f.revision),
                     error: None,
                 });
@@ -314,7 +404,7 @@ impl<'a> Executor<'a> {
             if rp.action == ReleaseAction::Noop {
                 report.releases.push(ReleaseOutcome {
                     release: rref,
-                    outcome: "noop".into(),
+                    outcome: Outcome::Noop,
                     revision: rp.to.revision,
                     error: None,
                 });
@@ -325,8 +415,8 @@ impl<'a> Executor<'a> {
             };
             let out = self.run_release(plan, rp, j)?;
             let ok = matches!(
-                out.outcome.as_str(),
-                "installed" | "upgraded" | "uninstalled"
+                out.outcome,
+                Outcome::Installed | Outcome::Upgraded | Outcome::Uninstalled
             );
             report.releases.push(out);
             if ok {
@@ -352,19 +442,20 @@ impl<'a> Executor<'a> {
                             "rollback of a completed release",
                         );
                         match r {
-                            Ok(v) => {
-                                format!("rolled back to revision {} (as revision {v})", f.revision)
-                            }
-                            Err(e) => format!("rollback failed: {e}"),
+                            Ok(revision) => Reverted::RolledBack {
+                                to: f.revision,
+                                revision,
+                            },
+                            Err(error) => Reverted::RollbackFailed { error },
                         }
                     }
                     None => match self.uninstall_release(&rp.namespace, &rp.name, false, None, j) {
-                        Ok(()) => "uninstalled".into(),
-                        Err(e) => format!("uninstall failed: {e}"),
+                        Ok(()) => Reverted::Uninstalled,
+                        Err(error) => Reverted::UninstallFailed { error },
                     },
                 };
                 if let Some(o) = report.releases.get_mut(i) {
-                    o.outcome = format!("reverted: {what}");
+                    o.outcome = Outcome::Reverted(what);
                 }
             }
         }
@@ -503,7 +594,7 @@ impl<'a> Executor<'a> {
                     self.done(&rref, "uninstalled");
                     Ok(ReleaseOutcome {
                         release: rref,
-                        outcome: "uninstalled".into(),
+                        outcome: Outcome::Uninstalled,
                         revision: 0,
                         error: None,
                     })
@@ -512,7 +603,7 @@ impl<'a> Executor<'a> {
                     self.end(j, &run, "failed")?;
                     Ok(ReleaseOutcome {
                         release: rref,
-                        outcome: "failed".into(),
+                        outcome: Outcome::Failed,
                         revision: rp.to.revision,
                         error: Some(e),
                     })
@@ -589,7 +680,7 @@ impl<'a> Executor<'a> {
             self.done(&rref, "failed");
             return Ok(ReleaseOutcome {
                 release: rref,
-                outcome: "failed".into(),
+                outcome: Outcome::Failed,
                 revision: rp.from.as_ref().map_or(0, |f| f.revision),
                 error: Some(err),
             });
@@ -656,14 +747,14 @@ impl<'a> Executor<'a> {
                 }
                 self.end(j, &run, "deployed")?;
                 let outcome = if base.is_none() {
-                    "installed"
+                    Outcome::Installed
                 } else {
-                    "upgraded"
+                    Outcome::Upgraded
                 };
-                self.done(&rref, outcome);
+                self.done(&rref, &outcome.to_string());
                 Ok(ReleaseOutcome {
                     release: rref,
-                    outcome: outcome.into(),
+                    outcome,
                     revision: done.version,
                     error: None,
                 })
@@ -684,7 +775,7 @@ impl<'a> Executor<'a> {
                     self.done(&rref, "failed");
                     return Ok(ReleaseOutcome {
                         release: rref,
-                        outcome: "failed".into(),
+                        outcome: Outcome::Failed,
                         revision: pending.version,
                         error: Some(err),
                     });
@@ -708,7 +799,7 @@ impl<'a> Executor<'a> {
                                 self.done(&rref, &format!("rolled back to revision {to}"));
                                 Ok(ReleaseOutcome {
                                     release: rref,
-                                    outcome: "rolled-back".into(),
+                                    outcome: Outcome::RolledBack,
                                     revision: v,
                                     error: Some(format!(
                                         "release {} failed, and has been rolled back due to atomic being set: {err}",
@@ -720,7 +811,7 @@ impl<'a> Executor<'a> {
                                 self.end(j, &run, "failed")?;
                                 Ok(ReleaseOutcome {
                                     release: rref,
-                                    outcome: "failed".into(),
+                                    outcome: Outcome::Failed,
                                     revision: pending.version,
                                     error: Some(format!(
                                         "an error occurred while rolling back the release. original upgrade error: {err}: {e}"
@@ -754,7 +845,7 @@ impl<'a> Executor<'a> {
                         self.done(&rref, "uninstalled after failure");
                         Ok(ReleaseOutcome {
                             release: rref,
-                            outcome: "uninstalled-after-failure".into(),
+                            outcome: Outcome::UninstalledAfterFailure,
                             revision: 0,
                             error: Some(error),
                         })
@@ -2043,4 +2134,62 @@ fn record_parts(rp: &ReleasePlan) -> Result<release::RevisionContent, String> {
         notes,
         labels: Default::default(),
     })
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_print_and_serialize_as_their_kebab_case_words() {
+        let all = [
+            (Outcome::Installed, "installed"),
+            (Outcome::Upgraded, "upgraded"),
+            (Outcome::Noop, "noop"),
+            (Outcome::Uninstalled, "uninstalled"),
+            (Outcome::RolledBack, "rolled-back"),
+            (
+                Outcome::UninstalledAfterFailure,
+                "uninstalled-after-failure",
+            ),
+            (Outcome::Failed, "failed"),
+            (Outcome::NotAttempted, "not-attempted"),
+            (
+                Outcome::Reverted(Reverted::RolledBack { to: 3, revision: 5 }),
+                "reverted: rolled back to revision 3 (as revision 5)",
+            ),
+            (
+                Outcome::Reverted(Reverted::UninstallFailed {
+                    error: "boom".into(),
+                }),
+                "reverted: uninstall failed: boom",
+            ),
+        ];
+        for (outcome, word) in all {
+            assert_eq!(outcome.to_string(), word);
+            let json = serde_json::to_string(&ReleaseOutcome {
+                release: "ns/r".into(),
+                outcome: outcome.clone(),
+                revision: 2,
+                error: None,
+            })
+            .unwrap();
+            assert_eq!(
+                json,
+                format!(r#"{{"release":"ns/r","outcome":"{word}","revision":2}}"#)
+            );
+        }
+        let report = |o: Outcome| Report {
+            releases: vec![ReleaseOutcome {
+                release: "ns/r".into(),
+                outcome: o,
+                revision: 1,
+                error: None,
+            }],
+        };
+        assert!(report(Outcome::Noop).success());
+        assert!(report(Outcome::Uninstalled).success());
+        assert!(!report(Outcome::RolledBack).success());
+        assert!(!report(Outcome::Reverted(Reverted::Uninstalled)).success());
+    }
 }

@@ -25,14 +25,15 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
     /// Reading or writing a journal file failed.
-    #[error("journal: {op} {path}: {source}")]
+    #[error("journal: {op} {path}: {error}")]
     Io {
         /// What was being done.
         op: &'static str,
         /// The file.
         path: String,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (its text ends the message, so it is not the
+        /// error's source).
+        error: std::io::Error,
     },
     /// Another process runs this release.
     #[error("release {release} is being changed by another process ({holder}); wait for it to finish, or stop it first")]
@@ -44,11 +45,11 @@ pub enum JournalError {
     },
 }
 
-fn io(op: &'static str, path: &Path, source: std::io::Error) -> JournalError {
+fn io(op: &'static str, path: &Path, error: std::io::Error) -> JournalError {
     JournalError::Io {
         op,
         path: path.display().to_string(),
-        source,
+        error,
     }
 }
 

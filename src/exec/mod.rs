@@ -26,7 +26,8 @@ pub mod ready;
 
 pub use clock::{Clock, DrivenClock, WallClock};
 pub use executor::{
-    CrossRelease, Event, ExecError, ExecOptions, Executor, Progress, Quiet, ReleaseOutcome, Report,
+    CrossRelease, Event, ExecError, ExecOptions, Executor, Outcome, Progress, Quiet,
+    ReleaseOutcome, Report, Reverted,
 };
 pub use journal::Journal;
 

@@ -525,7 +525,7 @@ pub fn kstatus(obj: &Value) -> Verdict {
 
 /// Whether a hook (Job or Pod) has finished: `Some(Ok)` succeeded,
 /// `Some(Err(reason))` failed, `None` still running. Other kinds finish at once.
-pub fn hook_done(obj: &Value) -> Option<Result<(), String>> {
+pub(crate) fn hook_done(obj: &Value) -> Option<Result<(), String>> {
     match obj.get("kind").and_then(Value::as_str) {
         Some("Job") => {
             if matches!(condition(obj, "Complete"), Some(("True", _, _))) {

@@ -12,5 +12,5 @@ pub mod order;
 pub mod split;
 
 pub use kinds::{builtin_scope, Scope};
-pub use names::validate_name;
+pub use names::{validate_name, InvalidName};
 pub use object::{split_api_version, Object, ObjectError, ObjectId};

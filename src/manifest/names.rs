@@ -55,14 +55,29 @@ fn is_label(s: &str, first_alpha: bool) -> bool {
     first_ok && is_alnum_lower(last) && b.iter().all(|&c| is_alnum_lower(c) || c == b'-')
 }
 
-/// Checks `name` against a rule; the error lists every failed requirement,
-/// joined with `, `.
-pub fn check_name(rule: NameRule, name: &str) -> Result<(), String> {
-    let errs = name_errors(rule, name);
-    if errs.is_empty() {
+/// A name Kubernetes would refuse: every requirement it fails, in
+/// Kubernetes' words. It prints them joined with `, `, as the API server
+/// and `helm lint` do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .problems.join(", "))]
+pub struct InvalidName {
+    /// The name.
+    pub name: String,
+    /// One message per failed requirement (`name is required` for an
+    /// empty name).
+    pub problems: Vec<String>,
+}
+
+/// Checks `name` against a rule; the error lists every failed requirement.
+pub fn check_name(rule: NameRule, name: &str) -> Result<(), InvalidName> {
+    let problems = name_errors(rule, name);
+    if problems.is_empty() {
         Ok(())
     } else {
-        Err(errs.join(", "))
+        Err(InvalidName {
+            name: name.to_string(),
+            problems,
+        })
     }
 }
 
@@ -118,9 +133,12 @@ pub fn name_errors(rule: NameRule, name: &str) -> Vec<String> {
 /// assert!(validate_name("Deployment", "system:metrics-server").is_err());
 /// assert!(validate_name("Service", "1abc").is_err());
 /// ```
-pub fn validate_name(kind: &str, name: &str) -> Result<(), String> {
+pub fn validate_name(kind: &str, name: &str) -> Result<(), InvalidName> {
     if name.is_empty() {
-        return Err("name is required".into());
+        return Err(InvalidName {
+            name: String::new(),
+            problems: vec!["name is required".into()],
+        });
     }
     check_name(rule_for_kind(kind), name)
 }
@@ -152,10 +170,17 @@ mod tests {
     fn messages_match_kubernetes() {
         let e = validate_name("Deployment", "Bad").unwrap_err();
         assert!(
-            e.starts_with("a lowercase RFC 1123 subdomain must consist of"),
+            e.to_string()
+                .starts_with("a lowercase RFC 1123 subdomain must consist of"),
             "{e}"
         );
         let e = validate_name("Role", "a/b%").unwrap_err();
-        assert_eq!(e, "may not contain '/', may not contain '%'");
+        assert_eq!(e.name, "a/b%");
+        assert_eq!(e.problems, ["may not contain '/'", "may not contain '%'"]);
+        assert_eq!(e.to_string(), "may not contain '/', may not contain '%'");
+        assert_eq!(
+            validate_name("Role", "").unwrap_err().to_string(),
+            "name is required"
+        );
     }
 }

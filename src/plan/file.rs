@@ -39,7 +39,7 @@ use super::input::{
     parse_duration, DesiredRelease, Need, ReleaseOptions, ReleaseRef, WaitStrategy,
 };
 use crate::render::strvals::{MAX_INDEX, MAX_NESTED_NAME_LEVEL};
-use crate::render::values::{merge_maps, parse_values_file, Map};
+use crate::render::values::{merge_maps, parse_values_file, Map, ValuesFileError};
 use crate::yaml::Node;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -212,12 +212,14 @@ pub enum FileError {
         path: String,
     },
     /// A values file is not a valid values file.
-    #[error("invalid values file {path}: {message} (values of release \"{release}\" at {at})")]
+    #[error(
+        "invalid values file {}: {} (values of release \"{release}\" at {at})",
+        .error.file,
+        .error.message
+    )]
     BadValues {
-        /// The values file's resolved path.
-        path: String,
-        /// The YAML error.
-        message: String,
+        /// The YAML error; its file is the values file's resolved path.
+        error: Box<ValuesFileError>,
         /// The release (`namespace/name`).
         release: String,
         /// The entry's place in the releases file.
@@ -317,7 +319,7 @@ pub enum SetPathPart {
 /// Parses a `--set` path in strvals' grammar: keys separated by `.`, list
 /// indices as `[i]` after a key or another index, `\` escaping the next
 /// character (`a\.b` is the one key `a.b`).
-pub fn parse_set_path(path: &str) -> Result<Vec<SetPathPart>, String> {
+pub(crate) fn parse_set_path(path: &str) -> Result<Vec<SetPathPart>, String> {
     let mut parts = Vec::new();
     let mut key = String::new();
     // Whether `key` holds a (possibly empty) key being read, as opposed to
@@ -1319,9 +1321,8 @@ fn load_entry(e: &ReleaseEntry) -> Result<DesiredRelease, FileError> {
             path: path.clone(),
             message: crate::chart::loader::io_message(&err),
         })?;
-        let m = parse_values_file(&text).map_err(|e| FileError::BadValues {
-            path: path.clone(),
-            message: e.message,
+        let m = parse_values_file(&path, &text).map_err(|error| FileError::BadValues {
+            error: Box::new(error),
             release: release.clone(),
             at: v.at.clone(),
         })?;
@@ -1794,10 +1795,11 @@ releases:
         );
         let e =
             run("releases:\n- name: web\n  chart: charts/web\n  values: [bad.yaml]\n").unwrap_err();
-        let FileError::BadValues { path, at, .. } = &e else {
+        let FileError::BadValues { error, at, .. } = &e else {
             panic!("{e}")
         };
-        assert_eq!(path, &format!("{dir_s}/bad.yaml"));
+        assert_eq!(error.file, format!("{dir_s}/bad.yaml"));
+        assert!(error.line.is_some(), "{error:?}");
         assert_eq!(at.to_string(), format!("{shown}:4:12"));
         assert!(
             e.to_string()

@@ -35,29 +35,31 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 pub const FIELD_MANAGER: &str = "rudder";
 
 /// Why planning failed. Each names the release, file or object involved.
-#[derive(Debug, thiserror::Error)]
+///
+/// An error of another stage (store, cluster, render) is the `source()`,
+/// and its text is not repeated in this one's: print the chain (as
+/// `anyhow` or the CLI do) to see both. The source is the error itself,
+/// not its box, so `downcast_ref::<RenderError>()` finds it.
+#[derive(Debug)]
 pub enum PlanError {
     /// The order of `needs` is impossible (a cycle, a dangling need).
-    #[error(transparent)]
-    Order(#[from] OrderError),
-    /// Reading the release store failed.
-    #[error("release {release}: reading the release store: {source}")]
+    Order(OrderError),
+    /// Reading the release store failed (the store's error is the source).
     Store {
         /// `namespace/name`.
         release: ReleaseRef,
         /// The store's error.
         source: Box<release::OpError>,
     },
-    /// Reading the cluster failed.
-    #[error("release {release}: {source}")]
+    /// Reading the cluster failed (the cluster's error is the source).
     Cluster {
         /// `namespace/name`.
         release: ReleaseRef,
         /// The cluster's error.
         source: Box<ClusterError>,
     },
-    /// The chart did not render.
-    #[error("release {release}: rendering chart {chart}: {source}")]
+    /// The chart did not render (the render error, Helm's text, is the
+    /// source).
     Render {
         /// `namespace/name`.
         release: ReleaseRef,
@@ -67,7 +69,6 @@ pub enum PlanError {
         source: Box<RenderError>,
     },
     /// A rendered or recorded document is not an object rudder can apply.
-    #[error("release {release}: {origin}: {message}")]
     Manifest {
         /// `namespace/name`.
         release: ReleaseRef,
@@ -77,8 +78,47 @@ pub enum PlanError {
         message: String,
     },
     /// Two releases of the plan are the same release.
-    #[error("release {0} is listed twice")]
     Duplicate(ReleaseRef),
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::Order(e) => std::fmt::Display::fmt(e, f),
+            PlanError::Store { release, .. } => {
+                write!(f, "release {release}: reading the release store")
+            }
+            PlanError::Cluster { release, .. } => write!(f, "release {release}"),
+            PlanError::Render { release, chart, .. } => {
+                write!(f, "release {release}: rendering chart {chart}")
+            }
+            PlanError::Manifest {
+                release,
+                origin,
+                message,
+            } => write!(f, "release {release}: {origin}: {message}"),
+            PlanError::Duplicate(release) => write!(f, "release {release} is listed twice"),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Transparent: the order error stands for this one.
+            PlanError::Order(e) => e.source(),
+            PlanError::Store { source, .. } => Some(&**source),
+            PlanError::Cluster { source, .. } => Some(&**source),
+            PlanError::Render { source, .. } => Some(&**source),
+            PlanError::Manifest { .. } | PlanError::Duplicate(_) => None,
+        }
+    }
+}
+
+impl From<OrderError> for PlanError {
+    fn from(e: OrderError) -> Self {
+        PlanError::Order(e)
+    }
 }
 
 /// Renders a desired release for a revision. The default is

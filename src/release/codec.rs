@@ -36,7 +36,7 @@ const MAX_JSON_BYTES: u64 = 256 * 1024 * 1024;
 pub enum CodecError {
     /// The body is not valid base64.
     #[error("release body is not valid base64: {0}")]
-    Base64(#[from] base64::DecodeError),
+    Base64(base64::DecodeError),
     /// The body has the gzip magic but does not decompress.
     #[error("release body is not valid gzip: {0}")]
     Gzip(std::io::Error),
@@ -45,7 +45,7 @@ pub enum CodecError {
     TooLarge,
     /// The JSON does not describe a release.
     #[error("release body is not a Helm release: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
     /// An encoded object is over the Kubernetes object size limit.
     #[error(
         "release {name} revision {version}: the encoded {kind} is {size} bytes, over the {limit} byte \
@@ -66,6 +66,20 @@ pub enum CodecError {
     /// A user label uses a name Helm reserves.
     #[error("user supplied labels contains system reserved label name. System labels: [name owner status version createdAt modifiedAt]")]
     ReservedLabel,
+}
+
+// The causes' texts end the messages, so they are not `source()`s (which
+// `#[from]` would make them); `?` still converts.
+impl From<base64::DecodeError> for CodecError {
+    fn from(e: base64::DecodeError) -> Self {
+        CodecError::Base64(e)
+    }
+}
+
+impl From<serde_json::Error> for CodecError {
+    fn from(e: serde_json::Error) -> Self {
+        CodecError::Json(e)
+    }
 }
 
 /// The storage key of a revision: `sh.helm.release.v1.<name>.v<version>`.

@@ -8,27 +8,27 @@ use crate::chart::Chart;
 use crate::template::{Engine, EngineOptions, Source, TemplateError, Value, Visited};
 
 impl TemplateSet for Engine {
-    fn add_template(&mut self, name: &str, text: &str) -> Result<(), String> {
-        Engine::add_template(self, name, text).map_err(|e| e.to_string())
+    fn add_template(&mut self, name: &str, text: &str) -> Result<(), TemplateError> {
+        Engine::add_template(self, name, text)
     }
-    fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), String> {
-        Engine::add_templates(self, files).map_err(|e| e.to_string())
+    fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), TemplateError> {
+        Engine::add_templates(self, files)
     }
-    fn execute(&mut self, name: &str, data: &Value) -> Result<String, String> {
-        Engine::execute(self, name, data).map_err(|e| e.to_string())
+    fn execute(&mut self, name: &str, data: &Value) -> Result<String, TemplateError> {
+        Engine::execute(self, name, data)
     }
     fn add_and_execute(
         &mut self,
         files: &[(&str, Source)],
         data: &mut dyn FnMut(usize) -> Option<Value>,
         done: &mut dyn FnMut(usize, String),
-    ) -> Result<(), String> {
+    ) -> Result<(), TemplateError> {
         let mut visit = |engine: &Engine, i: usize| -> Result<(), TemplateError> {
             execute_file(files, i, data, done, |name, d| engine.execute(name, d))
         };
         match Engine::add_templates_visiting(self, files, &mut visit) {
             Ok(()) => Ok(()),
-            Err(Visited::Parse(e) | Visited::Visit(e)) => Err(e.to_string()),
+            Err(Visited::Parse(e) | Visited::Visit(e)) => Err(e),
         }
     }
     fn parse_ahead(&mut self, likely: Vec<(String, Source)>) {

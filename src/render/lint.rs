@@ -10,6 +10,7 @@
 use super::objects::KubeVersion;
 use super::pipeline::{prepare_values, render_files, RenderOptions};
 use super::values::{coalesce_values, Map, Warnings};
+use crate::chart::component::BoxError;
 use crate::chart::lint::LintRenderer;
 use crate::chart::Chart;
 use crate::template::{Engine, EngineOptions};
@@ -36,7 +37,7 @@ impl LintRenderer for Linter {
         &self,
         chart: &Chart,
         namespace: &str,
-    ) -> Result<BTreeMap<String, String>, String> {
+    ) -> Result<BTreeMap<String, String>, BoxError> {
         let opts = RenderOptions {
             release_name: "test-release".into(),
             namespace: namespace.to_string(),
@@ -57,7 +58,7 @@ impl LintRenderer for Linter {
             let _ = coalesce_values(&mut w, &processed, &vals, false);
         }
         self.log.borrow_mut().extend(w.0);
-        let r = render_files(&mut engine, chart, &self.values, &opts).map_err(|e| e.to_string());
+        let r = render_files(&mut engine, chart, &self.values, &opts).map_err(BoxError::from);
         self.log.borrow_mut().extend(engine.take_log());
         r
     }
@@ -66,7 +67,7 @@ impl LintRenderer for Linter {
         std::mem::take(&mut *self.log.borrow_mut())
     }
 
-    fn validate_values_schema(&self, values: &Node, schema: &[u8]) -> Result<(), String> {
+    fn validate_values_schema(&self, values: &Node, schema: &[u8]) -> Result<(), BoxError> {
         // Helm's values rule: the user values coalesced over values.yaml
         // as tables only (`CoalesceTables`), subcharts' values untouched;
         // what it would warn about is not logged.
@@ -79,7 +80,7 @@ impl LintRenderer for Linter {
         if schema.is_empty() {
             return Ok(());
         }
-        super::schema::validate_single(&map, schema)
+        Ok(super::schema::validate_single(&map, schema)?)
     }
 
     fn deprecation(&self, api_version: &str, kind: &str) -> Option<String> {

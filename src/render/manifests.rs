@@ -228,7 +228,7 @@ fn scalar_string(n: &Node, field: &str) -> Result<String, String> {
 }
 
 /// Decodes Helm's `SimpleHead` (and the namespace) from a parsed document.
-pub fn decode_head(doc: &Node) -> Result<Head, String> {
+pub(crate) fn decode_head(doc: &Node) -> Result<Head, String> {
     let map = match doc {
         Node::Null => return Ok(Head::default()),
         Node::Map(m) => m,
@@ -295,16 +295,20 @@ pub(crate) fn holds_manifests(path: &str, content: &str) -> bool {
 
 /// Helm's `SortManifests` over rendered files (name -> content). `parse`
 /// decodes one document to a node, with the YAML decoder's error message.
-pub fn sort_manifests(
+/// Rendering uses [`sort_manifests_by`]; tests use this.
+#[cfg(test)]
+pub(crate) fn sort_manifests(
     files: &BTreeMap<String, String>,
     parse: &dyn Fn(&str) -> Result<Node, String>,
 ) -> Result<Sorted, ManifestError> {
     sort_manifests_by(files, &|_, _, doc| parse(doc))
 }
 
-/// [`sort_manifests`] with a decoder that also gets the file name and the
-/// document's index in it (to use heads decoded ahead of time).
-pub fn sort_manifests_by(
+/// Helm's `SortManifests` over rendered files (name -> content), with a
+/// decoder of one document that gets the file name, the document's index
+/// in it (to use heads decoded ahead of time) and its text, and gives the
+/// YAML decoder's error message.
+pub(crate) fn sort_manifests_by(
     files: &BTreeMap<String, String>,
     parse: &dyn Fn(&str, usize, &str) -> Result<Node, String>,
 ) -> Result<Sorted, ManifestError> {

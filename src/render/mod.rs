@@ -1,10 +1,10 @@
 //! Rendering: chart + values -> manifests, exactly as `helm template`.
 //!
 //! The stage owns Helm's built-in objects ([`objects`]), values coalescing
-//! ([`values`], [`strvals`]), schema validation ([`schema`]), the render loop
-//! ([`pipeline`]) and the manifest post-processing ([`manifests`]); the
-//! template language itself is [`crate::template`]'s, and the document split
-//! and kind order are [`crate::manifest`]'s.
+//! ([`values`], [`strvals`]), schema validation (inside the render), the
+//! render loop ([`pipeline`]) and the manifest post-processing
+//! ([`manifests`]); the template language itself is [`crate::template`]'s,
+//! and the document split and kind order are [`crate::manifest`]'s.
 pub(crate) mod compat;
 mod engine;
 pub mod glob;
@@ -14,7 +14,7 @@ pub mod names;
 pub mod objects;
 pub mod pipeline;
 pub mod postrender;
-pub mod schema;
+pub(crate) mod schema;
 pub mod strvals;
 pub mod values;
 

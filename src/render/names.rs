@@ -10,10 +10,11 @@ pub const MAX_RELEASE_NAME_LEN: usize = 53;
 /// Why a name template gave no name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
-    /// The template did not parse or failed; Go's own text
-    /// (`template: name-template:1: function "x" not defined`).
-    #[error("{0}")]
-    Template(String),
+    /// The template did not parse or failed. It prints Go's own text
+    /// (`template: name-template:1: function "x" not defined`, the
+    /// error's [`TemplateError::go`]), as Helm does for this template.
+    #[error("{}", .0.go)]
+    Template(TemplateError),
     /// The release name is not valid (Helm's `availableName` wording).
     #[error("release name {name:?}: {reason}")]
     Invalid {
@@ -35,15 +36,13 @@ pub fn template_name(text: &str) -> Result<Option<String>, NameError> {
         return Ok(None);
     }
     let mut engine = Engine::with_registry(EngineOptions::default(), sprig_registry());
-    let go = |e: TemplateError| match e {
-        TemplateError::Parse { go, .. } | TemplateError::Exec { go, .. } => NameError::Template(go),
-        other => NameError::Template(other.to_string()),
-    };
-    engine.add_template("name-template", text).map_err(go)?;
+    engine
+        .add_template("name-template", text)
+        .map_err(NameError::Template)?;
     engine
         .execute_plain("name-template", &Value::Nil)
         .map(Some)
-        .map_err(go)
+        .map_err(NameError::Template)
 }
 
 /// Helm's `ValidateReleaseName` as `availableName` reports it: not empty,
@@ -110,9 +109,17 @@ mod tests {
             template_name("{{ .Foo }}").unwrap(),
             Some("<no value>".into())
         );
+        let err = template_name("{{ toYaml . }}").unwrap_err();
         assert_eq!(
-            template_name("{{ toYaml . }}").unwrap_err().to_string(),
+            err.to_string(),
             "template: name-template:1: function \"toYaml\" not defined"
+        );
+        let NameError::Template(t) = err else {
+            panic!("not a template error: {err:?}");
+        };
+        assert_eq!(
+            (t.template.as_str(), t.line, t.column),
+            ("name-template", Some(1), Some(3))
         );
     }
 }

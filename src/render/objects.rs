@@ -13,7 +13,7 @@
 //! `len` can use that view.
 use crate::chart::{ChartFile, Dependency, FileData, Maintainer, Metadata};
 use crate::render::glob::Glob;
-use crate::template::funcs::Param;
+use crate::template::funcs::{FuncError, FuncResult, Param};
 use crate::template::value::{GoObject, ListKind, MapKind, Value};
 use crate::yaml::Node;
 use std::any::Any;
@@ -103,10 +103,10 @@ fn str_list(items: &[String]) -> Value {
     )
 }
 
-fn wrong_args(method: &str, want: usize, got: usize) -> Option<Result<Value, String>> {
-    Some(Err(format!(
+fn wrong_args(method: &str, want: usize, got: usize) -> Option<FuncResult> {
+    Some(Err(FuncError::Msg(format!(
         "wrong number of args for {method}: want {want} got {got}"
-    )))
+    ))))
 }
 
 /// Converts a YAML node into a template value: numbers from YAML are
@@ -220,7 +220,7 @@ impl GoObject for ChartObject {
             _ => return None,
         })
     }
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, name: &str, args: &[Value]) -> Option<FuncResult> {
         metadata_methods(&self.meta, name, args)
     }
     fn fmt_go(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -255,7 +255,7 @@ impl GoObject for MetadataObject {
         }
         ChartObject::new(self.0.clone(), false).field(name)
     }
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, name: &str, args: &[Value]) -> Option<FuncResult> {
         metadata_methods(&self.0, name, args)
     }
     fn fmt_go(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -271,7 +271,7 @@ impl GoObject for MetadataObject {
 
 /// `(*Metadata).Validate` is the only exported method; templates never need
 /// it, but Go would let them call it.
-fn metadata_methods(_m: &Metadata, _name: &str, _args: &[Value]) -> Option<Result<Value, String>> {
+fn metadata_methods(_m: &Metadata, _name: &str, _args: &[Value]) -> Option<FuncResult> {
     None
 }
 
@@ -626,17 +626,17 @@ impl GoObject for VersionSet {
     fn field(&self, _name: &str) -> Option<Value> {
         None
     }
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, name: &str, args: &[Value]) -> Option<FuncResult> {
         match name {
             "Has" => {
                 if args.len() != 1 {
                     return wrong_args("Has", 1, args.len());
                 }
                 let Value::Str(want) = &args[0] else {
-                    return Some(Err(format!(
+                    return Some(Err(FuncError::Msg(format!(
                         "wrong type for value; expected string; got {}",
                         args[0].type_name()
-                    )));
+                    ))));
                 };
                 Some(Ok(Value::Bool(self.0.iter().any(|v| **v == **want))))
             }
@@ -786,12 +786,12 @@ impl Files {
         }
     }
 
-    fn lines(&self, path: &str) -> Result<Value, String> {
+    fn lines(&self, path: &str) -> FuncResult {
         let Some(data) = self.files.get(path) else {
             return Ok(Value::List(Rc::new(Vec::new()), ListKind::String));
         };
         if data.is_empty() {
-            return Err("runtime error: index out of range [-1]".to_string());
+            return Err(FuncError::msg("runtime error: index out of range [-1]"));
         }
         let text = crate::yaml::gostr::go_string_from_bytes(data);
         let text = text.strip_suffix('\n').unwrap_or(&text);
@@ -819,14 +819,14 @@ impl Files {
         text.strip_suffix('\n').unwrap_or(&text).to_string()
     }
 
-    fn method(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
-        let arg_str = |i: usize| -> Result<String, String> {
+    fn method(&self, name: &str, args: &[Value]) -> Option<FuncResult> {
+        let arg_str = |i: usize| -> Result<String, FuncError> {
             match &args[i] {
                 Value::Str(x) => Ok(x.to_string()),
-                other => Err(format!(
+                other => Err(FuncError::Msg(format!(
                     "wrong type for value; expected string; got {}",
                     other.type_name()
-                )),
+                ))),
             }
         };
         let one = |m: &str| {
@@ -898,7 +898,7 @@ impl GoObject for Files {
             _ => None,
         }
     }
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, name: &str, args: &[Value]) -> Option<FuncResult> {
         self.method(name, args)
     }
     fn fmt_go(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

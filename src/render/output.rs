@@ -37,12 +37,12 @@ pub enum OutputError {
     #[error("could not find template {0} in chart")]
     NoSuchTemplate(String),
     /// Writing under `--output-dir` failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: String,
-        /// The cause.
-        source: io::Error,
+        /// The cause (its text ends the message).
+        error: io::Error,
     },
 }
 
@@ -253,9 +253,9 @@ impl<'a> OutputTree<'a> {
     /// create per file, on several threads for large trees. The error is
     /// the one for the first file, in Helm's order, that failed.
     fn write(self) -> Result<String, OutputError> {
-        let io_err = |path: &Path, source| OutputError::Io {
+        let io_err = |path: &Path, error| OutputError::Io {
             path: path.display().to_string(),
-            source,
+            error,
         };
         let mut made: BTreeSet<&Path> = BTreeSet::new();
         for (path, _) in &self.files {

@@ -17,7 +17,7 @@ use super::objects::{
 use super::values::{coalesce_values, process_dependencies, Map, ValuesError, Warnings};
 use crate::chart::{Chart, FileData, LoadError};
 use crate::template::value::{MapKind, MapRef, Value};
-use crate::template::Source;
+use crate::template::{Source, TemplateError};
 use crate::yaml::Node;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -29,11 +29,11 @@ use std::rc::Rc;
 pub trait TemplateSet {
     /// Parses `text` as the template file `name` (its `define`s replace
     /// earlier ones of the same name).
-    fn add_template(&mut self, name: &str, text: &str) -> Result<(), String>;
+    fn add_template(&mut self, name: &str, text: &str) -> Result<(), TemplateError>;
     /// Parses many files as `add_template` on each in order would (the
     /// first error wins); an engine may parse them concurrently, and keep
     /// the shared texts instead of copies.
-    fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), String> {
+    fn add_templates(&mut self, files: &[(&str, Source)]) -> Result<(), TemplateError> {
         files.iter().try_for_each(|(name, text)| {
             self.add_template(
                 name,
@@ -43,7 +43,7 @@ pub trait TemplateSet {
     }
     /// Executes the file `name` with `data`; the result has every
     /// `<no value>` removed.
-    fn execute(&mut self, name: &str, data: &Value) -> Result<String, String>;
+    fn execute(&mut self, name: &str, data: &Value) -> Result<String, TemplateError>;
     /// Starts parsing `likely`, the files a later `add_and_execute` call
     /// will probably get, in its order, while the caller goes on; that
     /// call must give the same result whatever was parsed ahead. The
@@ -63,7 +63,7 @@ pub trait TemplateSet {
         files: &[(&str, Source)],
         data: &mut dyn FnMut(usize) -> Option<Value>,
         done: &mut dyn FnMut(usize, String),
-    ) -> Result<(), String> {
+    ) -> Result<(), TemplateError> {
         self.add_templates(files)?;
         (0..files.len())
             .try_for_each(|i| execute_file(files, i, data, done, |name, d| self.execute(name, d)))
@@ -205,8 +205,8 @@ pub enum RenderError {
         version: String,
     },
     /// A template failed to parse or execute (Helm's message).
-    #[error("{0}")]
-    Template(String),
+    #[error(transparent)]
+    Template(#[from] TemplateError),
     /// A rendered document is not valid YAML or not an object. `files` holds
     /// every rendered file for `--debug`.
     #[error("{error}")]
@@ -607,9 +607,7 @@ fn execute_all_into(
             sink(t.name.clone(), out);
         }
     };
-    engine
-        .add_and_execute(&named, &mut data, &mut done)
-        .map_err(RenderError::Template)?;
+    engine.add_and_execute(&named, &mut data, &mut done)?;
     Ok((chart, warnings))
 }
 
@@ -772,20 +770,28 @@ mod tests {
     }
 
     impl TemplateSet for Verbatim {
-        fn add_template(&mut self, name: &str, text: &str) -> Result<(), String> {
+        fn add_template(&mut self, name: &str, text: &str) -> Result<(), TemplateError> {
             self.parsed.push(name.to_string());
             self.texts.insert(name.to_string(), text.to_string());
             Ok(())
         }
-        fn execute(&mut self, name: &str, data: &Value) -> Result<String, String> {
+        fn execute(&mut self, name: &str, data: &Value) -> Result<String, TemplateError> {
             self.executed.push(name.to_string());
+            let fail = |message: String| TemplateError {
+                kind: crate::template::TemplateErrorKind::Exec,
+                template: name.to_string(),
+                line: None,
+                column: None,
+                go: message.clone(),
+                message,
+            };
             let Value::Map(m, _) = data else {
-                return Err("no scope".into());
+                return Err(fail("no scope".into()));
             };
             let m = m.borrow();
             let t = m.get("Template").map(|t| t.to_string()).unwrap_or_default();
             if !t.contains(name) {
-                return Err(format!("bad .Template {t}"));
+                return Err(fail(format!("bad .Template {t}")));
             }
             Ok(self.texts.get(name).cloned().unwrap_or_default())
         }
@@ -852,6 +858,67 @@ mod tests {
         assert_eq!(order, ["b", "s", "a"]);
         assert_eq!(r.crds[0].path, "top/charts/sub/crds/c.yaml");
         assert!(!r.files.contains_key("top/templates/NOTES.txt"));
+    }
+
+    /// A template error names its file, line and column as fields, and
+    /// prints Helm's text: a parse error, an execution error in a helper
+    /// (where Go places it), and `required`.
+    #[test]
+    fn template_errors_carry_their_place() {
+        let place = |files: &[(&str, &str)]| {
+            let mut c = chart();
+            c.templates
+                .extend(files.iter().map(|(name, text)| file(name, text)));
+            match crate::render::render(&c, &Map::new(), &RenderOptions::default()) {
+                Err(RenderError::Template(t)) => {
+                    (t.kind, t.template.clone(), t.line, t.column, t.to_string())
+                }
+                other => panic!("not a template error: {other:?}"),
+            }
+        };
+        use crate::template::TemplateErrorKind::{Exec, Parse};
+        assert_eq!(
+            place(&[("templates/p.yaml", "a: 1\nb: {{ .Values.x }\n")]),
+            (
+                Parse,
+                "top/templates/p.yaml".into(),
+                Some(2),
+                Some(16),
+                "parse error at (top/templates/p.yaml:2): unexpected \"}\" in operand".into()
+            )
+        );
+        // `template` runs the define in place: the error is in its file.
+        let helper = (
+            "templates/_h.tpl",
+            "{{ define \"h\" }}\n  {{ .Values.a.b }}{{ end }}",
+        );
+        assert_eq!(
+            place(&[helper, ("templates/t.yaml", "x: {{ template \"h\" . }}")]),
+            (
+                Exec,
+                "top/templates/_h.tpl".into(),
+                Some(2),
+                Some(12),
+                "template: top/templates/_h.tpl:2:12: executing \"h\" at <.Values.a.b>: nil pointer evaluating interface {}.b".into()
+            )
+        );
+        // `include` is a function: the error is at the call.
+        let (kind, template, line, column, _) =
+            place(&[helper, ("templates/i.yaml", "x: {{ include \"h\" . }}")]);
+        assert_eq!(
+            (kind, template.as_str(), line, column),
+            (Exec, "top/templates/i.yaml", Some(1), Some(6))
+        );
+        assert_eq!(
+            place(&[("templates/r.yaml", "a: {{ required \"need x\" .Values.x }}")]),
+            (
+                Exec,
+                "top/templates/r.yaml".into(),
+                Some(1),
+                Some(6),
+                "execution error at (top/templates/r.yaml:1:6): need x".into()
+            )
+        );
     }
 
     /// A template that is not UTF-8 keeps its bytes, as a Go string does:

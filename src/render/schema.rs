@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 
 /// Validates `vals` against the schemas of `chart` and its subcharts.
 /// Returns Helm's per-chart report (`<chart>:\n- <error>\n...`) on failure.
-pub fn validate(chart: &Chart, vals: &Map) -> Result<(), String> {
+pub(crate) fn validate(chart: &Chart, vals: &Map) -> Result<(), String> {
     let mut report = String::new();
     validate_into(chart, vals, &mut report);
     if report.is_empty() {
@@ -204,7 +204,7 @@ fn error_order(pointer: &str, kind: &ValidationErrorKind) -> Vec<Step> {
 /// Validates `vals` against one chart's schema (Helm's
 /// `ValidateAgainstSingleSchema`); the error lists one `- path: problem`
 /// line per violation.
-pub fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn validate_single(vals: &Map, schema_bytes: &[u8]) -> Result<(), String> {
     let mut schema: Json = match serde_json::from_slice(schema_bytes) {
         Ok(s) => s,
         Err(e) => return Err(format!("- (root): invalid schema: {e}\n")),

@@ -34,8 +34,10 @@ pub enum Mode {
     File,
 }
 
-/// Reads `--set-file` paths.
-pub type FileReader<'a> = &'a dyn Fn(&str) -> Result<String, String>;
+/// Reads `--set-file` paths: the file's content, or an error whose text
+/// becomes the [`StrvalsError`] (`open x: no such file or directory`).
+pub type FileReader<'a> =
+    &'a dyn Fn(&str) -> Result<String, Box<dyn std::error::Error + Send + Sync>>;
 
 /// Outcome of a read that stops at one of a set of runes.
 enum Stop {
@@ -326,7 +328,9 @@ impl<'a> Parser<'a> {
             Mode::Typed => Ok(typed_val(rs, false)),
             Mode::String | Mode::Json => Ok(typed_val(rs, true)),
             Mode::File => match self.files {
-                Some(f) => f(&rs).map(Node::Str).map_err(StrvalsError),
+                Some(f) => f(&rs)
+                    .map(Node::Str)
+                    .map_err(|e| StrvalsError(e.to_string())),
                 None => Ok(Node::Str(rs)),
             },
         }
@@ -666,16 +670,38 @@ pub fn parse_literal_into(s: &str, base: &mut BTreeMap<String, Node>) -> Result<
     p.parse(base)
 }
 
+/// A `--set-file` or `-f` path that Go's `url.Parse` refuses. It prints
+/// Go's error (`parse "a\tb": net/url: invalid control character in URL`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("parse {}: {message}", quote(.url))]
+pub struct FileUrlError {
+    /// The part of the path Go names: the whole path, or the path without
+    /// its `#` fragment.
+    pub url: String,
+    /// Go's reason (`net/url: invalid control character in URL`).
+    pub message: String,
+}
+
 /// The error Go's `url.Parse` gives for a `--set-file` or `-f` path, which
-/// Helm parses as a URL before reading it (`parse "a\tb": net/url: invalid
-/// control character in URL`). Covers the control-character, scheme,
-/// first-segment-colon and `%` escape checks; host parsing is not modelled.
-pub fn check_file_url(raw: &str) -> Result<(), String> {
+/// Helm parses as a URL before reading it. Covers the control-character,
+/// scheme, first-segment-colon and `%` escape checks; host parsing is not
+/// modelled.
+///
+/// ```
+/// let e = rudder::render::strvals::check_file_url("a\tb").unwrap_err();
+/// assert_eq!(e.to_string(), "parse \"a\\tb\": net/url: invalid control character in URL");
+/// ```
+pub fn check_file_url(raw: &str) -> Result<(), FileUrlError> {
     let (u, frag) = match raw.split_once('#') {
         Some((u, f)) => (u, Some(f)),
         None => (raw, None),
     };
-    let fail = |url: &str, m: String| Err(format!("parse {}: {m}", quote(url)));
+    let fail = |url: &str, message: String| {
+        Err(FileUrlError {
+            url: url.to_string(),
+            message,
+        })
+    };
     let escapes = |s: &str| -> Result<(), String> {
         let b = s.as_bytes();
         let mut i = 0;

@@ -42,41 +42,52 @@ impl Warnings {
     }
 }
 
-/// Why a values file did not parse.
+/// Why a values file did not parse. It prints Helm's text:
+/// `failed to parse FILE: MESSAGE`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+#[error("failed to parse {file}: {message}")]
 pub struct ValuesFileError {
+    /// The file, as it was named (a `-f` argument, a releases file's
+    /// `values:` entry, `-` for standard input).
+    pub file: String,
+    /// The 1-based line the YAML decoder names, when it names one.
+    pub line: Option<usize>,
     /// Helm's message, as it follows the file name in Helm's error
     /// (`error converting YAML to JSON: yaml: line 2: could not find
     /// expected ':'`).
     pub message: String,
-    /// The 1-based line the YAML decoder names, when it names one.
-    pub line: Option<usize>,
 }
 
 impl ValuesFileError {
-    fn new(message: String) -> ValuesFileError {
+    fn new(file: &str, message: String) -> ValuesFileError {
         let line = message.split("line ").nth(1).and_then(|rest| {
             let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
             digits.parse().ok()
         });
-        ValuesFileError { message, line }
+        ValuesFileError {
+            file: file.to_string(),
+            line,
+            message,
+        }
     }
 }
 
-/// Parses a `-f` values file into a map (an empty file gives an empty map).
+/// Parses the text of the values file `file` (`-f`) into a map (an empty
+/// file gives an empty map); `file` only names the file in the error.
 ///
 /// ```
 /// use rudder::render::values::parse_values_file;
-/// let m = parse_values_file("replicas: 3\nimage:\n  tag: v1\n").unwrap();
+/// let m = parse_values_file("values.yaml", "replicas: 3\nimage:\n  tag: v1\n").unwrap();
 /// // Numbers come back as float64, as after Helm's YAML-to-JSON round trip.
 /// assert_eq!(m["replicas"], rudder::yaml::Node::Float(3.0));
-/// let err = parse_values_file("a: 1\nb\n").unwrap_err();
-/// assert_eq!(err.line, Some(3));
-/// assert!(err.to_string().starts_with("error converting YAML to JSON: yaml: line 3:"));
+/// let err = parse_values_file("prod.yaml", "a: 1\nb\n").unwrap_err();
+/// assert_eq!((err.file.as_str(), err.line), ("prod.yaml", Some(3)));
+/// assert!(err.to_string().starts_with(
+///     "failed to parse prod.yaml: error converting YAML to JSON: yaml: line 3:"
+/// ));
 /// ```
-pub fn parse_values_file(text: &str) -> Result<Map, ValuesFileError> {
-    match super::compat::parse_values(text).map_err(ValuesFileError::new)? {
+pub fn parse_values_file(file: &str, text: &str) -> Result<Map, ValuesFileError> {
+    match super::compat::parse_values(text).map_err(|m| ValuesFileError::new(file, m))? {
         Node::Map(m) => Ok(m),
         _ => Ok(Map::new()),
     }
@@ -85,13 +96,14 @@ pub fn parse_values_file(text: &str) -> Result<Map, ValuesFileError> {
 /// [`parse_values_file`] of a file's bytes: bytes that are not UTF-8 are
 /// Helm's YAML reader error (`error converting YAML to JSON: yaml: invalid
 /// leading UTF-8 octet`) rather than U+FFFD.
-pub fn parse_values_bytes(data: &[u8]) -> Result<Map, ValuesFileError> {
+pub fn parse_values_bytes(file: &str, data: &[u8]) -> Result<Map, ValuesFileError> {
     if let Some(e) = crate::yaml::gostr::utf8_error(data) {
-        return Err(ValuesFileError::new(format!(
-            "error converting YAML to JSON: yaml: {e}"
-        )));
+        return Err(ValuesFileError::new(
+            file,
+            format!("error converting YAML to JSON: yaml: {e}"),
+        ));
     }
-    parse_values_file(&String::from_utf8_lossy(data))
+    parse_values_file(file, &String::from_utf8_lossy(data))
 }
 
 /// Helm's `mergeMaps` for `-f` files: maps merge deeply, everything else

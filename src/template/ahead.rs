@@ -111,6 +111,7 @@ impl Queue {
             Err(parse::ParseError {
                 name: name.clone(),
                 line: 0,
+                column: 0,
                 msg: "internal error: the template parser panicked".into(),
             })
         });

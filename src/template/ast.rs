@@ -19,6 +19,13 @@ pub struct Tree {
 impl Tree {
     /// Go's `ErrorContext` location: `NAME:LINE:COL` with a 0-based byte column.
     pub fn location(&self, pos: usize) -> String {
+        let (line, col) = self.position(pos);
+        format!("{}:{}:{}", self.parse_name, line, col)
+    }
+
+    /// The line (1-based) and column (Go's: the 0-based byte offset in the
+    /// line) of byte offset `pos` of the text, as [`Tree::location`] gives them.
+    pub fn position(&self, pos: usize) -> (usize, usize) {
         let pos = pos.min(self.text.len());
         let before = self.text.bytes().get(..pos).unwrap_or_default();
         let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
@@ -26,7 +33,7 @@ impl Tree {
             Some(nl) => pos - (nl + 1),
             None => pos,
         };
-        format!("{}:{}:{}", self.parse_name, line, col)
+        (line, col)
     }
 }
 

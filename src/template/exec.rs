@@ -28,14 +28,36 @@ const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 /// Why execution stopped.
 #[derive(Debug, Clone)]
 pub(crate) enum ExecErr {
-    /// A Go `ExecError` (or a wrapped function error), as Go's full text.
-    Go(String),
+    /// A Go `ExecError` (or a wrapped function error).
+    Go(Box<GoError>),
     /// The output limit was reached.
     Limit(usize),
     /// `{{break}}` unwinding to its range.
     Break,
     /// `{{continue}}` unwinding to its range.
     Continue,
+}
+
+/// A Go execution error: Go's full text, and where it happened.
+#[derive(Debug, Clone)]
+pub(crate) struct GoError {
+    /// Go's full text (`template: NAME:LINE:COL: executing ...`).
+    pub(crate) text: String,
+    /// The template file the error is in (Go's `ParseName`; the template's
+    /// name when there is no tree).
+    pub(crate) template: String,
+    /// The line and Go's column of the failing node, when there is one.
+    pub(crate) at: Option<(usize, usize)>,
+}
+
+impl ExecErr {
+    fn go(text: String, template: &str, at: Option<(usize, usize)>) -> ExecErr {
+        ExecErr::Go(Box::new(GoError {
+            text,
+            template: template.to_string(),
+            at,
+        }))
+    }
 }
 
 type R<T> = Result<T, ExecErr>;
@@ -89,10 +111,14 @@ impl<'e> Shared<'e> {
         data: Value,
     ) -> Result<String, ExecErr> {
         let Some(tree) = set.lookup(self.engine, name) else {
-            return Err(ExecErr::Go(format!(
-                "template: no template {} associated with template \"gotpl\"",
-                quote_go(name)
-            )));
+            return Err(ExecErr::go(
+                format!(
+                    "template: no template {} associated with template \"gotpl\"",
+                    quote_go(name)
+                ),
+                name,
+                None,
+            ));
         };
         self.execute_tree(set, &tree, data)
     }
@@ -100,10 +126,14 @@ impl<'e> Shared<'e> {
     fn execute_tree(&self, set: &Rc<Set>, tree: &Rc<Tree>, data: Value) -> Result<String, ExecErr> {
         let n = self.nesting.get();
         if n >= MAX_NESTING {
-            return Err(ExecErr::Go(format!(
-                "template: {}: exceeded maximum template depth ({})",
-                tree.name, MAX_NESTING
-            )));
+            return Err(ExecErr::go(
+                format!(
+                    "template: {}: exceeded maximum template depth ({})",
+                    tree.name, MAX_NESTING
+                ),
+                &tree.parse_name,
+                None,
+            ));
         }
         self.nesting.set(n + 1);
         // A file's output is usually about as long as its text; nested
@@ -203,17 +233,20 @@ fn go_float_text(v: &Value) -> String {
 impl<'s, 'e, 't> State<'s, 'e, 't> {
     fn errorf<T>(&self, msg: impl AsRef<str>) -> R<T> {
         let name = &self.tree.name;
-        let text = match self.cur.pos_ctx() {
-            None => format!("template: {}: {}", name, msg.as_ref()),
-            Some((pos, ctx)) => format!(
-                "template: {}: executing {} at <{}>: {}",
-                self.tree.location(pos),
-                quote_go(name),
-                ctx,
-                msg.as_ref()
+        let (text, at) = match self.cur.pos_ctx() {
+            None => (format!("template: {}: {}", name, msg.as_ref()), None),
+            Some((pos, ctx)) => (
+                format!(
+                    "template: {}: executing {} at <{}>: {}",
+                    self.tree.location(pos),
+                    quote_go(name),
+                    ctx,
+                    msg.as_ref()
+                ),
+                Some(self.tree.position(pos)),
             ),
         };
-        Err(ExecErr::Go(text))
+        Err(ExecErr::go(text, &self.tree.parse_name, at))
     }
 
     fn write(&self, out: &mut String, s: &str) -> R<()> {
@@ -651,7 +684,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                         iface: matches!(v, Value::Nil),
                         v,
                     }),
-                    Some(Err(e)) => {
+                    Some(Err(FuncError::Msg(e) | FuncError::Fail(e))) => {
                         self.cur = Cur::Arg(node);
                         self.errorf(format!("error calling {name}: {e}"))
                     }
@@ -863,8 +896,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 (spec.f)(&mut ctx, &argv)
             }
             Callee::Method(o, _, _) => match o.call(name, &argv) {
-                Some(Ok(v)) => Ok(v),
-                Some(Err(e)) => Err(FuncError::Msg(e)),
+                Some(r) => r,
                 None => {
                     return self.errorf(format!(
                         "can't evaluate field {name} in type {}",
@@ -1081,7 +1113,7 @@ pub(crate) struct Ctx<'s, 'e> {
 
 fn go_err(e: ExecErr) -> FuncError {
     match e {
-        ExecErr::Go(s) => FuncError::Msg(s),
+        ExecErr::Go(e) => FuncError::Msg(e.text),
         ExecErr::Limit(n) => FuncError::Msg(format!("output limit of {n} bytes exceeded")),
         ExecErr::Break | ExecErr::Continue => {
             FuncError::Msg("break or continue outside range".into())
@@ -1147,10 +1179,10 @@ impl CallContext for Ctx<'_, '_> {
         });
         match self.sh.execute_named(&set, "gotpl", data) {
             Ok(s) => Ok(Value::str(s.replace("<no value>", ""))),
-            Err(ExecErr::Go(s)) => Err(FuncError::Msg(format!(
+            Err(ExecErr::Go(e)) => Err(FuncError::Msg(format!(
                 "error during tpl function execution for {}: {}",
                 quote_go(text),
-                s
+                e.text
             ))),
             Err(e) => Err(go_err(e)),
         }
@@ -1158,7 +1190,9 @@ impl CallContext for Ctx<'_, '_> {
 
     fn lookup(&mut self, api_version: &str, kind: &str, namespace: &str, name: &str) -> FuncResult {
         match &self.sh.engine.lookup {
-            Some(f) => f(api_version, kind, namespace, name).map_err(FuncError::Msg),
+            Some(f) => {
+                f(api_version, kind, namespace, name).map_err(|e| FuncError::Msg(e.to_string()))
+            }
             None => Ok(Value::empty_map()),
         }
     }

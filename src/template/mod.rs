@@ -67,39 +67,63 @@ impl Default for EngineOptions {
     }
 }
 
-/// A template error. `Display` is exactly what Helm prints after `Error: `.
+/// A template error: the template file it is in, where in it, and what
+/// went wrong. `Display` is exactly what Helm prints after `Error: `.
+///
+/// ```
+/// use rudder::template::{Engine, TemplateErrorKind, Value};
+///
+/// let mut engine = Engine::default();
+/// engine.add_template("web/templates/cm.yaml", "a: 1\nb: {{ required \"b is required\" .b }}\n")?;
+/// let err = engine.execute("web/templates/cm.yaml", &Value::empty_map()).unwrap_err();
+/// assert_eq!(err.kind, TemplateErrorKind::Exec);
+/// assert_eq!(err.template, "web/templates/cm.yaml");
+/// assert_eq!((err.line, err.column), (Some(2), Some(6)));
+/// assert_eq!(
+///     err.to_string(),
+///     "execution error at (web/templates/cm.yaml:2:6): b is required"
+/// );
+/// # Ok::<(), rudder::template::TemplateError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TemplateError {
+#[error("{message}")]
+pub struct TemplateError {
+    /// What failed.
+    pub kind: TemplateErrorKind,
+    /// The template file the error is in, as Go names it: the file a
+    /// failing node was parsed from (a chart's `web/templates/x.yaml`, or
+    /// `web/templates/_helpers.tpl` for a failing `define`), or the name
+    /// that was asked for when there is no such template.
+    pub template: String,
+    /// The 1-based line of the error in `template`, as Go counts it (Go's
+    /// lexer does not count newlines inside comments); `None` when the
+    /// error has no place in the text (no such template, the output limit).
+    pub line: Option<usize>,
+    /// The column of the error in its line: the byte offset from the
+    /// line's start, from 0, the number Go prints after the line in
+    /// execution errors (`NAME:LINE:COL`); `None` when `line` is.
+    pub column: Option<usize>,
+    /// Go's own text of the error (`template: NAME:LINE: MSG`), which
+    /// plain `text/template` users such as `--name-template` print.
+    pub go: String,
+    /// What Helm prints (the `Display`): Go's text, reworded for parse
+    /// errors (`parse error at (NAME:LINE): MSG`) and for `required` and
+    /// `fail` (`execution error at (NAME:LINE:COL): MSG`).
+    pub message: String,
+}
+
+/// What kind of [`TemplateError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TemplateErrorKind {
     /// The template text does not parse.
-    #[error("{helm}")]
-    Parse {
-        /// The file name.
-        name: String,
-        /// The 1-based line of the error.
-        line: usize,
-        /// Go's own message (`template: NAME:LINE: MSG`).
-        go: String,
-        /// Helm's rewording: `parse error at (NAME:LINE): MSG`.
-        helm: String,
-    },
-    /// Execution failed.
-    #[error("{helm}")]
-    Exec {
-        /// Go's full error text (with Helm's `HELM_ERR_START` markers, if any).
-        go: String,
-        /// What Helm prints: the Go text, or `execution error at (LOC): MSG`
-        /// for `required` and `fail`.
-        helm: String,
-    },
-    /// The named template does not exist.
-    #[error("template: no template {} associated with template \"gotpl\"", gofmt::quote_go(.0))]
-    NotFound(String),
-    /// The output limit ([`EngineOptions::max_output_bytes`]) was reached
-    /// while executing `template`.
-    #[error("template: {template}: rendering output exceeded the limit of {limit} bytes")]
+    Parse,
+    /// Execution failed: a function's error, `required` or `fail`, a
+    /// field of a non-map, ...
+    Exec,
+    /// No template of this name exists.
+    NotFound,
+    /// The output limit ([`EngineOptions::max_output_bytes`]) was reached.
     OutputLimit {
-        /// The template being executed (the chart file).
-        template: String,
         /// The limit, in bytes.
         limit: usize,
     },
@@ -108,11 +132,55 @@ pub enum TemplateError {
 impl TemplateError {
     fn from_parse(e: parse::ParseError) -> Self {
         let go = e.go_text();
-        TemplateError::Parse {
-            name: e.name.clone(),
-            line: e.line,
-            helm: helm_parse_message(&e.name, &go),
+        let at = (e.line > 0).then_some((e.line, e.column));
+        TemplateError {
+            kind: TemplateErrorKind::Parse,
+            message: helm_parse_message(&e.name, &go),
+            template: e.name,
+            line: at.map(|(l, _)| l),
+            column: at.map(|(_, c)| c),
             go,
+        }
+    }
+
+    fn from_exec(name: &str, e: exec::GoError) -> Self {
+        TemplateError {
+            kind: TemplateErrorKind::Exec,
+            message: helm_exec_message(name, &e.text),
+            template: e.template,
+            line: e.at.map(|(l, _)| l),
+            column: e.at.map(|(_, c)| c),
+            go: e.text,
+        }
+    }
+
+    /// No template named `name`.
+    fn not_found(name: &str) -> Self {
+        let text = format!(
+            "template: no template {} associated with template \"gotpl\"",
+            gofmt::quote_go(name)
+        );
+        TemplateError {
+            kind: TemplateErrorKind::NotFound,
+            template: name.to_string(),
+            line: None,
+            column: None,
+            go: text.clone(),
+            message: text,
+        }
+    }
+
+    /// The output limit was reached while executing `name`.
+    fn output_limit(name: &str, limit: usize) -> Self {
+        let text =
+            format!("template: {name}: rendering output exceeded the limit of {limit} bytes");
+        TemplateError {
+            kind: TemplateErrorKind::OutputLimit { limit },
+            template: name.to_string(),
+            line: None,
+            column: None,
+            go: text.clone(),
+            message: text,
         }
     }
 }
@@ -148,8 +216,11 @@ fn helm_exec_message(name: &str, go: &str) -> String {
 /// A cached `tpl` parse: the trees of the text, or its parse error.
 type TplParse = Result<Rc<Vec<Rc<Tree>>>, parse::ParseError>;
 
-/// The cluster lookup behind the `lookup` function.
-pub type LookupFn = Box<dyn Fn(&str, &str, &str, &str) -> Result<Value, String>>;
+/// The cluster lookup behind the `lookup` function: `(apiVersion, kind,
+/// namespace, name)` to the object (an empty map when there is none). An
+/// error's text becomes the function's error (`error calling lookup: ...`).
+pub type LookupFn =
+    Box<dyn Fn(&str, &str, &str, &str) -> Result<Value, Box<dyn std::error::Error + Send + Sync>>>;
 
 /// A set of parsed templates that share `define`s, with Helm's function map.
 pub struct Engine {
@@ -433,18 +504,12 @@ impl Engine {
             parent: None,
         });
         if !self.templates.contains_key(name) {
-            return Err(TemplateError::NotFound(name.to_string()));
+            return Err(TemplateError::not_found(name));
         }
         match shared.execute_named(&set, name, data.clone()) {
             Ok(s) => Ok(s),
-            Err(exec::ExecErr::Go(go)) => Err(TemplateError::Exec {
-                helm: helm_exec_message(name, &go),
-                go,
-            }),
-            Err(exec::ExecErr::Limit(limit)) => Err(TemplateError::OutputLimit {
-                template: name.to_string(),
-                limit,
-            }),
+            Err(exec::ExecErr::Go(e)) => Err(TemplateError::from_exec(name, *e)),
+            Err(exec::ExecErr::Limit(limit)) => Err(TemplateError::output_limit(name, limit)),
             Err(_) => Ok(String::new()),
         }
     }

@@ -16,8 +16,13 @@ const MAX_DEPTH: usize = 1000;
 pub struct ParseError {
     /// The parse name (file name).
     pub name: String,
-    /// 1-based line.
+    /// 1-based line, as Go's lexer counts it (newlines inside comments do
+    /// not count).
     pub line: usize,
+    /// The column of the token the error is at: its byte offset in its
+    /// line, from 0 (Go's column in execution errors; Go's parse errors
+    /// print only the line).
+    pub column: usize,
     /// Go's message (after `template: NAME:LINE: `).
     pub msg: String,
 }
@@ -190,7 +195,7 @@ fn unquote(tok: &Item, src: &str) -> Result<String, String> {
 }
 
 /// Go's `strconv.Unquote` for a double-quoted string.
-pub fn unquote_go(s: &str) -> Result<String, String> {
+pub(crate) fn unquote_go(s: &str) -> Result<String, String> {
     let bad = || "invalid syntax".to_string();
     let inner = s
         .strip_prefix('"')
@@ -507,14 +512,21 @@ impl<'a> Parser<'a> {
         it.text(self.text)
     }
     fn errorf(&self, msg: impl Into<String>) -> ParseError {
-        let line = self
+        let at = self
             .items
             .get(self.furthest.min(self.items.len().saturating_sub(1)))
-            .map(|i| self.line(i.offset()))
-            .unwrap_or(1);
+            .map(|i| i.offset());
+        let column = at.map_or(0, |pos| {
+            let before = self.text.as_bytes().get(..pos).unwrap_or_default();
+            pos - before
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |nl| nl + 1)
+        });
         ParseError {
             name: self.parse_name.to_string(),
-            line,
+            line: at.map_or(1, |pos| self.line(pos)),
+            column,
             msg: msg.into(),
         }
     }

@@ -156,12 +156,12 @@ fn output_limit_and_strict_mode() {
         "{{ define \"x\" }}0123456789{{ end }}{{ template \"x\" }}{{ include \"x\" . }}",
     )
     .expect("parses");
+    let err = e.execute("t", &Value::Nil).unwrap_err();
+    assert_eq!(err.kind, TemplateErrorKind::OutputLimit { limit: 10 });
+    assert_eq!((err.template.as_str(), err.line), ("t", None));
     assert_eq!(
-        e.execute("t", &Value::Nil),
-        Err(TemplateError::OutputLimit {
-            template: "t".into(),
-            limit: 10
-        })
+        err.to_string(),
+        "template: t: rendering output exceeded the limit of 10 bytes"
     );
 
     let mut strict = Engine::new(EngineOptions {

@@ -48,8 +48,10 @@ pub trait GoObject: fmt::Debug {
     /// A field or a method without arguments. `None` means the type has no such
     /// field (the engine reports Go's "can't evaluate field" error).
     fn field(&self, name: &str) -> Option<Value>;
-    /// A method call with arguments. `None` means no such method.
-    fn call(&self, _name: &str, _args: &[Value]) -> Option<Result<Value, String>> {
+    /// A method call with arguments. `None` means no such method; an
+    /// error is reported as Go reports a method's error
+    /// (`error calling NAME: MSG`).
+    fn call(&self, _name: &str, _args: &[Value]) -> Option<super::funcs::FuncResult> {
         None
     }
     /// The Go signature of a method that takes arguments, so the engine can
@@ -299,7 +301,7 @@ fn reflect_kind(v: &Value) -> &'static str {
 
 /// Go's builtin `eq arg1 arg2...`: true when arg1 equals any of the others,
 /// with Go's errors ("incompatible types for comparison", ...).
-pub fn go_eq(arg1: &Value, others: &[Value]) -> Result<bool, String> {
+pub(crate) fn go_eq(arg1: &Value, others: &[Value]) -> Result<bool, String> {
     if others.is_empty() {
         return Err("missing argument for comparison".into());
     }
@@ -353,7 +355,7 @@ pub fn go_eq(arg1: &Value, others: &[Value]) -> Result<bool, String> {
 }
 
 /// Go's builtin `lt a b`, with its errors.
-pub fn go_lt(a: &Value, b: &Value) -> Result<bool, String> {
+pub(crate) fn go_lt(a: &Value, b: &Value) -> Result<bool, String> {
     let k1 = basic_kind(a);
     if k1 == BasicKind::Invalid {
         return Err("invalid type for comparison".into());
@@ -374,7 +376,7 @@ pub fn go_lt(a: &Value, b: &Value) -> Result<bool, String> {
 }
 
 /// Go's builtin `le a b`.
-pub fn go_le(a: &Value, b: &Value) -> Result<bool, String> {
+pub(crate) fn go_le(a: &Value, b: &Value) -> Result<bool, String> {
     let lt = go_lt(a, b)?;
     if lt {
         return Ok(true);

@@ -26,13 +26,12 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterConfigError {
     /// The file cannot be read.
-    #[error("reading config {path}: {source}")]
+    #[error("reading config {path}: {error}")]
     Read {
         /// The config file.
         path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (its text ends the message).
+        error: std::io::Error,
     },
     /// The YAML is malformed or does not fit the config (wrong type,
     /// unknown or missing field).
@@ -40,11 +39,13 @@ pub enum ClusterConfigError {
     Parse {
         /// The config file.
         path: PathBuf,
-        /// 1-based line (0 when unknown).
+        /// 1-based line of the problem: the value or mapping that does not
+        /// fit, the second document of a text that has several, the end
+        /// of a text that ends too early.
         line: usize,
-        /// 1-based column (0 when unknown).
+        /// 1-based column of the problem.
         column: usize,
-        /// serde's message: names the field.
+        /// serde's message (it names the field), without the place.
         message: String,
     },
     /// A field has a value of the right type that cannot be used.
@@ -58,7 +59,7 @@ pub enum ClusterConfigError {
         message: String,
     },
     /// A certificate file cannot be read.
-    #[error("config {path}: field certificates.{field}: cannot read {file}: {source}")]
+    #[error("config {path}: field certificates.{field}: cannot read {file}: {error}")]
     Certificate {
         /// The config file.
         path: PathBuf,
@@ -66,9 +67,8 @@ pub enum ClusterConfigError {
         field: String,
         /// The certificate file, as resolved.
         file: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        /// The I/O error (its text ends the message).
+        error: std::io::Error,
     },
 }
 
@@ -295,18 +295,66 @@ impl Cidr {
     }
 }
 
+/// serde_yaml's error as [`ClusterConfigError::Parse`]. serde_yaml appends the
+/// place to its message (` at line 3 column 16`); the error keeps it in
+/// its fields only. A few errors have no place in serde_yaml: a text of
+/// several documents (placed at the second one's start), a text that ends
+/// too early (placed at its end), too much alias expansion (placed at the
+/// start).
+fn parse_error(text: &str, path: &Path, e: &serde_yaml::Error) -> ClusterConfigError {
+    let mut message = e.to_string();
+    let (line, column) = match e.location() {
+        Some(l) => {
+            let place = format!(" at line {} column {}", l.line(), l.column());
+            if let Some(bare) = message.strip_suffix(&place) {
+                message = bare.to_string();
+            }
+            (l.line(), l.column())
+        }
+        None if message.contains("more than one document") => second_document(text),
+        None if message.starts_with("EOF") => {
+            let last = text.rsplit('\n').next().unwrap_or_default();
+            (text.matches('\n').count() + 1, last.chars().count() + 1)
+        }
+        None => (1, 1),
+    };
+    ClusterConfigError::Parse {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    }
+}
+
+/// Where the second YAML document of `text` starts (a document starts at
+/// a `---` line, or at the first content outside a document), at column
+/// 1; the start when there is none.
+fn second_document(text: &str) -> (usize, usize) {
+    let marker = |l: &str, m: &str| {
+        l.strip_prefix(m)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
+    };
+    let (mut in_document, mut started) = (false, 0);
+    for (i, l) in text.lines().enumerate() {
+        let content = !l.trim().is_empty() && !l.trim_start().starts_with(['#', '%']);
+        if marker(l, "...") {
+            in_document = false;
+        } else if marker(l, "---") || (content && !in_document) {
+            started += 1;
+            if started == 2 {
+                return (i + 1, 1);
+            }
+            in_document = true;
+        }
+    }
+    (1, 1)
+}
+
 impl ClusterConfig {
     /// Parses config text; `path` is only used in errors.
     pub fn parse(text: &str, path: &Path) -> Result<ClusterConfig, ClusterConfigError> {
-        let c: ClusterConfig = serde_yaml::from_str(text).map_err(|e| {
-            let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-            ClusterConfigError::Parse {
-                path: path.to_path_buf(),
-                line,
-                column,
-                message: e.to_string(),
-            }
-        })?;
+        let c: ClusterConfig =
+            serde_yaml::from_str(text).map_err(|e| parse_error(text, path, &e))?;
         c.validate(path)?;
         Ok(c)
     }
@@ -480,9 +528,9 @@ impl Loaded {
     /// Reads and checks a config file and the certificate files it names.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Loaded, ClusterConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ClusterConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ClusterConfigError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Loaded::from_text(&text, path)
     }
@@ -499,11 +547,11 @@ impl Loaded {
             } else {
                 dir.join(f)
             };
-            std::fs::read_to_string(&file).map_err(|source| ClusterConfigError::Certificate {
+            std::fs::read_to_string(&file).map_err(|error| ClusterConfigError::Certificate {
                 path: path.to_path_buf(),
                 field: field.to_string(),
                 file,
-                source,
+                error,
             })
         };
         let certificates = Certificates {
@@ -552,6 +600,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("missing field `controllers`"), "{e}");
+        // The place is in the fields, not repeated in the message.
+        let e = ClusterConfig::parse(
+            &MIN.replace("networkPlugin: calico", "networkPlugin: flannel"),
+            Path::new("c.yaml"),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, ClusterConfigError::Parse { line: 3, column: 16, message, .. }
+                if message == "networkPlugin: unknown variant `flannel`, expected `calico`"),
+            "{e:?}"
+        );
+        // The places serde_yaml does not give.
+        let place = |text: &str| match ClusterConfig::parse(text, Path::new("c.yaml")) {
+            Err(ClusterConfigError::Parse { line, column, .. }) => (line, column),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(place(&format!("{MIN}---\nb: 1\n")), (11, 1));
+        assert_eq!(place(&format!("# c\n---\n{MIN}...\n---\nb: 1\n")), (14, 1));
+        assert_eq!(place(&format!("---\n{MIN}---\n")), (12, 1));
         let e = ClusterConfig::parse(
             &MIN.replace("kubernetesVersion: v1.21.4", "kubernetesVersion: latest"),
             Path::new("c.yaml"),

@@ -11,7 +11,7 @@
 //! writer (stderr in the binary), between whole lines.
 use super::control_plane::Kind;
 use crate::cluster::{Cluster, ObjectKey};
-use crate::exec::{Event, Progress, Report};
+use crate::exec::{Event, Outcome, Progress, Report};
 use crate::plan::{Plan, ReleaseAction};
 use serde_json::Value;
 use std::io::Write;
@@ -195,8 +195,8 @@ impl<'a> Feedback<'a> {
     pub fn failure_summary(&self, plan: &Plan, report: &Report, retry: &str) -> Option<String> {
         let (i, o) = report.releases.iter().enumerate().find(|(_, o)| {
             !matches!(
-                o.outcome.as_str(),
-                "installed" | "upgraded" | "noop" | "not-attempted"
+                o.outcome,
+                Outcome::Installed | Outcome::Upgraded | Outcome::Noop | Outcome::NotAttempted
             )
         })?;
         let row = self.rows.get(i)?;
@@ -221,14 +221,14 @@ impl<'a> Feedback<'a> {
             text.push_str(&format!("  {e}\n"));
         }
         let rp = &plan.releases[i];
-        match o.outcome.as_str() {
-            "rolled-back" => text.push_str(&format!(
+        match &o.outcome {
+            Outcome::RolledBack => text.push_str(&format!(
                 "Component '{}' was rolled back to revision {} (recorded as revision {}).\n",
                 row.name,
                 rp.recovery.rollback_revision.unwrap_or_default(),
                 o.revision
             )),
-            "uninstalled-after-failure" => text.push_str(&format!(
+            Outcome::UninstalledAfterFailure => text.push_str(&format!(
                 "Component '{}' was a first install: it was uninstalled.\n",
                 row.name
             )),
@@ -237,7 +237,7 @@ impl<'a> Feedback<'a> {
                 row.name, o.revision
             )),
         }
-        let names = |f: &dyn Fn(&str) -> bool| -> Vec<String> {
+        let names = |f: &dyn Fn(&Outcome) -> bool| -> Vec<String> {
             report
                 .releases
                 .iter()
@@ -246,9 +246,9 @@ impl<'a> Feedback<'a> {
                 .map(|(_, r)| r.name.clone())
                 .collect()
         };
-        let upgraded = names(&|o| matches!(o, "installed" | "upgraded"));
-        let current = names(&|o| o == "noop");
-        let skipped = names(&|o| o == "not-attempted");
+        let upgraded = names(&|o| matches!(o, Outcome::Installed | Outcome::Upgraded));
+        let current = names(&|o| *o == Outcome::Noop);
+        let skipped = names(&|o| *o == Outcome::NotAttempted);
         let list = |v: &[String]| {
             if v.is_empty() {
                 "none".to_string()

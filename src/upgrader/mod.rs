@@ -39,7 +39,7 @@ pub mod control_plane;
 pub mod feedback;
 pub mod order;
 
-use crate::exec::{ExecOptions, Executor, WallClock};
+use crate::exec::{ExecOptions, Executor, Outcome, WallClock};
 use crate::plan::planner::{PlanOptions, Planner};
 use crate::plan::{
     DesiredRelease, Need, Plan, ReleaseAction, ReleaseOptions, ReleaseRef, WaitStrategy,
@@ -88,11 +88,11 @@ pub enum UpgraderError {
         /// `namespace/name`.
         release: String,
     },
-    /// Planning failed.
-    #[error("planning: {0}")]
+    /// Planning failed (the planner's error is the source).
+    #[error("planning")]
     Plan(#[from] crate::plan::planner::PlanError),
     /// The plan cannot be applied.
-    #[error("{0}")]
+    #[error(transparent)]
     Exec(#[from] crate::exec::ExecError),
     /// A release cannot go ahead (a pending operation, a foreign object).
     #[error("release {release} is blocked: {message}")]
@@ -102,8 +102,8 @@ pub enum UpgraderError {
         /// Why.
         message: String,
     },
-    /// Writing output failed.
-    #[error("writing output: {0}")]
+    /// Writing output failed (the I/O error is the source).
+    #[error("writing output")]
     Io(#[from] std::io::Error),
     /// A rollback failed.
     #[error("rollback of {release}: {message}")]
@@ -358,7 +358,7 @@ pub fn apply<'a>(
             let done = report
                 .releases
                 .get(k)
-                .is_some_and(|o| matches!(o.outcome.as_str(), "installed" | "upgraded"));
+                .is_some_and(|o| matches!(o.outcome, Outcome::Installed | Outcome::Upgraded));
             let mut ok = report.success();
             if done {
                 if let Err(why) = wait_rollout(t, &plan.releases[k], opts, &fb) {
@@ -379,7 +379,7 @@ pub fn apply<'a>(
                 for rp in &plan.releases[k + 1..] {
                     report.releases.push(crate::exec::ReleaseOutcome {
                         release: format!("{}/{}", rp.namespace, rp.name),
-                        outcome: "not-attempted".into(),
+                        outcome: Outcome::NotAttempted,
                         revision: rp.from.as_ref().map_or(0, |f| f.revision),
                         error: None,
                     });
@@ -504,7 +504,7 @@ fn undo(
             match ex.rollback_release(&rp.namespace, &rp.name, to, &ro, &mut j, why) {
                 Ok(v) => crate::exec::ReleaseOutcome {
                     release: rref,
-                    outcome: "rolled-back".into(),
+                    outcome: Outcome::RolledBack,
                     revision: v,
                     error: Some(format!(
                         "release {} failed, and has been rolled back: {why}",
@@ -513,7 +513,7 @@ fn undo(
                 },
                 Err(e) => crate::exec::ReleaseOutcome {
                     release: rref,
-                    outcome: "failed".into(),
+                    outcome: Outcome::Failed,
                     revision: rp.to.revision,
                     error: Some(format!("{why}; the rollback failed too: {e}")),
                 },
@@ -522,7 +522,7 @@ fn undo(
         None => match ex.uninstall_release(&rp.namespace, &rp.name, false, None, &mut j) {
             Ok(()) => crate::exec::ReleaseOutcome {
                 release: rref,
-                outcome: "uninstalled-after-failure".into(),
+                outcome: Outcome::UninstalledAfterFailure,
                 revision: 0,
                 error: Some(format!(
                     "release {} failed, and has been uninstalled: {why}",
@@ -531,7 +531,7 @@ fn undo(
             },
             Err(e) => crate::exec::ReleaseOutcome {
                 release: rref,
-                outcome: "failed".into(),
+                outcome: Outcome::Failed,
                 revision: rp.to.revision,
                 error: Some(format!("{why}; the uninstall failed too: {e}")),
             },
@@ -634,5 +634,99 @@ mod tests {
         let o = release_options(Kind::Calico, &Options::default());
         assert_eq!(o.wait_strategy, WaitStrategy::Legacy);
         assert_eq!(o.timeout, DEFAULT_TIMEOUT);
+    }
+
+    /// Every message of an error's `source()` chain, outermost first.
+    fn chain(e: &dyn std::error::Error) -> Vec<String> {
+        let mut out = vec![e.to_string()];
+        let mut cur = e.source();
+        while let Some(s) = cur {
+            out.push(s.to_string());
+            cur = s.source();
+        }
+        out
+    }
+
+    /// No message repeats its source's: printing the chain (as `anyhow`
+    /// and the CLI do) says each thing once, and says all of it.
+    #[test]
+    fn error_chains_say_each_thing_once() {
+        struct Failing;
+        impl crate::chart::Component for Failing {
+            fn name(&self) -> &str {
+                "web"
+            }
+            fn namespace(&self) -> &str {
+                "apps"
+            }
+            fn render_manifests(
+                &self,
+            ) -> Result<std::collections::BTreeMap<String, String>, crate::chart::component::BoxError>
+            {
+                Err("no image given".into())
+            }
+        }
+        let component = crate::chart::chart_from_component(&Failing).unwrap_err();
+
+        let mut manifests = std::collections::BTreeMap::new();
+        manifests.insert(
+            "cm.yaml".to_string(),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n".to_string(),
+        );
+        let mut chart = crate::chart::chart_from_manifests("web", "apps", &manifests).unwrap();
+        chart.templates[0].data = b"a: {{ .Values.x }\n".to_vec().into();
+        let store = crate::release::store::memory::MemoryStore::new();
+        let cluster = crate::cluster::sim::SimCluster::in_memory();
+        let plan = Planner::new(&store, "memory:", &cluster)
+            .plan(&[DesiredRelease::new("web", "apps", chart)])
+            .unwrap_err();
+        let upgrader = UpgraderError::from(plan);
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = config::Loaded::from_file(dir.path().join("missing.yaml")).unwrap_err();
+
+        let cases: [(&dyn std::error::Error, &str); 3] = [
+            (
+                &component,
+                "component \"web\": rendering manifests failed: no image given",
+            ),
+            (
+                &upgrader,
+                "planning: release apps/web: rendering chart web-0.1.0: parse error at \
+                 (web/templates/cm.yaml:1): unexpected \"}\" in operand",
+            ),
+            (
+                &config,
+                &format!(
+                    "reading config {}: No such file or directory (os error 2)",
+                    dir.path().join("missing.yaml").display()
+                ),
+            ),
+        ];
+        for (e, whole) in cases {
+            let messages = chain(e);
+            for pair in messages.windows(2) {
+                assert!(
+                    !pair[0].contains(&pair[1]),
+                    "{:?} repeats its source {:?}",
+                    pair[0],
+                    pair[1]
+                );
+            }
+            assert_eq!(messages.join(": "), whole);
+        }
+        // The chain reaches the render error, and the template error in it.
+        let mut cur: Option<&dyn std::error::Error> = Some(&upgrader);
+        let mut place = None;
+        while let Some(e) = cur {
+            if let Some(crate::render::RenderError::Template(t)) = e.downcast_ref() {
+                place = Some((t.template.clone(), t.line, t.column));
+            }
+            cur = e.source();
+        }
+        assert_eq!(
+            place,
+            Some(("web/templates/cm.yaml".to_string(), Some(1), Some(16)))
+        );
     }
 }

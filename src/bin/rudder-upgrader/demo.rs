@@ -15,6 +15,7 @@
 //! this file (`#[path]`) for its config writer and targets.
 use rudder::cluster::sim::SimCluster;
 use rudder::cluster::{Cluster, ObjectKey};
+use rudder::exec::Outcome;
 use rudder::targets::Targets;
 use rudder::upgrader::{self, config::Loaded, Options, UpgraderError};
 use std::io::Write;
@@ -223,7 +224,7 @@ pub fn run(
         results.push(r);
     }
     writeln!(step.out, "\n==> 4. What happened")?;
-    let outcomes = |i: usize| -> Vec<String> {
+    let outcomes = |i: usize| -> Vec<Outcome> {
         results[i]
             .report
             .releases
@@ -234,13 +235,13 @@ pub fn run(
     let n = results[0].report.releases.len();
     step.check(
         &format!("step 1 installed all {n} components"),
-        outcomes(0).iter().all(|o| o == "installed"),
+        outcomes(0).iter().all(|o| *o == Outcome::Installed),
     )?;
     let upgraded: Vec<String> = results[1]
         .report
         .releases
         .iter()
-        .filter(|o| o.outcome == "upgraded")
+        .filter(|o| o.outcome == Outcome::Upgraded)
         .map(|o| o.release.trim_start_matches("kube-system/").to_string())
         .collect();
     step.check(
@@ -253,13 +254,13 @@ pub fn run(
             && upgraded.iter().any(|u| u == "kubernetes"),
     )?;
     let o3 = outcomes(2);
-    let api = o3.get(2).cloned().unwrap_or_default();
+    let api = o3.get(2).map(ToString::to_string).unwrap_or_default();
     step.check(
         &format!("step 3 failed at kube-apiserver and rolled it back ({api}); the {} components after it were not attempted", o3.iter().skip(3).count()),
         results[2].failed.as_deref() == Some("kube-apiserver")
             && api == "rolled-back"
-            && o3.iter().skip(3).all(|o| o == "not-attempted")
-            && o3.iter().take(2).all(|o| o == "noop"),
+            && o3.iter().skip(3).all(|o| *o == Outcome::NotAttempted)
+            && o3.iter().take(2).all(|o| *o == Outcome::Noop),
     )?;
     let (image, cmd) = image_of(&t);
     step.check(

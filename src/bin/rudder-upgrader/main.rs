@@ -97,6 +97,22 @@ fn targets(g: &GlobalArgs) -> Result<rudder::targets::Targets, String> {
     open().map_err(|e| e.to_string())
 }
 
+/// The error and its sources: `a: b: c` (a source already quoted by its
+/// parent is not repeated).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !msg.contains(&t) {
+            msg.push_str(": ");
+            msg.push_str(&t);
+        }
+        cur = s.source();
+    }
+    msg
+}
+
 fn retry_command() -> String {
     let mut args: Vec<String> = std::env::args()
         .map(|a| {
@@ -114,7 +130,7 @@ fn retry_command() -> String {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, String> {
-    let err = |e: upgrader::UpgraderError| e.to_string();
+    let err = |e: upgrader::UpgraderError| error_chain(&e);
     match cli.command {
         Command::Demo { dir } => {
             let tmp;

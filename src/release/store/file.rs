@@ -307,7 +307,7 @@ impl FileStore {
                     version,
                     location: path.display().to_string(),
                     reason: match err {
-                        StoreError::Io { source, .. } => source.to_string(),
+                        StoreError::Io { error, .. } => error.to_string(),
                         other => other.to_string(),
                     },
                 }),

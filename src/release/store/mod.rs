@@ -46,17 +46,17 @@ pub enum StoreError {
         namespace: String,
     },
     /// A record body could not be encoded or decoded.
-    #[error("{0}")]
+    #[error(transparent)]
     Codec(#[from] CodecError),
     /// A file store operation failed.
-    #[error("{op} {path}: {source}")]
+    #[error("{op} {path}: {error}")]
     Io {
         /// What was being done.
         op: &'static str,
         /// The file or directory.
         path: String,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (its text ends the message).
+        error: std::io::Error,
     },
     /// A PostgreSQL operation failed.
     #[error("postgresql: {0}")]
@@ -70,11 +70,11 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn io(op: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
+    pub(crate) fn io(op: &'static str, path: &std::path::Path, error: std::io::Error) -> Self {
         StoreError::Io {
             op,
             path: path.display().to_string(),
-            source,
+            error,
         }
     }
 }

@@ -74,7 +74,7 @@ fn cluster_err(op: &'static str, what: &str, e: ClusterError) -> StoreError {
     StoreError::Io {
         op,
         path: what.to_string(),
-        source: std::io::Error::other(e.to_string()),
+        error: std::io::Error::other(e.to_string()),
     }
 }
 

@@ -1822,7 +1822,7 @@ impl GoObject for GoTime {
         })
     }
 
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, name: &str, args: &[Value]) -> Option<super::FuncResult> {
         let want = |n: usize| -> Result<(), String> {
             if args.len() == n {
                 Ok(())
@@ -1881,7 +1881,7 @@ impl GoObject for GoTime {
                 return None;
             }
         };
-        Some(r)
+        Some(r.map_err(super::FuncError::Msg))
     }
 
     fn fmt_go(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

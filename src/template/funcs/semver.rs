@@ -849,7 +849,7 @@ impl GoObject for VersionObject {
         }
     }
 
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, name: &str, args: &[Value]) -> Option<FuncResult> {
         let v = &self.version;
         let pointer_method = matches!(
             name,
@@ -859,7 +859,7 @@ impl GoObject for VersionObject {
             return None;
         }
         let cmp = |args: &[Value]| version_arg(args, name).map(|o| v.compare(&o));
-        Some(match name {
+        let r = match name {
             "LessThan" => cmp(args).map(|o| Value::Bool(o == Ordering::Less)),
             "LessThanEqual" => cmp(args).map(|o| Value::Bool(o != Ordering::Greater)),
             "GreaterThan" => cmp(args).map(|o| Value::Bool(o == Ordering::Greater)),
@@ -897,7 +897,8 @@ impl GoObject for VersionObject {
                 )),
             },
             _ => return self.field(name).map(Ok),
-        })
+        };
+        Some(r.map_err(super::FuncError::Msg))
     }
 
     fn fmt_go(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
