@@ -152,6 +152,7 @@ mod client;
 pub mod cluster;
 pub mod duration;
 mod env_faults;
+mod error_chain;
 pub mod exec;
 pub mod jsonpath;
 pub mod manifest;
@@ -166,6 +167,7 @@ pub mod yaml;
 
 pub use chart::Chart;
 pub use client::{blocking, Client, ClientBuilder, Error};
+pub use error_chain::error_chain;
 pub use plan::{DesiredRelease, Plan};
 pub use release::Release;
 

@@ -211,7 +211,7 @@ fn without_create_namespace_the_run_fails_and_its_journal_is_closed() {
     let mut d = release(&[("cm.yaml", CM)]);
     d.options.create_namespace = false;
     let plan = bed.plan(std::slice::from_ref(&d));
-    let e = bed.executor().apply(&plan).unwrap_err().to_string();
+    let e = rudder::error_chain(&bed.executor().apply(&plan).unwrap_err());
     assert!(e.contains("namespaces \"fresh\" not found"), "{e}");
     let j = Journal::at(bed.journal.path())
         .lock("fresh", "web")

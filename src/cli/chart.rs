@@ -9,21 +9,7 @@ use std::process::ExitCode;
 
 type CliResult = Result<(), Box<dyn Error>>;
 
-/// The error and its sources, Helm style: `a: b: c` (a source already
-/// quoted by its parent is not repeated).
-pub fn error_chain(e: &dyn Error) -> String {
-    let mut msg = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let t = s.to_string();
-        if !msg.contains(&t) {
-            msg.push_str(": ");
-            msg.push_str(&t);
-        }
-        cur = s.source();
-    }
-    msg
-}
+pub use rudder::error_chain;
 
 /// Prints `Error: ...` to stderr and returns a failing exit code.
 pub fn fail(e: &dyn Error) -> ExitCode {

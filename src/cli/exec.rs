@@ -263,7 +263,7 @@ use rudder::targets::Targets;
 fn open_targets() -> Result<Targets, String> {
     let g = super::global();
     let open = || Targets::open(&g.store_url()?, &g.cluster_url()?);
-    open().map_err(|e| e.to_string())
+    open().map_err(|e| rudder::error_chain(&e))
 }
 
 /// The executor over these targets, reporting to `printer`.
@@ -358,7 +358,7 @@ fn plan_and_run(
             ..ExecOptions::default()
         })
         .apply(&plan)
-        .map_err(|e| e.to_string());
+        .map_err(|e| rudder::error_chain(&e));
     printer.finish_line();
     Ok((plan, Some(report?)))
 }
@@ -366,7 +366,7 @@ fn plan_and_run(
 fn recover_first(t: &Targets, ns: &str, name: &str, printer: &Printer) -> Result<(), String> {
     let clock = WallClock::default();
     let ex = executor(t, &clock, printer);
-    ex.recover(ns, name).map_err(|e| e.to_string())?;
+    ex.recover(ns, name).map_err(|e| rudder::error_chain(&e))?;
     Ok(())
 }
 
@@ -393,14 +393,14 @@ pub fn install(a: InstallArgs) -> ExitCode {
         let hist = t
             .store
             .history(&f.namespace, &a.name)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| rudder::error_chain(&e))?;
         if let Some(last) = hist.iter().max_by_key(|r| r.version) {
             let reusable = matches!(last.info.status, Status::Uninstalled | Status::Failed);
             if !(a.replace && reusable) {
                 return Err("cannot re-use a name that is still in use".into());
             }
         }
-        let chart = rudder::chart::load(&a.chart).map_err(|e| e.to_string())?;
+        let chart = rudder::chart::load(&a.chart).map_err(|e| rudder::error_chain(&e))?;
         let mut d = DesiredRelease::new(&a.name, &f.namespace, chart);
         d.values = f.values.user_values()?;
         d.options = options(f)?;
@@ -442,7 +442,7 @@ fn finish(
     }
     let rel = Releases::new(t.store.as_ref())
         .last(ns, name)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| rudder::error_chain(&e))?;
     print_release(&rel, output)
 }
 
@@ -457,7 +457,7 @@ pub fn upgrade(a: UpgradeArgs) -> ExitCode {
         let hist = t
             .store
             .history(&f.namespace, &a.name)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| rudder::error_chain(&e))?;
         let last = hist.iter().max_by_key(|r| r.version).cloned();
         let installing = match &last {
             None => true,
@@ -471,7 +471,7 @@ pub fn upgrade(a: UpgradeArgs) -> ExitCode {
                 return Err("another operation (install/upgrade/rollback) is in progress".into());
             }
         }
-        let mut chart = rudder::chart::load(&a.chart).map_err(|e| e.to_string())?;
+        let mut chart = rudder::chart::load(&a.chart).map_err(|e| rudder::error_chain(&e))?;
         let mut values = f.values.user_values()?;
         if let Some(l) = last.as_ref().filter(|_| !installing) {
             if (a.reuse_values || a.reset_then_reuse_values) && !a.reset_values {
@@ -524,14 +524,16 @@ pub fn rollback(a: RollbackArgs) -> ExitCode {
         // included) is touched.
         if t.store
             .history(&a.namespace, &a.name)
-            .map_err(|e| e.to_string())?
+            .map_err(|e| rudder::error_chain(&e))?
             .is_empty()
         {
             return Err("release: not found".into());
         }
         recover_first(&t, &a.namespace, &a.name, &printer)?;
         let ops = Releases::new(t.store.as_ref());
-        let last = ops.last(&a.namespace, &a.name).map_err(|e| e.to_string())?;
+        let last = ops
+            .last(&a.namespace, &a.name)
+            .map_err(|e| rudder::error_chain(&e))?;
         let to = a
             .revision
             .filter(|r| *r > 0)
@@ -539,7 +541,7 @@ pub fn rollback(a: RollbackArgs) -> ExitCode {
         if !t
             .store
             .history(&a.namespace, &a.name)
-            .map_err(|e| e.to_string())?
+            .map_err(|e| rudder::error_chain(&e))?
             .iter()
             .any(|r| r.version == to)
         {
@@ -577,10 +579,10 @@ pub fn rollback(a: RollbackArgs) -> ExitCode {
         let mut j = t
             .journal
             .lock(&a.namespace, &a.name)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| rudder::error_chain(&e))?;
         let r = ex.rollback_release(&a.namespace, &a.name, to, &opts, &mut j, "rudder rollback");
         printer.finish_line();
-        r?;
+        r.map_err(operation_text)?;
         println!("Rollback was a success! Happy Helming!");
         Ok(())
     };
@@ -610,7 +612,7 @@ pub fn uninstall(a: UninstallArgs) -> ExitCode {
             let hist = t
                 .store
                 .history(&a.namespace, name)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| rudder::error_chain(&e))?;
             if hist.is_empty() {
                 if a.ignore_not_found {
                     continue;
@@ -628,8 +630,9 @@ pub fn uninstall(a: UninstallArgs) -> ExitCode {
             let mut j = t
                 .journal
                 .lock(&a.namespace, name)
-                .map_err(|e| e.to_string())?;
-            ex.uninstall_release(&a.namespace, name, a.keep_history, wait, &mut j)?;
+                .map_err(|e| rudder::error_chain(&e))?;
+            ex.uninstall_release(&a.namespace, name, a.keep_history, wait, &mut j)
+                .map_err(operation_text)?;
             if let Some(desc) = &a.description {
                 if a.keep_history {
                     if let Ok(last) = Releases::new(t.store.as_ref()).last(&a.namespace, name) {
@@ -659,7 +662,8 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
         let releases = match (&a.plan, &a.file) {
             (Some(_), _) => None,
             (None, Some(f)) => {
-                let releases = rudder::plan::file::load(Path::new(f)).map_err(|e| e.to_string())?;
+                let releases =
+                    rudder::plan::file::load(Path::new(f)).map_err(|e| rudder::error_chain(&e))?;
                 for r in &releases {
                     recover_first(&t, &r.namespace, &r.name, &printer)?;
                 }
@@ -687,7 +691,7 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                 let plan: Plan = serde_json::from_str(&text)
                     .map_err(|e| format!("{p}: not a rudder plan: {e}"))?;
                 print_warnings(&plan);
-                execute(&plan).map_err(|e| e.to_string())
+                execute(&plan).map_err(|e| rudder::error_chain(&e))
             }
             (None, Some(releases)) => {
                 // The plan is this run's own, made a moment ago: when the
@@ -706,7 +710,7 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                             tries += 1;
                             eprintln!("the cluster changed while planning ({why}); planning again");
                         }
-                        r => break r.map_err(|e| e.to_string()),
+                        r => break r.map_err(|e| rudder::error_chain(&e)),
                     }
                 }
             }
@@ -740,5 +744,15 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
             }
         }
         Err(e) => fail("", &e),
+    }
+}
+
+/// A failed rollback or uninstall in Helm's words: the failure, or the
+/// store's error, without the release the command line already names.
+fn operation_text(e: exec::ExecError) -> String {
+    match e {
+        exec::ExecError::ReleaseFailed { message, .. } => message,
+        exec::ExecError::Store { source, .. } => rudder::error_chain(source.as_ref()),
+        e => rudder::error_chain(&e),
     }
 }

@@ -76,7 +76,7 @@ fn color_for_stdout() -> bool {
 fn open_targets() -> Result<rudder::targets::Targets, String> {
     let g = super::global();
     let open = || rudder::targets::Targets::open(&g.store_url()?, &g.cluster_url()?);
-    open().map_err(|e| e.to_string())
+    open().map_err(|e| rudder::error_chain(&e))
 }
 
 fn make_plan(
@@ -137,7 +137,7 @@ pub fn plan(a: PlanArgs) -> ExitCode {
     let releases = match rudder::plan::file::load(Path::new(&a.file)) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("Error: {e}");
+            eprintln!("Error: {}", rudder::error_chain(&e));
             return ExitCode::FAILURE;
         }
     };
@@ -191,7 +191,7 @@ pub fn diff(a: DiffArgs) -> ExitCode {
 
 fn diff_upgrade(a: DiffUpgradeArgs) -> ExitCode {
     let run = || -> Result<Plan, String> {
-        let chart = rudder::chart::load(&a.chart).map_err(|e| e.to_string())?;
+        let chart = rudder::chart::load(&a.chart).map_err(|e| rudder::error_chain(&e))?;
         let mut d = DesiredRelease::new(&a.name, &a.namespace, chart);
         d.values = a.values.user_values()?;
         d.options.create_namespace = false;

@@ -216,13 +216,14 @@ impl Opened {
 
 fn open(_s: &StoreArgs) -> Result<Opened, String> {
     let g = super::global();
-    let url = g.store_url().map_err(|e| e.to_string())?;
+    let url = g.store_url().map_err(|e| rudder::error_chain(&e))?;
     let store = if release::store::needs_cluster(&url) {
-        let cluster_url = g.cluster_url().map_err(|e| e.to_string())?;
-        let cluster = rudder::cluster::open(&cluster_url).map_err(|e| e.to_string())?;
-        release::store::open_in(&url, std::sync::Arc::from(cluster)).map_err(|e| e.to_string())?
+        let cluster_url = g.cluster_url().map_err(|e| rudder::error_chain(&e))?;
+        let cluster = rudder::cluster::open(&cluster_url).map_err(|e| rudder::error_chain(&e))?;
+        release::store::open_in(&url, std::sync::Arc::from(cluster))
+            .map_err(|e| rudder::error_chain(&e))?
     } else {
-        release::open(&url).map_err(|e| e.to_string())?
+        release::open(&url).map_err(|e| rudder::error_chain(&e))?
     };
     Ok(Opened { store, url })
 }
@@ -267,7 +268,7 @@ pub fn list(a: ListArgs) -> ExitCode {
         let (rels, skipped) = store
             .releases()
             .list_reporting(&q)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| rudder::error_chain(&e))?;
         store.warn(&skipped);
         if a.short {
             let names: Vec<&str> = rels.iter().map(|r| r.name.as_str()).collect();
@@ -294,7 +295,7 @@ pub fn history(a: HistoryArgs) -> ExitCode {
         let (h, skipped) = store
             .releases()
             .history_reporting(&a.store.namespace, &a.name)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| rudder::error_chain(&e))?;
         store.warn(&skipped);
         Ok(view::history(&h, a.max, fmt))
     })())
@@ -308,7 +309,7 @@ pub fn status(a: StatusArgs) -> ExitCode {
         let (r, skipped) = store
             .releases()
             .get_reporting(&a.store.namespace, &a.name, a.revision)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| rudder::error_chain(&e))?;
         store.warn(&skipped);
         Ok(view::status(
             &r,
@@ -326,7 +327,7 @@ fn load(c: &GetCommon) -> Result<release::Release, String> {
     let (r, skipped) = store
         .releases()
         .get_reporting(&c.store.namespace, &c.name, c.revision)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| rudder::error_chain(&e))?;
     store.warn(&skipped);
     Ok(r)
 }

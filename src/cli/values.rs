@@ -34,10 +34,10 @@ pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
         let mut buf = Vec::new();
         std::io::stdin()
             .read_to_end(&mut buf)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| rudder::error_chain(&e))?;
         return Ok(buf);
     }
-    rudder::render::strvals::check_file_url(path).map_err(|e| e.to_string())?;
+    rudder::render::strvals::check_file_url(path).map_err(|e| rudder::error_chain(&e))?;
     std::fs::read(path).map_err(|e| {
         let reason = match e.kind() {
             std::io::ErrorKind::NotFound => "no such file or directory".to_string(),

@@ -231,11 +231,7 @@ impl Core {
         let mut j = self.targets.journal.lock(namespace, name)?;
         self.executor(&clock, &sink)
             .rollback_release(namespace, name, to, options, &mut j, "rudder rollback")
-            .map_err(|message| Error::Failed {
-                release: release.clone(),
-                message,
-                report: None,
-            })?;
+            .map_err(operation_error)?;
         self.status(namespace, name)
     }
 
@@ -245,7 +241,6 @@ impl Core {
         name: &str,
         keep_history: bool,
     ) -> Result<(), Error> {
-        let release = format!("{namespace}/{name}");
         self.history_of(namespace, name)?;
         self.recover(namespace, name)?;
         let clock = WallClock::default();
@@ -253,10 +248,19 @@ impl Core {
         let mut j = self.targets.journal.lock(namespace, name)?;
         self.executor(&clock, &sink)
             .uninstall_release(namespace, name, keep_history, None, &mut j)
-            .map_err(|message| Error::Failed {
-                release,
-                message,
-                report: None,
-            })
+            .map_err(operation_error)
+    }
+}
+
+/// A failed rollback or uninstall is [`Error::Failed`], like a failed
+/// release of a plan; the executor's other errors stay what they are.
+fn operation_error(e: ExecError) -> Error {
+    match e {
+        ExecError::ReleaseFailed { release, message } => Error::Failed {
+            release,
+            message,
+            report: None,
+        },
+        e => Error::Exec(e),
     }
 }

@@ -247,17 +247,7 @@ fn not_sent(e: &kube::Error) -> bool {
 
 /// The whole error chain on one line.
 fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(x) = src {
-        let t = x.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        src = x.source();
-    }
-    s.replace('\n', " ")
+    crate::error_chain(e).replace('\n', " ")
 }
 
 /// Parses `conflict with "manager" using v1` into the manager's name.

@@ -44,21 +44,33 @@ pub enum ExecError {
     /// The journal failed, or another process holds the release.
     #[error(transparent)]
     Journal(#[from] JournalError),
-    /// The release store failed.
-    #[error("release {release}: {source}")]
+    /// The release store failed (the store's error is the source).
+    #[error("release {release}")]
     Store {
         /// `namespace/name`.
         release: String,
         /// The store's error.
         source: Box<OpError>,
     },
-    /// The cluster failed outside a release's work (reading preconditions).
-    #[error("release {release}: {source}")]
+    /// The cluster failed outside a release's work (reading preconditions;
+    /// the cluster's error is the source).
+    #[error("release {release}")]
     Cluster {
         /// `namespace/name`.
         release: String,
         /// The error.
         source: Box<ClusterError>,
+    },
+    /// A rollback or uninstall of a release
+    /// ([`Executor::rollback_release`], [`Executor::uninstall_release`])
+    /// failed part-way: an object was not applied or deleted, or did not
+    /// become ready in time. The journal holds what was done.
+    #[error("release {release}: {message}")]
+    ReleaseFailed {
+        /// `namespace/name`.
+        release: String,
+        /// What failed, Helm's wording where Helm has one.
+        message: String,
     },
 }
 
@@ -446,12 +458,16 @@ impl<'a> Executor<'a> {
                                 to: f.revision,
                                 revision,
                             },
-                            Err(error) => Reverted::RollbackFailed { error },
+                            Err(e) => Reverted::RollbackFailed {
+                                error: crate::error_chain(&e),
+                            },
                         }
                     }
                     None => match self.uninstall_release(&rp.namespace, &rp.name, false, None, j) {
                         Ok(()) => Reverted::Uninstalled,
-                        Err(error) => Reverted::UninstallFailed { error },
+                        Err(e) => Reverted::UninstallFailed {
+                            error: crate::error_chain(&e),
+                        },
                     },
                 };
                 if let Some(o) = report.releases.get_mut(i) {
@@ -1154,7 +1170,7 @@ impl<'a> Executor<'a> {
         if purge || r.is_ok() {
             r2 = Releases::new(self.store)
                 .purge(namespace, name)
-                .map_err(|e| e.to_string());
+                .map_err(|e| crate::error_chain(&e));
             faults::durable_write("store");
         }
         if r.is_ok() && r2.is_ok() && created.contains(&ns_key) {
@@ -1600,9 +1616,11 @@ impl<'a> Executor<'a> {
         let deadline = self.clock.now() + options.timeout;
         let (last, pending) = ops
             .begin_rollback(namespace, name, to, HistoryMax(options.history_max))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| crate::error_chain(&e))?;
         faults::durable_write("store");
-        let target = ops.get(namespace, name, to).map_err(|e| e.to_string())?;
+        let target = ops
+            .get(namespace, name, to)
+            .map_err(|e| crate::error_chain(&e))?;
         // (the failure, and whether it was the wait that failed)
         let outcome = (|| -> Result<(), (Failure, bool)> {
             let unwaited = |f: Failure| (f, false);
@@ -1665,19 +1683,19 @@ impl<'a> Executor<'a> {
         let rec = match outcome {
             Err((Failure(e), true)) => {
                 ops.fail_rollback_wait(&pending, &e)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| crate::error_chain(&e))?;
                 faults::durable_write("store");
                 return Err(e);
             }
             Err((Failure(e), false)) => {
                 ops.finish_rollback(&last, &pending, Err(e.clone()))
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| crate::error_chain(&e))?;
                 faults::durable_write("store");
                 return Err(e);
             }
             Ok(()) => ops
                 .finish_rollback(&last, &pending, Ok(()))
-                .map_err(|e| e.to_string())?,
+                .map_err(|e| crate::error_chain(&e))?,
         };
         faults::durable_write("store");
         Ok(rec.version)
@@ -1693,10 +1711,14 @@ impl<'a> Executor<'a> {
         options: &ReleaseOptions,
         j: &mut ReleaseJournal,
         why: &str,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, ExecError> {
         let run = uuid::Uuid::new_v4().to_string();
         let ops = Releases::new(self.store);
-        let last = ops.last(namespace, name).map_err(|e| e.to_string())?;
+        let release = format!("{namespace}/{name}");
+        let last = ops.last(namespace, name).map_err(|e| ExecError::Store {
+            release: release.clone(),
+            source: Box::new(e),
+        })?;
         self.begin(
             j,
             &run,
@@ -1706,11 +1728,10 @@ impl<'a> Executor<'a> {
             Some(to),
             false,
             Vec::new(),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let r = self.rollback_to(namespace, name, to, options, j, &run, &[]);
         let _ = self.end(j, &run, if r.is_ok() { "deployed" } else { "failed" });
-        r
+        r.map_err(|message| ExecError::ReleaseFailed { release, message })
     }
 
     fn uninstall_planned(
@@ -1748,10 +1769,19 @@ impl<'a> Executor<'a> {
         keep_history: bool,
         wait: Option<Duration>,
         j: &mut ReleaseJournal,
-    ) -> Result<(), String> {
+    ) -> Result<(), ExecError> {
+        let release = format!("{namespace}/{name}");
+        let store_error = |e: OpError| ExecError::Store {
+            release: release.clone(),
+            source: Box::new(e),
+        };
+        let failed = |Failure(message)| ExecError::ReleaseFailed {
+            release: release.clone(),
+            message,
+        };
         let ops = Releases::new(self.store);
         let run = uuid::Uuid::new_v4().to_string();
-        let last = ops.last(namespace, name).map_err(|e| e.to_string())?;
+        let last = ops.last(namespace, name).map_err(store_error)?;
         self.begin(
             j,
             &run,
@@ -1761,15 +1791,13 @@ impl<'a> Executor<'a> {
             None,
             false,
             Vec::new(),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let u = ops
             .begin_uninstall(namespace, name, keep_history)
-            .map_err(|e| e.to_string())?;
+            .map_err(store_error)?;
         faults::durable_write("store");
-        let rref = format!("{namespace}/{name}");
         let far = self.clock.now() + Duration::from_secs(3600);
-        let mut objs = self.revision_objects(&last).map_err(|Failure(e)| e)?;
+        let mut objs = self.revision_objects(&last).map_err(failed)?;
         crate::manifest::order::sort_by_install_order(&mut objs, |o| {
             o.get("kind").and_then(Value::as_str).unwrap_or("")
         });
@@ -1780,17 +1808,17 @@ impl<'a> Executor<'a> {
                 continue;
             }
             let Some(k) = ObjectKey::of(o) else { continue };
-            self.delete_one(&rref, j, &run, &k, deadline.unwrap_or(far))
-                .map_err(|Failure(e)| e)?;
+            self.delete_one(&release, j, &run, &k, deadline.unwrap_or(far))
+                .map_err(failed)?;
             deleted.push(k);
         }
         if let Some(deadline) = deadline {
-            self.wait_deleted(&rref, &deleted, deadline)
-                .map_err(|Failure(e)| e)?;
+            self.wait_deleted(&release, &deleted, deadline)
+                .map_err(failed)?;
         }
         if let Some(u) = u {
             ops.finish_uninstall(&u, keep_history, None)
-                .map_err(|e| e.to_string())?;
+                .map_err(store_error)?;
             faults::durable_write("store");
         }
         let _ = self.end(j, &run, "uninstalled");
@@ -2015,7 +2043,7 @@ impl<'a> Executor<'a> {
         let hist = self
             .store
             .history(namespace, name)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| crate::error_chain(&e))?;
         let Some(last) = hist.iter().max_by_key(|r| r.version).cloned() else {
             return Ok(());
         };
@@ -2034,7 +2062,8 @@ impl<'a> Executor<'a> {
             self.delete_one(&rref, j, run, &k, far)
                 .map_err(|Failure(e)| e)?;
         }
-        ops.purge(namespace, name).map_err(|e| e.to_string())?;
+        ops.purge(namespace, name)
+            .map_err(|e| crate::error_chain(&e))?;
         faults::durable_write("store");
         Ok(())
     }

@@ -515,7 +515,10 @@ fn undo(
                     release: rref,
                     outcome: Outcome::Failed,
                     revision: rp.to.revision,
-                    error: Some(format!("{why}; the rollback failed too: {e}")),
+                    error: Some(format!(
+                        "{why}; the rollback failed too: {}",
+                        crate::error_chain(&e)
+                    )),
                 },
             }
         }
@@ -533,7 +536,10 @@ fn undo(
                 release: rref,
                 outcome: Outcome::Failed,
                 revision: rp.to.revision,
-                error: Some(format!("{why}; the uninstall failed too: {e}")),
+                error: Some(format!(
+                    "{why}; the uninstall failed too: {}",
+                    crate::error_chain(&e)
+                )),
             },
         },
     })
@@ -604,7 +610,7 @@ pub fn rollback(
             &mut j,
             "rudder-upgrader rollback",
         )
-        .map_err(fail)?;
+        .map_err(|e| fail(crate::error_chain(&e)))?;
     Ok((to, v))
 }
 

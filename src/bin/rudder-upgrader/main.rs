@@ -94,23 +94,7 @@ fn options(c: &Common) -> Result<Options, String> {
 
 fn targets(g: &GlobalArgs) -> Result<rudder::targets::Targets, String> {
     let open = || upgrader::open(&g.store_url()?, &g.cluster_url()?);
-    open().map_err(|e| e.to_string())
-}
-
-/// The error and its sources: `a: b: c` (a source already quoted by its
-/// parent is not repeated).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut msg = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let t = s.to_string();
-        if !msg.contains(&t) {
-            msg.push_str(": ");
-            msg.push_str(&t);
-        }
-        cur = s.source();
-    }
-    msg
+    open().map_err(|e| rudder::error_chain(&e))
 }
 
 fn retry_command() -> String {
@@ -130,7 +114,7 @@ fn retry_command() -> String {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, String> {
-    let err = |e: upgrader::UpgraderError| error_chain(&e);
+    let err = |e: upgrader::UpgraderError| rudder::error_chain(&e);
     match cli.command {
         Command::Demo { dir } => {
             let tmp;
@@ -189,7 +173,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 ));
             }
             let opts = options(&cli.common)?;
-            let loaded = Loaded::from_file(&cli.common.config).map_err(|e| e.to_string())?;
+            let loaded =
+                Loaded::from_file(&cli.common.config).map_err(|e| rudder::error_chain(&e))?;
             let releases = upgrader::desired_releases(&loaded, &opts).map_err(err)?;
             let t = targets(&cli.global)?;
             let plan = upgrader::plan_only(&t, &releases).map_err(err)?;
@@ -210,7 +195,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Apply { confirm } => {
             let opts = options(&cli.common)?;
-            let loaded = Loaded::from_file(&cli.common.config).map_err(|e| e.to_string())?;
+            let loaded =
+                Loaded::from_file(&cli.common.config).map_err(|e| rudder::error_chain(&e))?;
             let releases = upgrader::desired_releases(&loaded, &opts).map_err(err)?;
             let t = targets(&cli.global)?;
             let plan = if cli.common.dry_run {
