@@ -253,16 +253,7 @@ fn operator_example_runs_on_the_test_bed() {
         return;
     };
     let ns = new_namespace("facade-example");
-    let bin = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .unwrap()
-        .join(if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        })
-        .join("examples/operator");
-    assert!(bin.exists(), "{} was not built", bin.display());
+    let bin = common::built_example("operator", &["kube"]);
     let out = Command::new(bin)
         .args([ns.as_str(), "4"])
         .env("KUBECONFIG", &tb.kubeconfig)

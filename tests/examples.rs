@@ -2,40 +2,14 @@
 //! (`examples/operator.rs` runs on the test bed in `tests/client_kube.rs`;
 //! `examples/component_chart.rs`'s `main` and snapshot test run as its own
 //! tests, with `cargo test`.)
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-/// A built example: `cargo test` builds every example before the tests run.
-fn example(name: &str) -> PathBuf {
-    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target dir")
-        .to_path_buf();
-    let profile = if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    };
-    let p = target.join(profile).join("examples").join(name);
-    if !p.exists() {
-        // `cargo test` builds every example first; `cargo test --test
-        // examples` does not, so build this one now.
-        let mut build = Command::new(env!("CARGO"));
-        build.args(["build", "--example", name]);
-        if !cfg!(debug_assertions) {
-            build.arg("--release");
-        }
-        let status = build.status().expect("run cargo");
-        assert!(status.success(), "cargo build --example {name} failed");
-    }
-    assert!(p.exists(), "{} was not built", p.display());
-    p
-}
+use std::process::Command;
 
 #[test]
 fn plan_apply_installs_skips_the_noop_and_upgrades() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(example("plan_apply"))
+    let out = Command::new(common::built_example("plan_apply", &[]))
         .arg(dir.path())
         .output()
         .unwrap();

@@ -107,3 +107,33 @@ pub fn helm_command(bin: &Path, home: &Path) -> Command {
         .env("TZ", "UTC");
     cmd
 }
+
+/// The path of a built example (`target/<profile>/examples/<name>`).
+/// `cargo test` builds every example before the tests run, but `cargo test
+/// --test <name>` does not: then this builds it, with `features`.
+pub fn built_example(name: &str, features: &[&str]) -> PathBuf {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .to_path_buf();
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let p = target.join(profile).join("examples").join(name);
+    if !p.exists() {
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "--example", name]);
+        if !features.is_empty() {
+            build.args(["--features", &features.join(",")]);
+        }
+        if !cfg!(debug_assertions) {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo");
+        assert!(status.success(), "cargo build --example {name} failed");
+    }
+    assert!(p.exists(), "{} was not built", p.display());
+    p
+}
