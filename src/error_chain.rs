@@ -11,8 +11,24 @@ use std::error::Error;
 /// chain.
 ///
 /// ```
-/// let e = rudder::duration::parse("5 minutes").unwrap_err();
-/// assert!(rudder::error_chain(&e).starts_with("time: invalid duration"));
+/// use std::{error::Error, fmt, io};
+///
+/// #[derive(Debug)]
+/// struct Reading(io::Error);
+/// impl fmt::Display for Reading {
+///     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+///         f.write_str("reading values.yaml")
+///     }
+/// }
+/// impl Error for Reading {
+///     fn source(&self) -> Option<&(dyn Error + 'static)> {
+///         Some(&self.0)
+///     }
+/// }
+///
+/// let e = Reading(io::Error::other("disk full"));
+/// assert_eq!(e.to_string(), "reading values.yaml");
+/// assert_eq!(rudder::error_chain(&e), "reading values.yaml: disk full");
 /// ```
 pub fn error_chain(e: &dyn Error) -> String {
     let mut msg = e.to_string();

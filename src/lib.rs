@@ -31,11 +31,13 @@
 //! }
 //! let chart = chart_from_component(&Web)?;
 //!
-//! # let dir = tempfile::tempdir()?;
-//! # let store = format!("file:{}", dir.path().join("store").display());
-//! # let cluster = format!("sim:{}", dir.path().join("cluster").display());
+//! // 2. A client over a store and a cluster: any `--store`/`--cluster` URL
+//! //    of the CLI. Here the file store and the simulated cluster, each in
+//! //    a directory; `kube` is a real cluster (feature `kube`).
+//! let dir = tempfile::tempdir()?;
+//! let store = format!("file:{}", dir.path().join("store").display());
+//! let cluster = format!("sim:{}", dir.path().join("cluster").display());
 //! # tokio::runtime::Runtime::new()?.block_on(async {
-//! // 2. A client over a store and a cluster (any `--store`/`--cluster` URL).
 //! let client = rudder::Client::builder().store(store).cluster(cluster).build().await?;
 //!
 //! // 3. A plan is data: print it, diff it, save it, snapshot it.
@@ -58,6 +60,21 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A component's chart takes no Helm values: its templates are the
+//! manifests the component rendered, so its parameters are the component's
+//! own fields (values given to it anyway make the plan warn). A chart
+//! loaded with [`chart::load`] takes values in
+//! [`DesiredRelease::values`](plan::DesiredRelease::values).
+//! [`DesiredRelease::options`](plan::DesiredRelease::options) are Helm's
+//! flags, with the defaults of a releases file: atomic, waiting, a 5 minute
+//! timeout, and the namespace created when it is missing (Helm's CLI needs
+//! `--create-namespace` for that).
+//!
+//! `?` converts the chart, component and client errors into [`Error`]; a
+//! program that mixes in errors of its own returns `Box<dyn Error + Send +
+//! Sync>` or `anyhow::Result`. [`error_chain`] prints an error with its
+//! sources, as the CLI does.
+//!
 //! Without an async runtime, [`blocking::Client`] has the same calls.
 //! Next to `plan`/`apply`, both clients have Helm's actions: `install`,
 //! `upgrade`, `upgrade_or_install`, `rollback`, `uninstall`, `status`,
@@ -70,7 +87,7 @@
 //!
 //! With feature `kube` (on by default), `.cluster("kube")` reads the
 //! kubeconfig as kubectl does, and [`ClientBuilder::kube_client`] takes the
-//! caller's own client; [`kube`] re-exports the kube-rs crate rudder is
+//! caller's own client; `rudder::kube` re-exports the kube-rs crate rudder is
 //! built with, so its version never has to be matched by hand. Records are
 //! then Helm's Secrets in each release's namespace, which `helm list` and
 //! `helm history` read. `examples/operator.rs` is an operator-style program
@@ -95,7 +112,8 @@
 //!
 //! ## Snapshot tests
 //!
-//! [`assert_chart_snapshot!`] snapshots a chart with insta; see its docs.
+//! `rudder::assert_chart_snapshot!` (feature `snapshot`) snapshots a chart
+//! with insta; see its docs.
 //!
 //! ## Stages
 //!

@@ -33,7 +33,7 @@ pub enum Severity {
 
 impl fmt::Display for Severity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Severity::Info => "INFO",
             Severity::Warning => "WARNING",
             Severity::Error => "ERROR",

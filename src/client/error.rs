@@ -84,6 +84,14 @@ pub enum Error {
         /// The revision asked for.
         revision: u64,
     },
+    /// A chart did not load ([`crate::chart::load`]), so that `?` works on
+    /// it in a function that returns this error.
+    #[error(transparent)]
+    Chart(#[from] crate::chart::LoadError),
+    /// A component did not become a chart
+    /// ([`crate::chart::chart_from_component`]).
+    #[error(transparent)]
+    Component(#[from] crate::chart::ComponentError),
     /// The task that ran the call panicked or its runtime shut down.
     #[error("the rudder task did not finish: {0}")]
     Task(String),

@@ -215,7 +215,7 @@ impl Outcome {
 
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Outcome::Installed => "installed",
             Outcome::Upgraded => "upgraded",
             Outcome::Noop => "noop",
@@ -224,7 +224,7 @@ impl std::fmt::Display for Outcome {
             Outcome::UninstalledAfterFailure => "uninstalled-after-failure",
             Outcome::Failed => "failed",
             Outcome::NotAttempted => "not-attempted",
-            Outcome::Reverted(what) => return write!(f, "reverted: {what}"),
+            Outcome::Reverted(what) => return f.pad(&format!("reverted: {what}")),
         })
     }
 }

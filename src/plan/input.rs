@@ -48,7 +48,8 @@ pub struct ReleaseOptions {
     pub timeout: Duration,
     /// How many revisions to keep (`--history-max`; 0 is unlimited).
     pub history_max: usize,
-    /// Create the release namespace when it is missing.
+    /// Create the release namespace when it is missing (on by default, as
+    /// in a releases file; Helm's CLI needs `--create-namespace`).
     pub create_namespace: bool,
     /// Adopt existing objects whatever their ownership (`--take-ownership`).
     pub take_ownership: bool,
@@ -59,7 +60,9 @@ pub struct ReleaseOptions {
 }
 
 impl Default for ReleaseOptions {
-    /// Plans are atomic by default; Helm's 5 minute timeout and history of 10.
+    /// Atomic and waiting (Helm 3's readiness rules, no waiting for Jobs),
+    /// Helm's 5 minute timeout and history of 10, the namespace created
+    /// when missing, no adoption, Helm's descriptions.
     fn default() -> Self {
         ReleaseOptions {
             atomic: true,

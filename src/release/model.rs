@@ -80,7 +80,7 @@ impl Status {
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -271,5 +271,17 @@ impl Release {
             Some(c) => c.metadata.app_version.clone(),
             None => "MISSING".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::Status;
+
+    /// Tables line up: `{:<12}` pads a status like a string.
+    #[test]
+    fn status_honours_width_and_alignment() {
+        assert_eq!(format!("{:<12}|", Status::Deployed), "deployed    |");
+        assert_eq!(format!("{:>10}", Status::Failed), "    failed");
     }
 }

@@ -101,7 +101,10 @@ pub struct TemplateError {
     pub line: Option<usize>,
     /// The column of the error in its line: the byte offset from the
     /// line's start, from 0, the number Go prints after the line in
-    /// execution errors (`NAME:LINE:COL`); `None` when `line` is.
+    /// execution errors (`NAME:LINE:COL`). For a parse error, where Go
+    /// prints no column, it is where the parser stopped (an unclosed
+    /// action stops at the end of the text). `None` when
+    /// `line` is.
     pub column: Option<usize>,
     /// Go's own text of the error (`template: NAME:LINE: MSG`), which
     /// plain `text/template` users such as `--name-template` print.

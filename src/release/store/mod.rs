@@ -9,7 +9,7 @@
 //!
 //! - [`memory::MemoryStore`]: in process, for tests and dry runs;
 //! - [`file::FileStore`]: the embedded default (`file:.rudder`), crash-safe;
-//! - [`postgres::PgStore`]: Helm's SQL driver schema (`postgresql://...`);
+//! - `postgres::PgStore` (feature `postgres`): Helm's SQL driver schema (`postgresql://...`);
 //! - [`objects::ObjectStore`]: Helm's Secrets and ConfigMaps drivers
 //!   (`secret`, `configmap`) in a cluster, real or simulated ([`open_in`]).
 //!
