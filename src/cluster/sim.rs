@@ -637,6 +637,22 @@ impl State {
             .map(|(k, o)| (k, &**o))
     }
 
+    /// The objects of one kind in one namespace (`""`: cluster-scoped),
+    /// without visiting the kind's other namespaces.
+    fn namespace_range<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Value)> + 'a {
+        self.objects
+            .range(ObjectKey::new(group, kind, namespace, "")..)
+            .take_while(move |(k, _)| {
+                k.group == group && k.kind == kind && k.namespace == namespace
+            })
+            .map(|(k, o)| (k, &**o))
+    }
+
     fn resource(&self, group: &str, kind: &str) -> Option<&ApiResource> {
         builtin()
             .iter()
@@ -2090,8 +2106,11 @@ impl Cluster for SimCluster {
                 return Ok(Vec::new());
             };
             let ns = if r.namespaced { namespace } else { None };
-            Ok(s.kind_range(group, kind)
-                .filter(|(k, _)| ns.is_none_or(|n| k.namespace == n))
+            let objects: Box<dyn Iterator<Item = (&ObjectKey, &Value)>> = match ns {
+                Some(n) => Box::new(s.namespace_range(group, kind, n)),
+                None => Box::new(s.kind_range(group, kind)),
+            };
+            Ok(objects
                 .filter(|(_, o)| {
                     labels.iter().all(|(lk, lv)| {
                         o.get("metadata")
