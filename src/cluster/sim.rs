@@ -170,7 +170,10 @@
 //! dry-running their applies, which never touch the disk) costs no file I/O
 //! but two `stat`s a request.
 use super::controllers;
-use super::{ApiResource, ApplyOptions, Cluster, ClusterError, ClusterIdentity, ObjectKey, Scope};
+use super::{
+    ApiResource, ApplyOptions, Cluster, ClusterError, ClusterIdentity, ObjectKey, RequestCounter,
+    RequestCounts, RequestVerb, Scope,
+};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -284,6 +287,8 @@ pub struct SimCluster {
     faults: SimFaults,
     counter: Arc<Mutex<FaultCounter>>,
     fsync: bool,
+    /// Requests answered by this handle, by verb.
+    requests: RequestCounter,
 }
 
 impl std::fmt::Debug for SimCluster {
@@ -1481,6 +1486,7 @@ impl SimCluster {
             counter: process_counter(),
             faults,
             fsync: true,
+            requests: RequestCounter::default(),
         }
     }
 
@@ -1594,6 +1600,13 @@ impl SimCluster {
             now: u64::try_from((self.clock)().as_millis()).unwrap_or(u64::MAX),
             delay: self.default_delay,
         }
+    }
+
+    /// Counts the GETs a batch read stands for (one per object, as a
+    /// client without batches would send).
+    fn count_gets(&self, n: usize) {
+        self.requests
+            .add(RequestVerb::Get, u64::try_from(n).unwrap_or(u64::MAX));
     }
 
     /// What every request does first: the injected latency.
@@ -2038,6 +2051,7 @@ fn persist(dir: &Path, state: &mut State, fsync: bool) -> Result<Stamp, ClusterE
 
 impl Cluster for SimCluster {
     fn identity(&self) -> Result<ClusterIdentity, ClusterError> {
+        self.requests.count(RequestVerb::Get);
         self.request();
         self.read(|s| {
             Ok(ClusterIdentity {
@@ -2049,11 +2063,13 @@ impl Cluster for SimCluster {
     }
 
     fn api_resources(&self) -> Result<Vec<ApiResource>, ClusterError> {
+        self.requests.count(RequestVerb::Get);
         self.request();
         self.read(|s| Ok(builtin().iter().chain(s.crds.iter()).cloned().collect()))
     }
 
     fn scope(&self, group: &str, kind: &str) -> Result<Option<Scope>, ClusterError> {
+        self.requests.count(RequestVerb::Get);
         self.request();
         self.read(|s| {
             Ok(s.resource(group, kind).map(|r| {
@@ -2067,6 +2083,7 @@ impl Cluster for SimCluster {
     }
 
     fn get(&self, key: &ObjectKey) -> Result<Option<Value>, ClusterError> {
+        self.requests.count(RequestVerb::Get);
         self.request();
         let view = self.view();
         self.read(|s| {
@@ -2083,6 +2100,7 @@ impl Cluster for SimCluster {
         namespace: Option<&str>,
         labels: &[(String, String)],
     ) -> Result<Vec<Value>, ClusterError> {
+        self.requests.count(RequestVerb::List);
         self.request();
         let view = self.view();
         self.read(|s| {
@@ -2107,6 +2125,7 @@ impl Cluster for SimCluster {
     }
 
     fn create(&self, obj: &Value) -> Result<Value, ClusterError> {
+        self.requests.count(RequestVerb::Create);
         self.request();
         self.inject("create", ObjectKey::of(obj))?;
         Self::reject(obj)?;
@@ -2116,6 +2135,7 @@ impl Cluster for SimCluster {
     }
 
     fn replace(&self, obj: &Value) -> Result<Value, ClusterError> {
+        self.requests.count(RequestVerb::Update);
         self.request();
         self.inject("replace", ObjectKey::of(obj))?;
         Self::reject(obj)?;
@@ -2125,6 +2145,11 @@ impl Cluster for SimCluster {
     }
 
     fn apply(&self, obj: &Value, opts: &ApplyOptions) -> Result<Value, ClusterError> {
+        self.requests.count(if opts.dry_run {
+            RequestVerb::DryRun
+        } else {
+            RequestVerb::Patch
+        });
         self.request();
         if !opts.dry_run {
             self.inject("apply", ObjectKey::of(obj))?;
@@ -2163,16 +2188,19 @@ impl Cluster for SimCluster {
     }
 
     fn dry_run(&self, obj: &Value) -> Result<Value, ClusterError> {
+        self.requests.count(RequestVerb::DryRun);
         self.request();
         let view = self.view();
         self.read(|s| s.dry_run(obj, &view))
     }
 
     fn get_many(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Value>>, ClusterError> {
+        self.count_gets(keys.len());
         self.read_many(keys, |s, k, o, view| s.shown(k, o, view))
     }
 
     fn get_many_shared(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Arc<Value>>>, ClusterError> {
+        self.count_gets(keys.len());
         // The stored objects, their status as last written.
         self.read_many(keys, |_, _, o, _| Arc::clone(o))
     }
@@ -2182,9 +2210,14 @@ impl Cluster for SimCluster {
         key: &ObjectKey,
         resource_version: Option<&str>,
     ) -> Result<Option<Value>, ClusterError> {
+        self.requests.count(RequestVerb::Delete);
         self.request();
         self.inject("delete", Some(key.clone()))?;
         self.write(|s| s.delete(key, resource_version))
+    }
+
+    fn request_counts(&self) -> Option<RequestCounts> {
+        Some(self.requests.counts())
     }
 
     fn flush(&self) -> Result<(), ClusterError> {
