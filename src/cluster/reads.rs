@@ -114,7 +114,7 @@ impl<'a> Reads<'a> {
     /// answered from that listing; a (kind, namespace) with at least
     /// [`Cluster::list_batch_min`] keys in the batch is listed; the rest
     /// are read with [`Cluster::get_many_shared`] (objects read before are
-    /// not read again).
+    /// not read again), as are those of a LIST the server forbids.
     pub fn get_many(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Arc<Value>>>, ClusterError> {
         let mut out: Vec<Option<Option<Arc<Value>>>> = vec![None; keys.len()];
         let mut per_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
@@ -126,7 +126,12 @@ impl<'a> Reads<'a> {
         for (slot, idx) in per_slot {
             let listing = match self.listed(&slot) {
                 Some(l) => Some(l),
-                None if min.is_some_and(|m| idx.len() >= m.max(1)) => Some(self.list(&slot)?),
+                None if min.is_some_and(|m| idx.len() >= m.max(1)) => match self.list(&slot) {
+                    Ok(l) => Some(l),
+                    // Allowed to get but not to list (RBAC): one by one.
+                    Err(ClusterError::Forbidden { .. }) => None,
+                    Err(e) => return Err(e),
+                },
                 None => None,
             };
             match listing {
