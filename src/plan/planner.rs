@@ -1487,11 +1487,12 @@ fn insert_at(root: &mut Value, ptr: &str, value: Value) {
 ///
 /// - rudder's server-side apply set it (a `rudder` `Apply` entry in its
 ///   managedFields);
-/// - no other manager owns a field the desired object sets (a `kubectl
-///   edit`, `patch`, `scale` or client-side `apply`, and another manager's
-///   forced server-side apply, take the fields they change from rudder, so
-///   a changed field always has another owner; the status subresource and
-///   map-presence `.` entries are no such fields);
+/// - no other manager owns a field the desired object sets that rudder
+///   does not own too (a `kubectl edit`, `patch`, `scale` or client-side
+///   `apply`, and another manager's forced server-side apply, take the
+///   fields they change from rudder, so a changed field has another owner
+///   and not rudder; the status subresource and map-presence `.` entries
+///   are no such fields);
 /// - every field the desired object sets has that value live, and rudder
 ///   owns no field live that the desired object lacks (an apply would
 ///   remove it).
@@ -1503,49 +1504,62 @@ fn insert_at(root: &mut Value, ptr: &str, value: Value) {
 /// `stringData`, values in another spelling than the server stores, a
 /// removed field) fails the value test, and takes the dry run.
 fn provably_unchanged(desired: &Value, live: &Value) -> bool {
-    let entries = live
+    let entries: &[Value] = live
         .pointer("/metadata/managedFields")
-        .and_then(Value::as_array);
-    let mut rudder_applied = false;
-    for e in entries.into_iter().flatten() {
-        let manager = e.get("manager").and_then(Value::as_str).unwrap_or("");
-        let operation = e.get("operation").and_then(Value::as_str).unwrap_or("");
-        if manager == FIELD_MANAGER && operation == "Apply" {
-            rudder_applied = true;
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+
+    let is_rudder = |e: &Value| e["manager"] == FIELD_MANAGER && e["operation"] == "Apply";
+    let Some(rudder) = entries.iter().find(|e| is_rudder(e)) else {
+        return false;
+    };
+    let rudder = fields_v1(rudder);
+    for e in entries {
+        if is_rudder(e) || e.get("subresource").and_then(Value::as_str) == Some("status") {
             continue;
         }
-        if e.get("subresource").and_then(Value::as_str) == Some("status") {
-            continue;
-        }
-        if let Some(Value::Object(f)) = e.get("fieldsV1") {
-            if owns_desired_field(f, desired) {
+        if let Some(f) = fields_v1(e) {
+            if owns_desired_field(f, Some(desired), rudder) {
                 return false;
             }
         }
     }
-    rudder_applied && changed_fields(desired, desired, live, None).is_empty()
+    changed_fields(desired, desired, live, None).is_empty()
+}
+
+/// An entry's `fieldsV1` tree.
+fn fields_v1(entry: &Value) -> Option<&Map<String, Value>> {
+    entry.get("fieldsV1").and_then(Value::as_object)
 }
 
 /// Whether a managedFields `fieldsV1` tree names a field that `desired`
-/// sets: a leaf, or anything inside a list or a value the desired object
-/// sets (`.`, the presence of a map, is not a field).
-fn owns_desired_field(owned: &Map<String, Value>, desired: &Value) -> bool {
+/// sets and rudder's own tree does not (a field shared with rudder has
+/// rudder's value: changing it would have taken it from rudder). Inside a
+/// list the desired object sets (`desired` is `None` there) every field
+/// counts; `.`, the presence of a map or list item, is not a field.
+fn owns_desired_field(
+    owned: &Map<String, Value>,
+    desired: Option<&Value>,
+    rudder: Option<&Map<String, Value>>,
+) -> bool {
     owned.iter().any(|(k, sub)| {
         if k == "." {
             return false;
         }
-        let Some(name) = k.strip_prefix("f:") else {
-            // A list item (`k:`, `v:`, `i:`) under a list the desired
-            // object sets.
-            return true;
-        };
-        match desired.get(name) {
-            None => false,
-            Some(Value::Object(_)) => match sub {
-                Value::Object(m) if !m.is_empty() => owns_desired_field(m, &desired[name]),
-                _ => true,
+        let desired_sub = match (k.strip_prefix("f:"), desired) {
+            (Some(name), Some(d)) => match d.get(name) {
+                None => return false,
+                Some(v) => Some(v),
             },
-            Some(_) => true,
+            // A list item, or a field inside one.
+            _ => None,
+        };
+        let rudder_sub = rudder.and_then(|r| r.get(k)).and_then(Value::as_object);
+        match sub {
+            Value::Object(m) if !m.is_empty() => {
+                owns_desired_field(m, desired_sub.filter(|v| v.is_object()), rudder_sub)
+            }
+            _ => rudder_sub.is_none(),
         }
     })
 }
@@ -2111,6 +2125,51 @@ mod tests {
             .unwrap()
             .remove("x");
         assert!(changed_fields(&desired, &desired, &after, None).is_empty());
+    }
+
+    #[test]
+    fn only_fields_taken_from_rudder_stop_the_shortcut() {
+        let desired = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "annotations": {"a": "1"}},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "web", "image": "i"}]}}}});
+        let mut live = desired.clone();
+        live["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = json!("1");
+        let rudder = json!({"manager": "rudder", "operation": "Apply", "fieldsV1": {
+            "f:metadata": {"f:annotations": {"f:a": {}}},
+            "f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {
+                "k:{\"name\":\"web\"}": {".": {}, "f:name": {}, "f:image": {}}}}}}}});
+        // A controller's own annotation, and an applier that shares the
+        // container's name with rudder: nothing was taken from rudder.
+        let controller = json!({"manager": "kube-controller-manager", "operation": "Update",
+            "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, "f:deployment.kubernetes.io/revision": {}}}}});
+        let sharer = json!({"manager": "other", "operation": "Apply", "fieldsV1": {"f:spec": {
+            "f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:name": {}}}}}}}});
+        let status = json!({"manager": "kube-controller-manager", "operation": "Update",
+            "subresource": "status", "fieldsV1": {"f:spec": {"f:replicas": {}}}});
+        live["metadata"]["managedFields"] = json!([rudder, controller, sharer, status]);
+        assert!(provably_unchanged(&desired, &live));
+        // kubectl scale took replicas (same value again, but not rudder's).
+        let mut scaled = live.clone();
+        scaled["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("f:replicas");
+        scaled["metadata"]["managedFields"]
+            .as_array_mut()
+            .unwrap()
+            .push(
+                json!({"manager": "kubectl", "operation": "Update", "subresource": "scale",
+                "fieldsV1": {"f:spec": {"f:replicas": {}}}}),
+            );
+        assert!(!provably_unchanged(&desired, &scaled));
+        // Another value, with rudder's fields as they were: the values tell.
+        let mut edited = live.clone();
+        edited["spec"]["replicas"] = json!(3);
+        assert!(!provably_unchanged(&desired, &edited));
+        // Not applied by rudder at all.
+        let mut foreign = live.clone();
+        foreign["metadata"]["managedFields"][0]["manager"] = json!("helm");
+        assert!(!provably_unchanged(&desired, &foreign));
     }
 
     #[test]
