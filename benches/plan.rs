@@ -5,6 +5,10 @@
 //! as a successful execution leaves it. Every tenth object changes. The
 //! same with 2000 releases checks that planning scales linearly.
 //!
+//! The same plans when nothing changed (`-unchanged`), and with every
+//! object dry-run as before unchanged objects could skip the dry run
+//! (`-unchanged-always-dry-run`).
+//!
 //! Goal: 200 x 100 in at most 100 ms; 2000 x 100 at most 11 times that.
 //! The 2000-release case runs only with `PLAN_BENCH_SCALE=1` (about 14 s a
 //! plan on a 2-core machine, so several minutes in all). Releases plan on
@@ -105,6 +109,7 @@ struct Setup {
     store: MemoryStore,
     cluster: SimCluster,
     releases: Vec<DesiredRelease>,
+    first: PreRendered,
     next: PreRendered,
 }
 
@@ -213,6 +218,7 @@ fn setup(n: usize) -> Setup {
         store,
         cluster,
         releases,
+        first,
         next,
     }
 }
@@ -236,6 +242,26 @@ fn bench_plan(c: &mut Criterion) {
                     with_records,
                     ..PlanOptions::default()
                 });
+            group.bench_function(format!("{n}x{OBJECTS}{label}"), |b| {
+                b.iter(|| planner.plan(&s.releases).expect("plan").releases.len())
+            });
+        }
+        // Nothing changed: the output of the installed revision again.
+        // With `always_dry_run` every object is dry-run, as planning did
+        // before unchanged objects could skip it.
+        for (label, always_dry_run) in [("-unchanged", false), ("-unchanged-always-dry-run", true)]
+        {
+            let planner = Planner::new(&s.store, "memory:", &s.cluster)
+                .with_renderer(&s.first)
+                .with_options(PlanOptions {
+                    always_dry_run,
+                    ..PlanOptions::default()
+                });
+            let plan = planner.plan(&s.releases).expect("plan");
+            assert!(plan
+                .releases
+                .iter()
+                .all(|r| r.action == ReleaseAction::Noop));
             group.bench_function(format!("{n}x{OBJECTS}{label}"), |b| {
                 b.iter(|| planner.plan(&s.releases).expect("plan").releases.len())
             });

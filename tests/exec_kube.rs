@@ -1944,3 +1944,279 @@ fn side_by_side<T: Send>(
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     }))
 }
+
+/// `requests: plan: 14 requests (get 5, list 9)` from rudder's stderr
+/// (`RUDDER_REQUEST_STATS=1`), as verb -> count, with `total`.
+fn request_counts(stderr: &str, step: &str) -> BTreeMap<String, u64> {
+    let prefix = format!("requests: {step}: ");
+    let line = stderr
+        .lines()
+        .rfind(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line in:\n{stderr}"));
+    let rest = &line[prefix.len()..];
+    let (total, verbs) = rest.split_once(" request").unwrap();
+    let mut out = BTreeMap::new();
+    out.insert("total".to_string(), total.parse().unwrap());
+    if let Some((_, list)) = verbs.split_once('(') {
+        for part in list.trim_end_matches(')').split(", ") {
+            let (verb, n) = part.rsplit_once(' ').unwrap();
+            out.insert(verb.to_string(), n.parse().unwrap());
+        }
+    }
+    out
+}
+
+impl Rudder<'_> {
+    /// Runs rudder with `RUDDER_REQUEST_STATS=1`; panics unless it succeeds.
+    fn ok_counted(&self, args: &[&str]) -> (String, String) {
+        let o = Command::new(env!("CARGO_BIN_EXE_rudder"))
+            .arg("--kubeconfig")
+            .arg(&self.tb.kubeconfig)
+            .args(args)
+            .current_dir(self.dir.path())
+            .env_remove("HELM_DRIVER")
+            .env_remove("KUBECONFIG")
+            .env("RUDDER_REQUEST_STATS", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        );
+        assert!(o.status.success(), "rudder {args:?}:\n{out}\n{err}");
+        (out, err)
+    }
+}
+
+/// A chart of `n` ConfigMaps, `n` ServiceAccounts and `n` Services.
+const THREE_KINDS: &str = r#"{{- range $i := until 10 }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ $.Release.Name }}-cm-{{ $i }}
+data:
+  i: "{{ $i }}"
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ $.Release.Name }}-sa-{{ $i }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $.Release.Name }}-svc-{{ $i }}
+spec:
+  ports:
+  - port: 80
+    targetPort: 8080
+{{- end }}
+"#;
+
+/// A plan of N releases × M objects of K kinds where nothing changed reads
+/// a LIST per (kind, namespace), shared between the releases, and asks the
+/// server for no dry run: O(K × namespaces) requests, not O(objects).
+#[test]
+fn a_no_change_plan_costs_requests_per_kind_and_namespace_not_per_object() {
+    let Some(tb) = testbed() else { return };
+    let r = Rudder::new(tb);
+    let chart = tiny_chart(r.dir.path(), &[("objs.yaml", THREE_KINDS)]);
+    let namespaces = [tb.fresh_namespace("reqs"), tb.fresh_namespace("reqs")];
+    let (releases, kinds, per_release) = (4, 3, 30);
+    let mut file = String::from("releases:\n");
+    for i in 0..releases {
+        file.push_str(&format!(
+            "- name: r{i}\n  namespace: {}\n  chart: {}\n",
+            namespaces[i % 2],
+            chart.display()
+        ));
+    }
+    let path = r.dir.path().join("releases.yaml");
+    std::fs::write(&path, file).unwrap();
+    let path = path.to_str().unwrap();
+    let (_, err) = r.ok_counted(&["apply", path]);
+    let install = request_counts(&err, "apply");
+    eprintln!(
+        "install of {releases} x {per_release} objects: plan {:?}, apply {install:?}",
+        request_counts(&err, "plan")
+    );
+    let (out, err) = r.ok_counted(&["plan", path, "-o", "json"]);
+    let plan: Value = serde_json::from_str(&out).unwrap();
+    for rel in plan["releases"].as_array().unwrap() {
+        assert_eq!(rel["action"], "noop", "{rel:#}");
+    }
+    let c = request_counts(&err, "plan");
+    eprintln!("no-change plan of {releases} x {per_release} objects: {c:?}");
+    let n = |v: &str| c.get(v).copied().unwrap_or(0);
+    assert_eq!(n("dry-run"), 0, "{c:?}");
+    // A LIST per (kind, namespace) for the objects, one per release for
+    // its records (Helm's Secrets); GETs for the server's version and
+    // identity, discovery and each release namespace, once each.
+    assert!(
+        n("list") <= (kinds * namespaces.len() + releases) as u64,
+        "{c:?}"
+    );
+    assert!(n("get") <= 6 + namespaces.len() as u64, "{c:?}");
+    assert!(n("total") < (releases * per_release / 4) as u64, "{c:?}");
+    for (i, ns) in namespaces.iter().enumerate() {
+        for j in (i..releases).step_by(2) {
+            r.ok(&["uninstall", &format!("r{j}"), "-n", ns]);
+        }
+        tb.kubectl_ok(&["delete", "namespace", ns, "--wait=false"]);
+    }
+}
+
+/// Each kind of drift shows in the plan although unchanged objects skip
+/// the server's dry run; and after apply takes it back, the plan is a noop
+/// without a dry run again.
+#[test]
+fn drift_shows_past_the_dry_run_shortcut() {
+    let Some(tb) = testbed() else { return };
+    let ns = tb.fresh_namespace("shortcut");
+    let r = Rudder::new(tb);
+    let chart = tiny_chart(
+        r.dir.path(),
+        &[
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"1\"\n  b: \"2\"\n",
+            ),
+            (
+                "deploy.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.25\n",
+            ),
+        ],
+    );
+    let path = r.dir.path().join("releases.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "releases:\n- name: sc\n  namespace: {ns}\n  chart: {}\n",
+            chart.display()
+        ),
+    )
+    .unwrap();
+    let path = path.to_str().unwrap();
+    r.ok(&["apply", path]);
+    let plan = |what: &str| -> (Value, BTreeMap<String, u64>) {
+        let (out, err) = r.ok_counted(&["plan", path, "-o", "json"]);
+        let c = request_counts(&err, "plan");
+        eprintln!("{what}: {c:?}");
+        (serde_json::from_str(&out).unwrap(), c)
+    };
+    let assert_noop = |what: &str| {
+        let (p, c) = plan(what);
+        assert_eq!(p["releases"][0]["action"], "noop", "{what}: {p:#}");
+        assert_eq!(c.get("dry-run"), None, "{what}: {c:?}");
+    };
+    assert_noop("after install");
+    let manifest = r.dir.path().join("drift.yaml");
+    // (what, kind, field that drifts, the drift)
+    type Case<'a> = (&'a str, &'a str, &'a str, Box<dyn Fn() + 'a>);
+    let cases: Vec<Case> = vec![
+        (
+            "kubectl edit",
+            "ConfigMap",
+            "/data/a",
+            Box::new(|| {
+                let o = tb
+                    .kubectl()
+                    .env("KUBE_EDITOR", "sed -i -e s/'a: \"1\"'/'a: edited'/")
+                    .args(["edit", "configmap", "cfg", "-n", &ns])
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            }),
+        ),
+        (
+            "kubectl scale",
+            "Deployment",
+            "/spec/replicas",
+            Box::new(|| {
+                tb.kubectl_ok(&["scale", "deployment", "web", "-n", &ns, "--replicas=2"]);
+            }),
+        ),
+        (
+            "kubectl patch",
+            "ConfigMap",
+            "/data/b",
+            Box::new(|| {
+                tb.kubectl_ok(&[
+                    "patch",
+                    "configmap",
+                    "cfg",
+                    "-n",
+                    &ns,
+                    "--type=merge",
+                    "-p",
+                    r#"{"data":{"b":"patched"}}"#,
+                ]);
+            }),
+        ),
+        (
+            "client-side kubectl apply",
+            "ConfigMap",
+            "/data/a",
+            Box::new(|| {
+                std::fs::write(
+                    &manifest,
+                    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: {ns}\ndata:\n  a: client-side\n"),
+                )
+                .unwrap();
+                tb.kubectl_ok(&["apply", "-f", manifest.to_str().unwrap()]);
+            }),
+        ),
+        (
+            "another manager's forced server-side apply",
+            "Deployment",
+            "/spec/template/spec/containers/0/image",
+            Box::new(|| {
+                std::fs::write(
+                    &manifest,
+                    format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.26\n"),
+                )
+                .unwrap();
+                tb.kubectl_ok(&[
+                    "apply",
+                    "--server-side",
+                    "--force-conflicts",
+                    "--field-manager=other",
+                    "-f",
+                    manifest.to_str().unwrap(),
+                ]);
+            }),
+        ),
+    ];
+    for (what, kind, field, drift) in &cases {
+        drift();
+        let (p, _) = plan(what);
+        let objects = p["releases"][0]["objects"].as_array().unwrap();
+        let changes: Vec<String> = objects
+            .iter()
+            .filter(|o| o["action"] != "unchanged")
+            .map(|o| {
+                format!(
+                    "{} {} {} {}",
+                    o["key"]["kind"], o["action"], o["reason"], o["changed"]
+                )
+            })
+            .collect();
+        assert_eq!(changes.len(), 1, "{what}: {changes:?}");
+        let o = objects.iter().find(|o| o["key"]["kind"] == *kind).unwrap();
+        assert_eq!(o["action"], "update", "{what}: {changes:?}");
+        assert!(
+            o["reason"].as_str().unwrap().starts_with("drift"),
+            "{what}: {changes:?}"
+        );
+        assert!(
+            o["changed"].as_array().unwrap().iter().any(|c| c == field),
+            "{what}: {changes:?}"
+        );
+        r.ok(&["apply", path, "--force-conflicts"]);
+        assert_noop(&format!("after taking back {what}"));
+    }
+    r.ok(&["uninstall", "sc", "-n", &ns]);
+    tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
+}

@@ -673,7 +673,8 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
         };
         let clock = WallClock::default();
         let execute = |plan: &Plan| {
-            executor(&t, &clock, &printer)
+            let before = super::request_counts_if_asked(t.cluster.as_ref());
+            let r = executor(&t, &clock, &printer)
                 .with_options(ExecOptions {
                     force_conflicts: a.force_conflicts,
                     cross_release: if a.rollback_completed {
@@ -683,7 +684,10 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                     },
                     ..ExecOptions::default()
                 })
-                .apply(plan)
+                .apply(plan);
+            printer.finish_line();
+            super::report_requests("apply", t.cluster.as_ref(), before);
+            r
         };
         let report = match (&a.plan, releases) {
             (Some(p), _) => {
@@ -699,9 +703,11 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                 // bumps resourceVersion), nothing was written, so plan again.
                 let mut tries = 0;
                 loop {
+                    let before = super::request_counts_if_asked(t.cluster.as_ref());
                     let plan = Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
                         .plan(&releases)
                         .map_err(|e| super::chart::error_chain(&e))?;
+                    super::report_requests("plan", t.cluster.as_ref(), before);
                     if tries == 0 {
                         print_warnings(&plan);
                     }

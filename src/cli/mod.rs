@@ -24,6 +24,35 @@ pub fn global() -> &'static GlobalArgs {
     GLOBAL.get_or_init(GlobalArgs::default)
 }
 
+/// The environment variable that makes `plan` and `apply` report their
+/// API requests on stderr.
+pub const REQUEST_STATS_ENV: &str = "RUDDER_REQUEST_STATS";
+
+/// The cluster's request counts now, when `RUDDER_REQUEST_STATS` asks for
+/// them (set and not empty or `0`).
+pub fn request_counts_if_asked(
+    cluster: &dyn rudder::cluster::Cluster,
+) -> Option<rudder::cluster::RequestCounts> {
+    let asked = std::env::var_os(REQUEST_STATS_ENV).is_some_and(|v| !v.is_empty() && v != "0");
+    if asked {
+        cluster.request_counts()
+    } else {
+        None
+    }
+}
+
+/// Prints `requests: plan: 14 requests (get 2, list 6, ...)` on stderr:
+/// what `step` sent since `before` (from [`request_counts_if_asked`]).
+pub fn report_requests(
+    step: &str,
+    cluster: &dyn rudder::cluster::Cluster,
+    before: Option<rudder::cluster::RequestCounts>,
+) {
+    if let (Some(b), Some(now)) = (before, cluster.request_counts()) {
+        eprintln!("requests: {step}: {}", now.since(&b));
+    }
+}
+
 /// rudder: build, render and release Helm charts.
 #[derive(Debug, Parser)]
 #[command(name = "rudder", version, about)]

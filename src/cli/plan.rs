@@ -90,14 +90,17 @@ fn make_plan(
         t.cluster_desc(),
         t.store_url
     );
-    Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
+    let before = super::request_counts_if_asked(t.cluster.as_ref());
+    let plan = Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
         .with_options(PlanOptions {
             show_secrets,
             with_records,
             ..PlanOptions::default()
         })
         .plan(releases)
-        .map_err(|e| super::chart::error_chain(&e))
+        .map_err(|e| super::chart::error_chain(&e));
+    super::report_requests("plan", t.cluster.as_ref(), before);
+    plan
 }
 
 /// Writes `text` to `path` with mode 0600, through a temporary file.

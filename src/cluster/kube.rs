@@ -45,7 +45,8 @@
 //! else the files listed in `KUBECONFIG` (merged, first wins), else
 //! `~/.kube/config`; the context is `--kube-context` or the current one.
 use super::{
-    ApiResource, ApplyOptions, Cluster, ClusterError, ClusterIdentity, ObjectKey, Watched,
+    ApiResource, ApplyOptions, Cluster, ClusterError, ClusterIdentity, ObjectKey, RequestCounts,
+    RequestVerb, Watched,
 };
 use http_body_util::BodyExt;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -59,6 +60,10 @@ use std::time::Duration;
 pub const DEFAULT_FIELD_MANAGER: &str = "rudder";
 /// How many times a request is tried before its error is returned.
 const TRIES: u32 = 3;
+/// From how many objects of one kind in one namespace a batch of reads
+/// lists them (see [`Cluster::list_batch_min`]): two GETs cost about what
+/// one LIST of a small namespace does.
+const LIST_BATCH_MIN: usize = 3;
 /// Items per page when listing.
 const PAGE: usize = 500;
 /// Upper bound on pages of one list (500 × 1000 objects), so a server that
@@ -85,6 +90,8 @@ pub struct KubeCluster {
     update_manager: String,
     discovery: Mutex<Option<Vec<ApiResource>>>,
     identity: Mutex<Option<ClusterIdentity>>,
+    /// Requests sent, by verb.
+    requests: super::RequestCounter,
 }
 
 impl std::fmt::Debug for KubeCluster {
@@ -506,6 +513,7 @@ impl KubeCluster {
             update_manager: DEFAULT_FIELD_MANAGER.into(),
             discovery: Mutex::new(None),
             identity: Mutex::new(None),
+            requests: super::RequestCounter::default(),
         }
     }
 
@@ -567,6 +575,15 @@ impl KubeCluster {
             if attempt > 0 {
                 std::thread::sleep(Duration::from_millis(200 << (attempt - 1)));
             }
+            self.requests.count(match verb {
+                Verb::Get => RequestVerb::Get,
+                Verb::List => RequestVerb::List,
+                Verb::Create => RequestVerb::Create,
+                Verb::Update => RequestVerb::Update,
+                Verb::Patch if path.contains("dryRun=All") => RequestVerb::DryRun,
+                Verb::Patch => RequestVerb::Patch,
+                Verb::Delete => RequestVerb::Delete,
+            });
             let mut b = http::Request::builder().method(verb.method()).uri(path);
             if let Some(ct) = content_type {
                 b = b.header(http::header::CONTENT_TYPE, ct);
@@ -960,6 +977,16 @@ impl Cluster for KubeCluster {
         Some(self.where_())
     }
 
+    /// Three or more objects of a kind in a namespace are listed: one
+    /// request (a page per 500 objects) instead of one each.
+    fn list_batch_min(&self) -> Option<usize> {
+        Some(LIST_BATCH_MIN)
+    }
+
+    fn request_counts(&self) -> Option<RequestCounts> {
+        Some(self.requests.counts())
+    }
+
     /// A watch on the one object (`fieldSelector=metadata.name=..`) from
     /// `resource_version`, with bookmarks, for at most `max`.
     fn watch_change(
@@ -990,6 +1017,7 @@ impl Cluster for KubeCluster {
             .map_err(|e| ClusterError::BadObject(format!("{path}: {e}")))?;
         let client = self.client.clone();
         let what = format!("watch {key}");
+        self.requests.count(RequestVerb::Watch);
         let outcome = self.driver.run(async move {
             let run = async {
                 let res = client.send(req.map(kube::client::Body::from)).await?;

@@ -17,6 +17,7 @@ use std::fmt;
 pub mod controllers;
 #[cfg(feature = "kube")]
 pub mod kube;
+pub mod reads;
 pub mod sim;
 
 /// The identity of an object: group, kind, namespace and name. The API
@@ -257,6 +258,143 @@ pub enum ClusterError {
     },
 }
 
+/// How many API requests a cluster handle has sent, by verb. Retries count
+/// as requests; a dry-run apply counts under `dry_run`, not `patch`.
+/// [`RequestCounts::since`] gives the requests of one step (a plan, an
+/// apply) from two readings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestCounts {
+    /// GETs of one object (and of discovery, `/version`).
+    pub get: u64,
+    /// LISTs (each page counts).
+    pub list: u64,
+    /// Watches started.
+    pub watch: u64,
+    /// Creates (POST).
+    pub create: u64,
+    /// Updates (PUT).
+    pub update: u64,
+    /// Patches that write: server-side applies and managed-field rewrites.
+    pub patch: u64,
+    /// Server-side apply dry runs (`dryRun=All`).
+    pub dry_run: u64,
+    /// Deletes.
+    pub delete: u64,
+}
+
+impl RequestCounts {
+    /// Every request.
+    pub fn total(&self) -> u64 {
+        self.reads() + self.writes() + self.dry_run
+    }
+
+    /// GETs, LISTs and watches.
+    pub fn reads(&self) -> u64 {
+        self.get + self.list + self.watch
+    }
+
+    /// Creates, updates, patches and deletes (dry runs excluded).
+    pub fn writes(&self) -> u64 {
+        self.create + self.update + self.patch + self.delete
+    }
+
+    /// The requests made between `earlier` and `self` (readings of the
+    /// same handle).
+    pub fn since(&self, earlier: &RequestCounts) -> RequestCounts {
+        RequestCounts {
+            get: self.get.saturating_sub(earlier.get),
+            list: self.list.saturating_sub(earlier.list),
+            watch: self.watch.saturating_sub(earlier.watch),
+            create: self.create.saturating_sub(earlier.create),
+            update: self.update.saturating_sub(earlier.update),
+            patch: self.patch.saturating_sub(earlier.patch),
+            dry_run: self.dry_run.saturating_sub(earlier.dry_run),
+            delete: self.delete.saturating_sub(earlier.delete),
+        }
+    }
+}
+
+impl fmt::Display for RequestCounts {
+    /// `12 requests (get 3, list 4, dry-run 5)`: the verbs with requests.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = [
+            ("get", self.get),
+            ("list", self.list),
+            ("watch", self.watch),
+            ("create", self.create),
+            ("update", self.update),
+            ("patch", self.patch),
+            ("dry-run", self.dry_run),
+            ("delete", self.delete),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(v, n)| format!("{v} {n}"))
+        .collect();
+        let total = self.total();
+        write!(f, "{total} request{}", if total == 1 { "" } else { "s" })?;
+        if !parts.is_empty() {
+            write!(f, " ({})", parts.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Counters behind [`RequestCounts`], for cluster implementations.
+#[derive(Debug, Default)]
+pub struct RequestCounter {
+    counts: [std::sync::atomic::AtomicU64; 8],
+}
+
+/// A verb [`RequestCounter`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestVerb {
+    /// See [`RequestCounts::get`].
+    Get,
+    /// See [`RequestCounts::list`].
+    List,
+    /// See [`RequestCounts::watch`].
+    Watch,
+    /// See [`RequestCounts::create`].
+    Create,
+    /// See [`RequestCounts::update`].
+    Update,
+    /// See [`RequestCounts::patch`].
+    Patch,
+    /// See [`RequestCounts::dry_run`].
+    DryRun,
+    /// See [`RequestCounts::delete`].
+    Delete,
+}
+
+impl RequestCounter {
+    /// Counts one request.
+    pub fn count(&self, verb: RequestVerb) {
+        self.add(verb, 1);
+    }
+
+    /// Counts `n` requests.
+    pub fn add(&self, verb: RequestVerb, n: u64) {
+        self.counts[verb as usize].fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> RequestCounts {
+        let n = |v: RequestVerb| self.counts[v as usize].load(std::sync::atomic::Ordering::Relaxed);
+        RequestCounts {
+            get: n(RequestVerb::Get),
+            list: n(RequestVerb::List),
+            watch: n(RequestVerb::Watch),
+            create: n(RequestVerb::Create),
+            update: n(RequestVerb::Update),
+            patch: n(RequestVerb::Patch),
+            dry_run: n(RequestVerb::DryRun),
+            delete: n(RequestVerb::Delete),
+        }
+    }
+}
+
 /// A Kubernetes API, as much of it as rudder needs.
 ///
 /// Reads never change anything. Writes return the object as stored, with
@@ -369,6 +507,21 @@ pub trait Cluster: Send + Sync {
             .into_iter()
             .map(|o| o.map(std::sync::Arc::new))
             .collect())
+    }
+
+    /// From how many objects of one kind in one namespace a LIST is
+    /// cheaper than reading them one by one ([`reads::Reads`] lists
+    /// them then). `None` (the default) never lists: the simulated
+    /// cluster answers [`Cluster::get_many_shared`] from one look at its
+    /// state.
+    fn list_batch_min(&self) -> Option<usize> {
+        None
+    }
+
+    /// How many requests this handle has sent so far, by verb; `None`
+    /// (the default) when it does not count.
+    fn request_counts(&self) -> Option<RequestCounts> {
+        None
     }
 
     /// Makes every write so far durable (the simulated cluster compacts its
@@ -594,6 +747,12 @@ impl<C: Cluster + ?Sized> Cluster for std::sync::Arc<C> {
         to: &str,
     ) -> Result<bool, ClusterError> {
         (**self).upgrade_managed_fields(live, from, to)
+    }
+    fn list_batch_min(&self) -> Option<usize> {
+        (**self).list_batch_min()
+    }
+    fn request_counts(&self) -> Option<RequestCounts> {
+        (**self).request_counts()
     }
     fn flush(&self) -> Result<(), ClusterError> {
         (**self).flush()

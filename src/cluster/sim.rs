@@ -170,7 +170,10 @@
 //! dry-running their applies, which never touch the disk) costs no file I/O
 //! but two `stat`s a request.
 use super::controllers;
-use super::{ApiResource, ApplyOptions, Cluster, ClusterError, ClusterIdentity, ObjectKey, Scope};
+use super::{
+    ApiResource, ApplyOptions, Cluster, ClusterError, ClusterIdentity, ObjectKey, RequestCounter,
+    RequestCounts, RequestVerb, Scope,
+};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -284,6 +287,8 @@ pub struct SimCluster {
     faults: SimFaults,
     counter: Arc<Mutex<FaultCounter>>,
     fsync: bool,
+    /// Requests answered by this handle, by verb.
+    requests: RequestCounter,
 }
 
 impl std::fmt::Debug for SimCluster {
@@ -1497,6 +1502,7 @@ impl SimCluster {
             counter: process_counter(),
             faults,
             fsync: true,
+            requests: RequestCounter::default(),
         }
     }
 
@@ -1610,6 +1616,13 @@ impl SimCluster {
             now: u64::try_from((self.clock)().as_millis()).unwrap_or(u64::MAX),
             delay: self.default_delay,
         }
+    }
+
+    /// Counts the GETs a batch read stands for (one per object, as a
+    /// client without batches would send).
+    fn count_gets(&self, n: usize) {
+        self.requests
+            .add(RequestVerb::Get, u64::try_from(n).unwrap_or(u64::MAX));
     }
 
     /// What every request does first: the injected latency.
@@ -2054,6 +2067,7 @@ fn persist(dir: &Path, state: &mut State, fsync: bool) -> Result<Stamp, ClusterE
 
 impl Cluster for SimCluster {
     fn identity(&self) -> Result<ClusterIdentity, ClusterError> {
+        self.requests.count(RequestVerb::Get);
         self.request();
         self.read(|s| {
             Ok(ClusterIdentity {
@@ -2065,11 +2079,13 @@ impl Cluster for SimCluster {
     }
 
     fn api_resources(&self) -> Result<Vec<ApiResource>, ClusterError> {
+        self.requests.count(RequestVerb::Get);
         self.request();
         self.read(|s| Ok(builtin().iter().chain(s.crds.iter()).cloned().collect()))
     }
 
     fn scope(&self, group: &str, kind: &str) -> Result<Option<Scope>, ClusterError> {
+        self.requests.count(RequestVerb::Get);
         self.request();
         self.read(|s| {
             Ok(s.resource(group, kind).map(|r| {
@@ -2083,6 +2099,7 @@ impl Cluster for SimCluster {
     }
 
     fn get(&self, key: &ObjectKey) -> Result<Option<Value>, ClusterError> {
+        self.requests.count(RequestVerb::Get);
         self.request();
         let view = self.view();
         self.read(|s| {
@@ -2099,6 +2116,7 @@ impl Cluster for SimCluster {
         namespace: Option<&str>,
         labels: &[(String, String)],
     ) -> Result<Vec<Value>, ClusterError> {
+        self.requests.count(RequestVerb::List);
         self.request();
         let view = self.view();
         self.read(|s| {
@@ -2126,6 +2144,7 @@ impl Cluster for SimCluster {
     }
 
     fn create(&self, obj: &Value) -> Result<Value, ClusterError> {
+        self.requests.count(RequestVerb::Create);
         self.request();
         self.inject("create", ObjectKey::of(obj))?;
         Self::reject(obj)?;
@@ -2135,6 +2154,7 @@ impl Cluster for SimCluster {
     }
 
     fn replace(&self, obj: &Value) -> Result<Value, ClusterError> {
+        self.requests.count(RequestVerb::Update);
         self.request();
         self.inject("replace", ObjectKey::of(obj))?;
         Self::reject(obj)?;
@@ -2144,6 +2164,11 @@ impl Cluster for SimCluster {
     }
 
     fn apply(&self, obj: &Value, opts: &ApplyOptions) -> Result<Value, ClusterError> {
+        self.requests.count(if opts.dry_run {
+            RequestVerb::DryRun
+        } else {
+            RequestVerb::Patch
+        });
         self.request();
         if !opts.dry_run {
             self.inject("apply", ObjectKey::of(obj))?;
@@ -2182,16 +2207,19 @@ impl Cluster for SimCluster {
     }
 
     fn dry_run(&self, obj: &Value) -> Result<Value, ClusterError> {
+        self.requests.count(RequestVerb::DryRun);
         self.request();
         let view = self.view();
         self.read(|s| s.dry_run(obj, &view))
     }
 
     fn get_many(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Value>>, ClusterError> {
+        self.count_gets(keys.len());
         self.read_many(keys, |s, k, o, view| s.shown(k, o, view))
     }
 
     fn get_many_shared(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Arc<Value>>>, ClusterError> {
+        self.count_gets(keys.len());
         // The stored objects, their status as last written.
         self.read_many(keys, |_, _, o, _| Arc::clone(o))
     }
@@ -2201,9 +2229,14 @@ impl Cluster for SimCluster {
         key: &ObjectKey,
         resource_version: Option<&str>,
     ) -> Result<Option<Value>, ClusterError> {
+        self.requests.count(RequestVerb::Delete);
         self.request();
         self.inject("delete", Some(key.clone()))?;
         self.write(|s| s.delete(key, resource_version))
+    }
+
+    fn request_counts(&self) -> Option<RequestCounts> {
+        Some(self.requests.counts())
     }
 
     fn flush(&self) -> Result<(), ClusterError> {

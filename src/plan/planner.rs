@@ -10,6 +10,13 @@
 //! 3. every rendered object is compared with the **live** object, after the
 //!    cluster's dry run of the desired one, on the fields the release sets
 //!    (and the fields its last manifest set, which an apply would remove);
+//!    the live objects are read in batches (a LIST per kind and namespace
+//!    where the cluster finds that cheaper, shared by every release of the
+//!    plan: [`Reads`]), and the dry run is skipped where it cannot matter:
+//!    for a document of the same text as in the last successful apply
+//!    (the base is the last record, and deployed) whose live object
+//!    rudder applied, no other manager owns a field of, and that holds
+//!    every desired value already (see `provably_unchanged`);
 //! 4. objects of the last manifest that the new one lacks are deleted when
 //!    their live ownership metadata names this release, and kept otherwise.
 //!
@@ -23,6 +30,7 @@
 use super::input::{DesiredRelease, ReleaseRef, WaitStrategy};
 use super::model::*;
 use super::order::{self, OrderError};
+use crate::cluster::reads::Reads;
 use crate::cluster::{ownership, Cluster, ClusterError, ObjectKey, Scope};
 use crate::manifest::order::{compare_kinds, INSTALL_ORDER};
 use crate::release::{self, Release, Status};
@@ -151,6 +159,12 @@ pub struct PlanOptions {
     /// Never plan `noop`: a release whose chart, values and objects are
     /// unchanged still gets a new revision (Helm's `upgrade`).
     pub always_revision: bool,
+    /// Ask the server's dry run about every object that exists live, also
+    /// those that provably did not change (the same document text as the
+    /// last successful apply, and a live object still as that apply left
+    /// it; see [`Planner`]). The plan is the same either way; this costs
+    /// one request per object.
+    pub always_dry_run: bool,
 }
 
 impl Default for PlanOptions {
@@ -160,6 +174,7 @@ impl Default for PlanOptions {
             cross_release: "stop".into(),
             with_records: true,
             always_revision: false,
+            always_dry_run: false,
         }
     }
 }
@@ -262,7 +277,11 @@ impl<'a> Planner<'a> {
         Ok(plan)
     }
 
-    fn plan_release(&self, d: &DesiredRelease, ctx: &Context) -> Result<ReleasePlan, PlanError> {
+    fn plan_release(
+        &self,
+        d: &DesiredRelease,
+        ctx: &Context<'_>,
+    ) -> Result<ReleasePlan, PlanError> {
         let rref = d.reference();
         let store_err = |source| PlanError::Store {
             release: rref.clone(),
@@ -379,7 +398,7 @@ impl<'a> Planner<'a> {
                     let value = doc.parsed();
                     let key = self.qualify(ctx, &rref, value, &d.namespace)?;
                     let live = self.get(ctx, &rref, &key.object_key(), &mut preconditions)?;
-                    objects.push(removal(&key, live.as_ref(), &d.name, &d.namespace, value));
+                    objects.push(removal(&key, live.as_deref(), &d.name, &d.namespace, value));
                 }
                 sort_prune(&mut objects);
             }
@@ -566,6 +585,13 @@ impl<'a> Planner<'a> {
         }
         drop(known);
 
+        // The base is the last record and deployed: the live objects of
+        // unchanged documents are what its apply left, unless they drifted.
+        let base_is_last_deployed = !self.opts.always_dry_run
+            && action == ReleaseAction::Upgrade
+            && base.is_some_and(|b| {
+                b.info.status == Status::Deployed && last.map(|l| l.version) == Some(b.version)
+            });
         let mut blocked: Vec<String> = Vec::new();
         let mut drift = false;
         let mut main = Vec::with_capacity(desired_docs.len());
@@ -587,9 +613,9 @@ impl<'a> Planner<'a> {
             keyed.push((text, value, pkey, key));
         }
         let keys: Vec<ObjectKey> = keyed.iter().map(|(_, _, _, k)| k.clone()).collect();
-        let lives = self
-            .cluster
-            .get_many_shared(&keys)
+        let lives = ctx
+            .reads
+            .get_many(&keys)
             .map_err(|source| PlanError::Cluster {
                 release: rref.clone(),
                 source: Box::new(source),
@@ -663,6 +689,24 @@ impl<'a> Planner<'a> {
                             continue;
                         }
                     }
+                    // A document of the same text as the desired one applied what
+                    // the desired one does: it removes nothing (stamping only adds
+                    // fields, and a cluster-scoped object, whose namespace the
+                    // stamp drops, has none live), so there is nothing to compare.
+                    let old_applied = old.and_then(|o| o.value.as_ref());
+                    // A dry run only where it can matter: not for an object the
+                    // last successful apply set from this very text and that is
+                    // still as that apply left it.
+                    let same_text = base_is_last_deployed
+                        && owner_ok
+                        && old.is_some_and(|o| o.text == text.trim());
+                    if same_text && provably_unchanged(&value, &live) {
+                        change.action = ObjectAction::Unchanged;
+                        change.reason = "live matches the desired object".into();
+                        change.desired = Some(value);
+                        main.push((text, change));
+                        continue;
+                    }
                     let dry =
                         self.cluster
                             .dry_run(&value)
@@ -670,11 +714,6 @@ impl<'a> Planner<'a> {
                                 release: rref.clone(),
                                 source: Box::new(source),
                             })?;
-                    // A document of the same text as the desired one applied what
-                    // the desired one does: it removes nothing (stamping only adds
-                    // fields, and a cluster-scoped object, whose namespace the
-                    // stamp drops, has none live), so there is nothing to compare.
-                    let old_applied = old.and_then(|o| o.value.as_ref());
                     let changed = changed_fields(&dry, &value, &live, old_applied);
                     if change.action != ObjectAction::Adopt {
                         if changed.is_empty() {
@@ -721,7 +760,7 @@ impl<'a> Planner<'a> {
             let live = self.get(ctx, &rref, &key.object_key(), &mut preconditions)?;
             prune.push(removal(
                 key,
-                live.as_ref(),
+                live.as_deref(),
                 &d.name,
                 &d.namespace,
                 doc.parsed(),
@@ -750,10 +789,10 @@ impl<'a> Planner<'a> {
                         continue;
                     }
                     let live = self.get(ctx, &rref, &key.object_key(), &mut preconditions)?;
-                    match live.as_ref() {
+                    match live.as_deref() {
                         Some(l) if ownership::owned_by(l, &d.name, &d.namespace) => {
                             let mut c =
-                                removal(&key, live.as_ref(), &d.name, &d.namespace, doc.parsed());
+                                removal(&key, live.as_deref(), &d.name, &d.namespace, doc.parsed());
                             c.reason = match c.action {
                                 ObjectAction::Delete => format!(
                                     "left behind by failed revision {}; in no manifest since",
@@ -900,22 +939,22 @@ impl<'a> Planner<'a> {
     /// Reads a live object and records it as a precondition.
     fn get(
         &self,
-        _ctx: &Context,
+        ctx: &Context<'_>,
         rref: &ReleaseRef,
         key: &ObjectKey,
         pre: &mut Preconditions,
-    ) -> Result<Option<Value>, PlanError> {
-        let live = self.cluster.get(key).map_err(|source| PlanError::Cluster {
+    ) -> Result<Option<std::sync::Arc<Value>>, PlanError> {
+        let live = ctx.reads.get(key).map_err(|source| PlanError::Cluster {
             release: rref.clone(),
             source: Box::new(source),
         })?;
-        record_precondition(pre, key, live.as_ref());
+        record_precondition(pre, key, live.as_deref());
         Ok(live)
     }
 
     fn qualify(
         &self,
-        ctx: &Context,
+        ctx: &Context<'_>,
         rref: &ReleaseRef,
         value: &Value,
         release_ns: &str,
@@ -928,7 +967,7 @@ impl<'a> Planner<'a> {
     /// cluster-scoped kinds.
     fn qualify_with(
         &self,
-        ctx: &Context,
+        ctx: &Context<'_>,
         rref: &ReleaseRef,
         value: &Value,
         release_ns: &str,
@@ -996,14 +1035,16 @@ fn record_precondition(pre: &mut Preconditions, key: &ObjectKey, live: Option<&V
 }
 
 /// What planning knows of the cluster, read once.
-struct Context {
+struct Context<'c> {
+    /// Every live object the plan reads, read once, batched.
+    reads: Reads<'c>,
     server_version: String,
     api_versions: Vec<String>,
     scopes: HashMap<(String, String), Scope>,
 }
 
-impl Context {
-    fn new(cluster: &dyn Cluster, identity: &crate::cluster::ClusterIdentity) -> Context {
+impl<'c> Context<'c> {
+    fn new(cluster: &'c dyn Cluster, identity: &crate::cluster::ClusterIdentity) -> Context<'c> {
         let resources = cluster.api_resources().unwrap_or_default();
         let mut scopes = HashMap::with_capacity(resources.len());
         let mut api_versions = BTreeSet::new();
@@ -1020,6 +1061,7 @@ impl Context {
             api_versions.insert(format!("{}/{}", r.api_version(), r.kind));
         }
         Context {
+            reads: Reads::new(cluster),
             server_version: identity.server_version.clone(),
             api_versions: api_versions.into_iter().collect(),
             scopes,
@@ -1437,6 +1479,89 @@ fn insert_at(root: &mut Value, ptr: &str, value: Value) {
             .entry(seg.clone())
             .or_insert_with(|| Value::Object(Map::new()));
     }
+}
+
+/// Whether the live object of a document the last successful apply set
+/// from the same text provably equals what an apply of `desired` would
+/// make it, on the fields the plan compares, without the server's dry run:
+///
+/// - rudder's server-side apply set it (a `rudder` `Apply` entry in its
+///   managedFields);
+/// - no other manager owns a field the desired object sets that rudder
+///   does not own too (a `kubectl edit`, `patch`, `scale` or client-side
+///   `apply`, and another manager's forced server-side apply, take the
+///   fields they change from rudder, so a changed field has another owner
+///   and not rudder; the status subresource and map-presence `.` entries
+///   are no such fields);
+/// - every field the desired object sets has that value live, and rudder
+///   owns no field live that the desired object lacks (an apply would
+///   remove it).
+///
+/// The server's dry run of an object already stored with the desired
+/// values leaves them as they are (its defaults fill absent fields only,
+/// and its normal forms are what the live object holds), so the dry run's
+/// comparison would find nothing either. Anything else (a Secret's
+/// `stringData`, values in another spelling than the server stores, a
+/// removed field) fails the value test, and takes the dry run.
+fn provably_unchanged(desired: &Value, live: &Value) -> bool {
+    let entries: &[Value] = live
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+
+    let is_rudder = |e: &Value| e["manager"] == FIELD_MANAGER && e["operation"] == "Apply";
+    let Some(rudder) = entries.iter().find(|e| is_rudder(e)) else {
+        return false;
+    };
+    let rudder = fields_v1(rudder);
+    for e in entries {
+        if is_rudder(e) || e.get("subresource").and_then(Value::as_str) == Some("status") {
+            continue;
+        }
+        if let Some(f) = fields_v1(e) {
+            if owns_desired_field(f, Some(desired), rudder) {
+                return false;
+            }
+        }
+    }
+    changed_fields(desired, desired, live, None).is_empty()
+}
+
+/// An entry's `fieldsV1` tree.
+fn fields_v1(entry: &Value) -> Option<&Map<String, Value>> {
+    entry.get("fieldsV1").and_then(Value::as_object)
+}
+
+/// Whether a managedFields `fieldsV1` tree names a field that `desired`
+/// sets and rudder's own tree does not (a field shared with rudder has
+/// rudder's value: changing it would have taken it from rudder). Inside a
+/// list the desired object sets (`desired` is `None` there) every field
+/// counts; `.`, the presence of a map or list item, is not a field.
+fn owns_desired_field(
+    owned: &Map<String, Value>,
+    desired: Option<&Value>,
+    rudder: Option<&Map<String, Value>>,
+) -> bool {
+    owned.iter().any(|(k, sub)| {
+        if k == "." {
+            return false;
+        }
+        let desired_sub = match (k.strip_prefix("f:"), desired) {
+            (Some(name), Some(d)) => match d.get(name) {
+                None => return false,
+                Some(v) => Some(v),
+            },
+            // A list item, or a field inside one.
+            _ => None,
+        };
+        let rudder_sub = rudder.and_then(|r| r.get(k)).and_then(Value::as_object);
+        match sub {
+            Value::Object(m) if !m.is_empty() => {
+                owns_desired_field(m, desired_sub.filter(|v| v.is_object()), rudder_sub)
+            }
+            _ => rudder_sub.is_none(),
+        }
+    })
 }
 
 /// The pointers of [`managed_diff`] alone, without projecting the live
@@ -2000,6 +2125,51 @@ mod tests {
             .unwrap()
             .remove("x");
         assert!(changed_fields(&desired, &desired, &after, None).is_empty());
+    }
+
+    #[test]
+    fn only_fields_taken_from_rudder_stop_the_shortcut() {
+        let desired = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "annotations": {"a": "1"}},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "web", "image": "i"}]}}}});
+        let mut live = desired.clone();
+        live["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = json!("1");
+        let rudder = json!({"manager": "rudder", "operation": "Apply", "fieldsV1": {
+            "f:metadata": {"f:annotations": {"f:a": {}}},
+            "f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {
+                "k:{\"name\":\"web\"}": {".": {}, "f:name": {}, "f:image": {}}}}}}}});
+        // A controller's own annotation, and an applier that shares the
+        // container's name with rudder: nothing was taken from rudder.
+        let controller = json!({"manager": "kube-controller-manager", "operation": "Update",
+            "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, "f:deployment.kubernetes.io/revision": {}}}}});
+        let sharer = json!({"manager": "other", "operation": "Apply", "fieldsV1": {"f:spec": {
+            "f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:name": {}}}}}}}});
+        let status = json!({"manager": "kube-controller-manager", "operation": "Update",
+            "subresource": "status", "fieldsV1": {"f:spec": {"f:replicas": {}}}});
+        live["metadata"]["managedFields"] = json!([rudder, controller, sharer, status]);
+        assert!(provably_unchanged(&desired, &live));
+        // kubectl scale took replicas (same value again, but not rudder's).
+        let mut scaled = live.clone();
+        scaled["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("f:replicas");
+        scaled["metadata"]["managedFields"]
+            .as_array_mut()
+            .unwrap()
+            .push(
+                json!({"manager": "kubectl", "operation": "Update", "subresource": "scale",
+                "fieldsV1": {"f:spec": {"f:replicas": {}}}}),
+            );
+        assert!(!provably_unchanged(&desired, &scaled));
+        // Another value, with rudder's fields as they were: the values tell.
+        let mut edited = live.clone();
+        edited["spec"]["replicas"] = json!(3);
+        assert!(!provably_unchanged(&desired, &edited));
+        // Not applied by rudder at all.
+        let mut foreign = live.clone();
+        foreign["metadata"]["managedFields"][0]["manager"] = json!("helm");
+        assert!(!provably_unchanged(&desired, &foreign));
     }
 
     #[test]
