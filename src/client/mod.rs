@@ -188,6 +188,15 @@ macro_rules! builder_methods {
             self
         }
 
+        /// How many releases of a plan run at the same time (those with no
+        /// `needs` path between them), and how many objects of one kind a
+        /// release writes at once (`--concurrency`; 0 counts as 1).
+        /// Default [`crate::exec::DEFAULT_CONCURRENCY`].
+        pub fn concurrency(mut self, n: usize) -> Self {
+            self.settings.exec.concurrency = n;
+            self
+        }
+
         /// Use the caller's own `kube::Client` for a real cluster; call this
         /// inside the tokio runtime the client was made on, whose tasks will
         /// run its requests. The store defaults to Helm's Secrets in each

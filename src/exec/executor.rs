@@ -11,7 +11,7 @@ use crate::plan::{
 use crate::release::{self, HistoryMax, OpError, Release, Releases, Status, Store};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Why an execution could not run or finish.
@@ -84,6 +84,17 @@ pub enum CrossRelease {
     RollbackCompleted,
 }
 
+/// How many releases an apply runs at the same time by default (and how
+/// many objects of one install-order group a release writes at once).
+///
+/// Eight: most plans have fewer independent releases than that, so they
+/// all run (and wait) at once, while a plan of a hundred releases still
+/// keeps at most 8 × 8 = 64 writes in flight, well under the API server's
+/// default of 200 concurrent mutating requests
+/// (`--max-mutating-requests-inflight`), and its progress stays readable
+/// (one line per running release).
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
 /// Executor settings.
 #[derive(Debug, Clone)]
 pub struct ExecOptions {
@@ -95,6 +106,13 @@ pub struct ExecOptions {
     pub poll: Duration,
     /// How many times a write that failed with a 5xx or 429 is retried.
     pub retries: u32,
+    /// How many releases run at the same time (`--concurrency`; 0 counts
+    /// as 1), and how many objects of one install-order group (one kind)
+    /// a release writes at once. Releases with a `needs` path between them
+    /// never overlap: a release starts once every release it needs is
+    /// done. The plan is the same whatever this is; only the schedule
+    /// changes. Default [`DEFAULT_CONCURRENCY`].
+    pub concurrency: usize,
 }
 
 impl Default for ExecOptions {
@@ -104,6 +122,7 @@ impl Default for ExecOptions {
             cross_release: CrossRelease::Stop,
             poll: Duration::from_millis(100),
             retries: 2,
+            concurrency: DEFAULT_CONCURRENCY,
         }
     }
 }
@@ -315,10 +334,29 @@ pub struct Executor<'a> {
     clock: &'a dyn Clock,
     progress: &'a dyn Progress,
     opts: ExecOptions,
+    /// Releases started per namespace by this executor.
+    ns_started: std::sync::Mutex<BTreeMap<String, usize>>,
 }
 
 /// A failure inside a release's cluster work.
 struct Failure(String);
+
+/// Where a release of a running plan is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Pending,
+    Running,
+    /// Succeeded (or a noop): what needs it may start.
+    Done,
+    Failed,
+}
+
+/// What a release's thread hands back.
+struct Finished {
+    index: usize,
+    journal: ReleaseJournal,
+    result: std::thread::Result<Result<ReleaseOutcome, ExecError>>,
+}
 
 impl<'a> Executor<'a> {
     /// An executor over a store (named `store_url` in plans), a cluster,
@@ -338,6 +376,7 @@ impl<'a> Executor<'a> {
             clock,
             progress: &Quiet,
             opts: ExecOptions::default(),
+            ns_started: Default::default(),
         }
     }
 
@@ -393,49 +432,23 @@ impl<'a> Executor<'a> {
             .map(|r| (r.namespace.clone(), r.name.clone()))
             .collect();
         refs.sort();
-        let mut held = std::collections::BTreeMap::new();
+        let mut held = BTreeMap::new();
         for (ns, name) in &refs {
             held.insert((ns.clone(), name.clone()), self.journal.lock(ns, name)?);
         }
         self.check_preconditions(plan)?;
 
+        let outcomes = self.run_all(plan, &mut held)?;
         let mut report = Report::default();
         let mut failed = false;
         let mut done: Vec<usize> = Vec::new();
-        for (i, rp) in plan.releases.iter().enumerate() {
-            let rref = format!("{}/{}", rp.namespace, rp.name);
-            if failed {
-                report.releases.push(ReleaseOutcome {
-                    release: rref,
-                    outcome: Outcome::NotAttempted,
-                    revision: rp.from.as_ref().map_or(0, |f| f.revision),
-                    error: None,
-                });
-                continue;
+        for (i, out) in outcomes.into_iter().enumerate() {
+            match out.outcome {
+                Outcome::Installed | Outcome::Upgraded | Outcome::Uninstalled => done.push(i),
+                Outcome::Noop | Outcome::NotAttempted => {}
+                _ => failed = true,
             }
-            if rp.action == ReleaseAction::Noop {
-                report.releases.push(ReleaseOutcome {
-                    release: rref,
-                    outcome: Outcome::Noop,
-                    revision: rp.to.revision,
-                    error: None,
-                });
-                continue;
-            }
-            let Some(j) = held.get_mut(&(rp.namespace.clone(), rp.name.clone())) else {
-                continue;
-            };
-            let out = self.run_release(plan, rp, j)?;
-            let ok = matches!(
-                out.outcome,
-                Outcome::Installed | Outcome::Upgraded | Outcome::Uninstalled
-            );
             report.releases.push(out);
-            if ok {
-                done.push(i);
-            } else {
-                failed = true;
-            }
         }
         if failed && self.opts.cross_release == CrossRelease::RollbackCompleted {
             for &i in done.iter().rev() {
@@ -476,6 +489,169 @@ impl<'a> Executor<'a> {
             }
         }
         Ok(report)
+    }
+
+    /// Runs the plan's releases, up to [`ExecOptions::concurrency`] at a
+    /// time, each once every release it needs is done, and returns their
+    /// outcomes in plan order. After a failure nothing new starts (the
+    /// rest are [`Outcome::NotAttempted`]); the releases already running
+    /// finish. A simulated crash in one release ends the run once the
+    /// others have stopped, as the crash of the process would.
+    fn run_all(
+        &self,
+        plan: &Plan,
+        held: &mut BTreeMap<(String, String), ReleaseJournal>,
+    ) -> Result<Vec<ReleaseOutcome>, ExecError> {
+        let n = plan.releases.len();
+        let index: BTreeMap<(&str, &str), usize> = plan
+            .releases
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.namespace.as_str(), r.name.as_str()), i))
+            .collect();
+        let deps: Vec<Vec<usize>> = plan
+            .releases
+            .iter()
+            .enumerate()
+            .map(|(i, rp)| {
+                let mut d: Vec<usize> = rp
+                    .needs
+                    .iter()
+                    .map(|r| (r.namespace.as_str(), r.name.as_str()))
+                    .chain(
+                        plan.release_edges
+                            .iter()
+                            .filter(|e| e.to.namespace == rp.namespace && e.to.name == rp.name)
+                            .map(|e| (e.from.namespace.as_str(), e.from.name.as_str())),
+                    )
+                    .filter_map(|k| index.get(&k).copied())
+                    .filter(|&j| j != i)
+                    .collect();
+                d.sort_unstable();
+                d.dedup();
+                d
+            })
+            .collect();
+        let conc = self.opts.concurrency.max(1);
+        let mut state = vec![Slot::Pending; n];
+        let mut outcomes: Vec<Option<ReleaseOutcome>> = vec![None; n];
+        let mut stop = false;
+        let mut error: Option<ExecError> = None;
+        let mut crash: Option<Box<dyn std::any::Any + Send>> = None;
+        let crash_setting = faults::inherit();
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel::<Finished>();
+            let mut running = 0usize;
+            loop {
+                while !stop && running < conc {
+                    let ready = (0..n).find(|&i| {
+                        state[i] == Slot::Pending && deps[i].iter().all(|&d| state[d] == Slot::Done)
+                    });
+                    // The plan's order is a topological order: should its
+                    // edges ever leave nothing startable, it is followed.
+                    let next = match ready {
+                        Some(i) => i,
+                        None if running == 0 => {
+                            match state.iter().position(|s| *s == Slot::Pending) {
+                                Some(i) => i,
+                                None => break,
+                            }
+                        }
+                        None => break,
+                    };
+                    let rp = &plan.releases[next];
+                    let rref = format!("{}/{}", rp.namespace, rp.name);
+                    let journal = held.remove(&(rp.namespace.clone(), rp.name.clone()));
+                    let (
+                        ReleaseAction::Install
+                        | ReleaseAction::Upgrade
+                        | ReleaseAction::Recover
+                        | ReleaseAction::Uninstall,
+                        Some(mut j),
+                    ) = (rp.action, journal)
+                    else {
+                        state[next] = Slot::Done;
+                        outcomes[next] = Some(ReleaseOutcome {
+                            release: rref,
+                            outcome: Outcome::Noop,
+                            revision: rp.to.revision,
+                            error: None,
+                        });
+                        continue;
+                    };
+                    state[next] = Slot::Running;
+                    running += 1;
+                    if let Ok(mut m) = self.ns_started.lock() {
+                        *m.entry(rp.namespace.clone()).or_insert(0) += 1;
+                    }
+                    self.clock.fork(1);
+                    let tx = tx.clone();
+                    let setting = crash_setting.clone();
+                    s.spawn(move || {
+                        faults::adopt(setting);
+                        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            self.run_release(plan, rp, &mut j)
+                        }));
+                        // The clock slot of this thread passes to the
+                        // receiver with the message.
+                        let _ = tx.send(Finished {
+                            index: next,
+                            journal: j,
+                            result,
+                        });
+                    });
+                }
+                if running == 0 {
+                    break;
+                }
+                // Waiting for a release is not sleeping on the clock.
+                self.clock.leave();
+                let Ok(f) = rx.recv() else { break };
+                running -= 1;
+                let rp = &plan.releases[f.index];
+                held.insert((rp.namespace.clone(), rp.name.clone()), f.journal);
+                state[f.index] = Slot::Failed;
+                match f.result {
+                    Ok(Ok(out)) => {
+                        if matches!(
+                            out.outcome,
+                            Outcome::Installed | Outcome::Upgraded | Outcome::Uninstalled
+                        ) {
+                            state[f.index] = Slot::Done;
+                        } else {
+                            stop = true;
+                        }
+                        outcomes[f.index] = Some(out);
+                    }
+                    Ok(Err(e)) => {
+                        stop = true;
+                        error.get_or_insert(e);
+                    }
+                    Err(payload) => {
+                        stop = true;
+                        crash.get_or_insert(payload);
+                    }
+                }
+            }
+        });
+        if let Some(p) = crash {
+            std::panic::resume_unwind(p);
+        }
+        if let Some(e) = error {
+            return Err(e);
+        }
+        Ok(outcomes
+            .into_iter()
+            .zip(&plan.releases)
+            .map(|(o, rp)| {
+                o.unwrap_or_else(|| ReleaseOutcome {
+                    release: format!("{}/{}", rp.namespace, rp.name),
+                    outcome: Outcome::NotAttempted,
+                    revision: rp.from.as_ref().map_or(0, |f| f.revision),
+                    error: None,
+                })
+            })
+            .collect())
     }
 
     fn check_preconditions(&self, plan: &Plan) -> Result<(), ExecError> {
@@ -721,7 +897,10 @@ impl<'a> Executor<'a> {
                 // Nothing but (maybe) the namespace was written: an atomic
                 // run takes that back; the run ends, journaled.
                 let ns_key = namespace_key(&rp.namespace);
-                if atomic && created_by(&j.entries, &run).contains(&ns_key) {
+                if atomic
+                    && created_by(&j.entries, &run).contains(&ns_key)
+                    && !self.namespace_shared(&rp.namespace, &rp.name)
+                {
                     let deadline = self.clock.now() + rp.options.timeout;
                     let _ = self
                         .delete_one(&rref, j, &run, &ns_key, deadline)
@@ -968,6 +1147,18 @@ impl<'a> Executor<'a> {
         obj: &Value,
         deadline: Duration,
     ) -> Result<Value, Failure> {
+        let (key, existed, r) = self.apply_write(obj, deadline)?;
+        self.note_apply(release, j, run, key, existed, r)
+    }
+
+    /// The cluster side of [`Self::apply_one`]: the object's key, whether
+    /// it existed, and the write's answer.
+    #[allow(clippy::type_complexity)]
+    fn apply_write(
+        &self,
+        obj: &Value,
+        deadline: Duration,
+    ) -> Result<(ObjectKey, bool, Result<Value, ClusterError>), Failure> {
         let key = ObjectKey::of(obj).ok_or_else(|| Failure("an object without identity".into()))?;
         let live = self.cluster.get(&key).ok().flatten();
         let existed = live.is_some();
@@ -1001,6 +1192,19 @@ impl<'a> Executor<'a> {
             }
         }
         faults::durable_write("cluster");
+        Ok((key, existed, r))
+    }
+
+    /// The journal side of [`Self::apply_one`].
+    fn note_apply(
+        &self,
+        release: &str,
+        j: &mut ReleaseJournal,
+        run: &str,
+        key: ObjectKey,
+        existed: bool,
+        r: Result<Value, ClusterError>,
+    ) -> Result<Value, Failure> {
         let (uid, rv, outcome) = match &r {
             Ok(v) => (
                 meta_str(v, "uid"),
@@ -1032,6 +1236,102 @@ impl<'a> Executor<'a> {
             }
             Err(e) => Err(Failure(format!("failed to apply {key}: {e}"))),
         }
+    }
+
+    /// Applies the objects of one install-order group (one kind), up to
+    /// [`ExecOptions::concurrency`] at once, and journals each. Returns
+    /// their answers in order; after a failure no further object of the
+    /// group is started, and the first failure (in the group's order) is
+    /// returned.
+    fn apply_group(
+        &self,
+        release: &str,
+        j: &mut ReleaseJournal,
+        run: &str,
+        objs: &[&Value],
+        deadline: Duration,
+    ) -> Result<Vec<Value>, Failure> {
+        let workers = self.opts.concurrency.max(1).min(objs.len());
+        if workers <= 1 {
+            return objs
+                .iter()
+                .map(|o| self.apply_one(release, j, run, o, deadline))
+                .collect();
+        }
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Mutex;
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let left = AtomicUsize::new(workers);
+        let journal = Mutex::new(j);
+        let results: Vec<Mutex<Option<Result<Value, Failure>>>> =
+            objs.iter().map(|_| Mutex::new(None)).collect();
+        let setting = faults::inherit();
+        let mut crash = None;
+        std::thread::scope(|s| {
+            self.clock.fork(workers);
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let setting = setting.clone();
+                    let (next, failed, left, journal, results) =
+                        (&next, &failed, &left, &journal, &results);
+                    s.spawn(move || {
+                        faults::adopt(setting);
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            while !failed.load(Ordering::SeqCst) {
+                                let i = next.fetch_add(1, Ordering::SeqCst);
+                                let Some(obj) = objs.get(i) else { break };
+                                let out = self.apply_write(obj, deadline).and_then(
+                                    |(key, existed, r)| {
+                                        let mut j =
+                                            journal.lock().unwrap_or_else(|e| e.into_inner());
+                                        self.note_apply(release, &mut j, run, key, existed, r)
+                                    },
+                                );
+                                if out.is_err() {
+                                    failed.store(true, Ordering::SeqCst);
+                                }
+                                if let Some(slot) = results.get(i) {
+                                    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
+                                }
+                            }
+                        }));
+                        // The last worker to end hands its clock slot to
+                        // the waiting parent.
+                        if left.fetch_sub(1, Ordering::SeqCst) != 1 {
+                            self.clock.leave();
+                        }
+                        r
+                    })
+                })
+                .collect();
+            self.clock.leave();
+            for h in handles {
+                match h.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(p)) | Err(p) => {
+                        crash.get_or_insert(p);
+                    }
+                }
+            }
+        });
+        if let Some(p) = crash {
+            std::panic::resume_unwind(p);
+        }
+        let mut out = Vec::with_capacity(objs.len());
+        for slot in results {
+            match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some(Ok(v)) => out.push(v),
+                Some(Err(f)) => return Err(f),
+                // Not started after a failure (which comes first in order
+                // unless a later object failed first).
+                None => {}
+            }
+        }
+        if out.len() < objs.len() {
+            return Err(Failure("an object of the group was not applied".into()));
+        }
+        Ok(out)
     }
 
     fn delete_one(
@@ -1173,7 +1473,11 @@ impl<'a> Executor<'a> {
                 .map_err(|e| crate::error_chain(&e));
             faults::durable_write("store");
         }
-        if r.is_ok() && r2.is_ok() && created.contains(&ns_key) {
+        if r.is_ok()
+            && r2.is_ok()
+            && created.contains(&ns_key)
+            && !self.namespace_shared(namespace, name)
+        {
             let rref = format!("{namespace}/{name}");
             let deadline = self.clock.now() + wait;
             r = self
@@ -1181,6 +1485,26 @@ impl<'a> Executor<'a> {
                 .and_then(|()| self.wait_deleted(&rref, std::slice::from_ref(&ns_key), deadline));
         }
         (r, r2)
+    }
+
+    /// Whether another release uses namespace `namespace`, so that the
+    /// namespace stays although `name`'s run created it: another release
+    /// of this apply started in it (releases run at the same time: it may
+    /// not have written its record yet), or the store holds another
+    /// release's records there.
+    fn namespace_shared(&self, namespace: &str, name: &str) -> bool {
+        let started = self
+            .ns_started
+            .lock()
+            .map_or(0, |m| m.get(namespace).copied().unwrap_or(0));
+        if started > 1 {
+            return true;
+        }
+        match self.store.list_all(Some(namespace)) {
+            Ok(records) => records.iter().any(|r| r.name != name),
+            // Unknown: keep the namespace (deleting it could take others' objects).
+            Err(_) => true,
+        }
     }
 
     /// CRDs, pre-hooks, objects, deletes, wait, post-hooks.
@@ -1215,19 +1539,41 @@ impl<'a> Executor<'a> {
             .filter(|h| h.phase.starts_with("pre-"))
             .collect();
         self.run_hooks(&rref, j, run, &pre, deadline)?;
-        for o in rp.objects.iter().filter(|o| o.stage == Stage::Main) {
-            if !o.action.writes() {
-                if o.wait.is_some() && rp.options.waits() {
-                    // Unchanged objects are waited on too (Helm waits on the
-                    // whole manifest), from their current state.
-                    waits.push((o.key.object_key(), String::new()));
+        let main: Vec<&crate::plan::ObjectChange> = rp
+            .objects
+            .iter()
+            .filter(|o| o.stage == Stage::Main)
+            .collect();
+        // One install-order group (one kind) at a time; its objects may be
+        // written at the same time.
+        for group in main.chunk_by(|a, b| {
+            crate::manifest::order::compare_kinds(
+                crate::manifest::order::INSTALL_ORDER,
+                &a.key.kind,
+                &b.key.kind,
+            )
+            .is_eq()
+        }) {
+            let mut writes = Vec::new();
+            for o in group {
+                if !o.action.writes() {
+                    if o.wait.is_some() && rp.options.waits() {
+                        // Unchanged objects are waited on too (Helm waits on
+                        // the whole manifest), from their current state.
+                        waits.push((o.key.object_key(), String::new()));
+                    }
+                    continue;
                 }
-                continue;
+                if let Some(d) = &o.desired {
+                    writes.push((*o, d));
+                }
             }
-            let Some(d) = &o.desired else { continue };
-            let w = self.apply_one(&rref, j, run, d, deadline)?;
-            if o.wait.is_some() {
-                waits.push((o.key.object_key(), meta_str(&w, "resourceVersion")));
+            let docs: Vec<&Value> = writes.iter().map(|(_, d)| *d).collect();
+            let written = self.apply_group(&rref, j, run, &docs, deadline)?;
+            for ((o, _), w) in writes.iter().zip(&written) {
+                if o.wait.is_some() {
+                    waits.push((o.key.object_key(), meta_str(w, "resourceVersion")));
+                }
             }
         }
         let _ = self.phase(j, run, "objects-applied");
