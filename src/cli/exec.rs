@@ -181,6 +181,11 @@ pub struct ApplyArgs {
     /// When a release fails, also roll back the releases this run completed.
     #[arg(long)]
     rollback_completed: bool,
+    /// The plan is one transaction: a failure in any release rolls back
+    /// every release this apply changed (uninstalls the ones it installed),
+    /// newest first. Also `atomicPlan: true` in the releases file.
+    #[arg(long, conflicts_with = "rollback_completed")]
+    atomic_plan: bool,
     /// How many releases run at the same time (those with no `needs` path
     /// between them), and how many objects of one kind a release writes
     /// at once.
@@ -728,11 +733,21 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
     let run = || -> Result<exec::Report, String> {
         let t = open_targets()?;
         announce(&t);
+        // An atomic plan that a crash interrupted is unwound first.
+        {
+            let clock = WallClock::default();
+            executor(&t, &clock, &printer)
+                .recover_transactions()
+                .map_err(|e| rudder::error_chain(&e))?;
+        }
+        let mut atomic_plan = a.atomic_plan;
         let releases = match (&a.plan, &a.file) {
             (Some(_), _) => None,
             (None, Some(f)) => {
-                let releases =
-                    rudder::plan::file::load(Path::new(f)).map_err(|e| rudder::error_chain(&e))?;
+                let file =
+                    rudder::plan::file::read(Path::new(f)).map_err(|e| rudder::error_chain(&e))?;
+                atomic_plan |= file.atomic_plan;
+                let releases = file.load_releases().map_err(|e| rudder::error_chain(&e))?;
                 for r in &releases {
                     recover_first(&t, &r.namespace, &r.name, &printer)?;
                 }
@@ -745,7 +760,9 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
             executor(&t, &clock, &printer)
                 .with_options(ExecOptions {
                     force_conflicts: a.force_conflicts,
-                    cross_release: if a.rollback_completed {
+                    cross_release: if atomic_plan {
+                        exec::CrossRelease::AtomicPlan
+                    } else if a.rollback_completed {
                         exec::CrossRelease::RollbackCompleted
                     } else {
                         exec::CrossRelease::Stop
@@ -770,6 +787,14 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                 let mut tries = 0;
                 loop {
                     let plan = Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
+                        .with_options(PlanOptions {
+                            cross_release: if atomic_plan {
+                                rudder::plan::planner::ATOMIC_PLAN.into()
+                            } else {
+                                PlanOptions::default().cross_release
+                            },
+                            ..PlanOptions::default()
+                        })
                         .plan(&releases)
                         .map_err(|e| super::chart::error_chain(&e))?;
                     if tries == 0 {

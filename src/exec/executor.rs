@@ -1,7 +1,9 @@
 //! The executor: applies a [`Plan`], waits, and rolls back on failure.
 use super::clock::Clock;
 use super::faults;
-use super::journal::{Entry, Intent, Journal, JournalError, ReleaseJournal};
+use super::journal::{
+    Entry, Intent, Journal, JournalError, ReleaseJournal, TxEntry, TxJournal, TxMember,
+};
 use super::ready;
 use crate::cluster::{ownership, ApplyOptions, Cluster, ClusterError, ObjectKey, Scope, Watched};
 use crate::plan::planner::FIELD_MANAGER;
@@ -82,6 +84,17 @@ pub enum CrossRelease {
     Stop,
     /// Stop, and roll the completed releases back, newest first.
     RollbackCompleted,
+    /// The plan is one transaction (`--atomic-plan`): a failure in any
+    /// release returns every release this apply changed (the failed one,
+    /// the completed ones, those that were running beside it) to its
+    /// revision before the apply, in reverse plan order; a release the
+    /// apply installed is uninstalled, its history kept (`Uninstallation
+    /// complete`). The transaction is journaled: a crash during the apply
+    /// or the unwind is unwound by [`Executor::recover_transactions`].
+    /// A plan whose `failurePolicy.crossRelease` is
+    /// [`crate::plan::planner::ATOMIC_PLAN`] is applied so whatever this
+    /// option says. A release the plan uninstalls is not brought back.
+    AtomicPlan,
 }
 
 /// How many releases an apply runs at the same time by default (and how
@@ -438,7 +451,21 @@ impl<'a> Executor<'a> {
         }
         self.check_preconditions(plan)?;
 
-        let outcomes = self.run_all(plan, &mut held)?;
+        let atomic_plan = self.opts.cross_release == CrossRelease::AtomicPlan
+            || plan.failure_policy.cross_release == crate::plan::planner::ATOMIC_PLAN;
+        let mut tx = None;
+        if atomic_plan {
+            let members = tx_members(plan);
+            let mut t = self
+                .journal
+                .transaction(&uuid::Uuid::new_v4().to_string())?;
+            t.append(TxEntry::Begin {
+                plan_id: plan.id.clone(),
+                members: members.clone(),
+            })?;
+            tx = Some((t, members));
+        }
+        let outcomes = self.run_all(plan, &mut held, atomic_plan)?;
         let mut report = Report::default();
         let mut failed = false;
         let mut done: Vec<usize> = Vec::new();
@@ -449,6 +476,17 @@ impl<'a> Executor<'a> {
                 _ => failed = true,
             }
             report.releases.push(out);
+        }
+        if let Some((mut t, members)) = tx {
+            if failed {
+                self.unwind(plan, &mut t, &members, &mut held, &mut report)?;
+            } else {
+                t.append(TxEntry::Commit)?;
+                t.append(TxEntry::End {
+                    outcome: "committed".into(),
+                })?;
+            }
+            return Ok(report);
         }
         if failed && self.opts.cross_release == CrossRelease::RollbackCompleted {
             for &i in done.iter().rev() {
@@ -501,6 +539,7 @@ impl<'a> Executor<'a> {
         &self,
         plan: &Plan,
         held: &mut BTreeMap<(String, String), ReleaseJournal>,
+        defer: bool,
     ) -> Result<Vec<ReleaseOutcome>, ExecError> {
         let n = plan.releases.len();
         let index: BTreeMap<(&str, &str), usize> = plan
@@ -590,7 +629,7 @@ impl<'a> Executor<'a> {
                     s.spawn(move || {
                         faults::adopt(setting);
                         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            self.run_release(plan, rp, &mut j)
+                            self.run_release(plan, rp, &mut j, defer)
                         }));
                         // The clock slot of this thread passes to the
                         // receiver with the message.
@@ -652,6 +691,262 @@ impl<'a> Executor<'a> {
                 })
             })
             .collect())
+    }
+
+    /// Returns every release of a failed atomic plan that the apply
+    /// changed to its rollback point, in reverse plan order, and says so in
+    /// the report; the transaction ends when all are back.
+    fn unwind(
+        &self,
+        plan: &Plan,
+        t: &mut TxJournal,
+        members: &[TxMember],
+        held: &mut BTreeMap<(String, String), ReleaseJournal>,
+        report: &mut Report,
+    ) -> Result<(), ExecError> {
+        let mut all = true;
+        for m in members.iter().rev() {
+            let Some(j) = held.get_mut(&(m.namespace.clone(), m.name.clone())) else {
+                continue;
+            };
+            let rref = format!("{}/{}", m.namespace, m.name);
+            let back = self.restore_member(m, j)?;
+            let Some(i) = plan
+                .releases
+                .iter()
+                .position(|r| r.namespace == m.namespace && r.name == m.name)
+            else {
+                continue;
+            };
+            let Some(out) = report.releases.get_mut(i) else {
+                continue;
+            };
+            let Some(back) = back else {
+                t.append(TxEntry::Unwound {
+                    namespace: m.namespace.clone(),
+                    name: m.name.clone(),
+                    what: "unchanged".into(),
+                })?;
+                continue;
+            };
+            let ok = matches!(back, Reverted::RolledBack { .. } | Reverted::Uninstalled);
+            if ok {
+                t.append(TxEntry::Unwound {
+                    namespace: m.namespace.clone(),
+                    name: m.name.clone(),
+                    what: back.to_string(),
+                })?;
+            } else {
+                all = false;
+            }
+            self.done(&rref, &format!("reverted: {back}"));
+            let was_failed = !matches!(out.outcome, Outcome::Installed | Outcome::Upgraded);
+            if !was_failed {
+                if let Reverted::RolledBack { revision, .. } = &back {
+                    out.revision = *revision;
+                }
+                if back == Reverted::Uninstalled {
+                    out.revision = 0;
+                }
+                out.outcome = Outcome::Reverted(back);
+                continue;
+            }
+            let err = out.error.clone().unwrap_or_default();
+            match back {
+                Reverted::RolledBack { revision, .. } => {
+                    out.outcome = Outcome::RolledBack;
+                    out.revision = revision;
+                    out.error = Some(format!(
+                        "release {} failed, and the plan has been rolled back due to atomic-plan being set: {err}",
+                        m.name
+                    ));
+                }
+                Reverted::Uninstalled => {
+                    out.outcome = Outcome::UninstalledAfterFailure;
+                    out.revision = 0;
+                    out.error = Some(format!(
+                        "release {} failed, and the plan has been rolled back due to atomic-plan being set: {err}",
+                        m.name
+                    ));
+                }
+                Reverted::RollbackFailed { error } | Reverted::UninstallFailed { error } => {
+                    out.outcome = Outcome::Failed;
+                    out.error = Some(format!(
+                        "{err}; returning it to its rollback point failed too: {error}"
+                    ));
+                }
+            }
+        }
+        if all {
+            t.append(TxEntry::End {
+                outcome: "unwound".into(),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Returns one release of an atomic plan to its rollback point, unless
+    /// the apply did not change it (`None`) or it is there already (a
+    /// crash after its rollback and before the transaction journal said
+    /// so).
+    fn restore_member(
+        &self,
+        m: &TxMember,
+        j: &mut ReleaseJournal,
+    ) -> Result<Option<Reverted>, ExecError> {
+        let rref = format!("{}/{}", m.namespace, m.name);
+        let hist = self
+            .store
+            .history(&m.namespace, &m.name)
+            .map_err(|e| ExecError::Store {
+                release: rref.clone(),
+                source: Box::new(e.into()),
+            })?;
+        let Some(last) = hist.iter().max_by_key(|r| r.version) else {
+            return Ok(None);
+        };
+        if m.last_revision.is_some_and(|p| last.version <= p) {
+            return Ok(None);
+        }
+        Ok(Some(match m.rollback_revision {
+            Some(to) => {
+                if last.info.status == Status::Deployed
+                    && last.info.description == format!("Rollback to {to}")
+                {
+                    return Ok(Some(Reverted::RolledBack {
+                        to,
+                        revision: last.version,
+                    }));
+                }
+                match self.rollback_release(
+                    &m.namespace,
+                    &m.name,
+                    to,
+                    &m.options,
+                    j,
+                    "rollback of an atomic plan",
+                ) {
+                    Ok(revision) => Reverted::RolledBack { to, revision },
+                    Err(e) => Reverted::RollbackFailed {
+                        error: crate::error_chain(&e),
+                    },
+                }
+            }
+            None => {
+                if last.info.status == Status::Uninstalled {
+                    return Ok(Some(Reverted::Uninstalled));
+                }
+                match self.uninstall_release(&m.namespace, &m.name, true, None, j) {
+                    Ok(()) => Reverted::Uninstalled,
+                    Err(e) => Reverted::UninstallFailed {
+                        error: crate::error_chain(&e),
+                    },
+                }
+            }
+        }))
+    }
+
+    /// Finishes the atomic plans whose apply was interrupted (a crash, a
+    /// killed process), found in the journal's transaction journals: one
+    /// that committed is closed; otherwise every release it changed, and
+    /// that is not back yet, is returned to its rollback point, in reverse
+    /// plan order, after its own interrupted run is settled
+    /// ([`Executor::recover`]). A transaction whose releases another
+    /// process holds is running, and is left alone. Returns what was done,
+    /// one line per transaction.
+    pub fn recover_transactions(&self) -> Result<Vec<String>, ExecError> {
+        let mut out = Vec::new();
+        for (id, entries) in self.journal.open_transactions()? {
+            let mut t = self.journal.transaction(&id)?;
+            let Some(TxEntry::Begin { members, .. }) = entries.first() else {
+                // The begin is on disk before the first write: none was made.
+                t.append(TxEntry::End {
+                    outcome: "empty".into(),
+                })?;
+                continue;
+            };
+            let mut refs: Vec<(String, String)> = members
+                .iter()
+                .map(|m| (m.namespace.clone(), m.name.clone()))
+                .collect();
+            refs.sort();
+            refs.dedup();
+            let mut held = BTreeMap::new();
+            let mut running = false;
+            for (ns, name) in refs {
+                match self.journal.lock(&ns, &name) {
+                    Ok(j) => {
+                        held.insert((ns, name), j);
+                    }
+                    Err(JournalError::Held { .. }) => {
+                        running = true;
+                        break;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            if running {
+                continue;
+            }
+            if entries.iter().any(|e| matches!(e, TxEntry::Commit)) {
+                t.append(TxEntry::End {
+                    outcome: "committed".into(),
+                })?;
+                out.push(format!("transaction {id}: had committed"));
+                continue;
+            }
+            let unwound: BTreeSet<(&str, &str)> = entries
+                .iter()
+                .filter_map(|e| match e {
+                    TxEntry::Unwound {
+                        namespace, name, ..
+                    } => Some((namespace.as_str(), name.as_str())),
+                    _ => None,
+                })
+                .collect();
+            let mut all = true;
+            let mut did = Vec::new();
+            for m in members.iter().rev() {
+                if unwound.contains(&(m.namespace.as_str(), m.name.as_str())) {
+                    continue;
+                }
+                let Some(j) = held.get_mut(&(m.namespace.clone(), m.name.clone())) else {
+                    continue;
+                };
+                self.recover_with(&m.namespace, &m.name, j)?;
+                let what = match self.restore_member(m, j)? {
+                    None => "unchanged".to_string(),
+                    Some(r @ (Reverted::RolledBack { .. } | Reverted::Uninstalled)) => {
+                        r.to_string()
+                    }
+                    Some(r) => {
+                        all = false;
+                        did.push(format!("{}/{}: {r}", m.namespace, m.name));
+                        continue;
+                    }
+                };
+                t.append(TxEntry::Unwound {
+                    namespace: m.namespace.clone(),
+                    name: m.name.clone(),
+                    what: what.clone(),
+                })?;
+                self.progress.event(&Event::Recovered {
+                    release: format!("{}/{}", m.namespace, m.name),
+                    what: format!("atomic plan unwound: {what}"),
+                });
+                did.push(format!("{}/{}: {what}", m.namespace, m.name));
+            }
+            if all {
+                t.append(TxEntry::End {
+                    outcome: "unwound".into(),
+                })?;
+            }
+            out.push(format!(
+                "transaction {id}: unwound the interrupted atomic plan ({})",
+                did.join(", ")
+            ));
+        }
+        Ok(out)
     }
 
     fn check_preconditions(&self, plan: &Plan) -> Result<(), ExecError> {
@@ -746,6 +1041,7 @@ impl<'a> Executor<'a> {
         plan: &Plan,
         rp: &ReleasePlan,
         j: &mut ReleaseJournal,
+        defer: bool,
     ) -> Result<ReleaseOutcome, ExecError> {
         let rref = format!("{}/{}", rp.namespace, rp.name);
         let serr = self.store_err(&rref);
@@ -825,7 +1121,8 @@ impl<'a> Executor<'a> {
             }
         }
 
-        let atomic = rp.options.atomic;
+        // In an atomic plan the plan's unwind returns a failed release.
+        let atomic = rp.options.atomic && !defer;
         let rollback_revision = rp.recovery.rollback_revision;
         let intents = rp
             .objects
@@ -1978,12 +2275,18 @@ impl<'a> Executor<'a> {
             self.delete_created(namespace, name, j, run, created, &keys)
                 .map_err(unwaited)?;
             // Objects the failed revision had beside the target's, and this
-            // release owns live: gone too (Helm's rollback diff).
-            if let Some(failed) = ops
+            // release owns live: gone too (Helm's rollback diff). Every
+            // revision after the target counts, not only the last: after an
+            // interrupted rollback, the last is that rollback's own record,
+            // and the objects to take back are the upgrade's before it.
+            let mut newer: Vec<Release> = ops
                 .history(namespace, name)
-                .ok()
-                .and_then(|h| h.into_iter().find(|r| r.version == last.version))
-            {
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| r.version > to && r.version <= last.version)
+                .collect();
+            newer.sort_by_key(|r| std::cmp::Reverse(r.version));
+            for failed in newer {
                 for o in self.revision_objects(&failed).map_err(unwaited)? {
                     let Some(k) = ObjectKey::of(&o) else { continue };
                     if keys.contains(&k) {
@@ -2178,6 +2481,16 @@ impl<'a> Executor<'a> {
     /// was interrupted.
     pub fn recover(&self, namespace: &str, name: &str) -> Result<Option<String>, ExecError> {
         let mut j = self.journal.lock(namespace, name)?;
+        self.recover_with(namespace, name, &mut j)
+    }
+
+    /// [`Executor::recover`] with the release's lock held.
+    fn recover_with(
+        &self,
+        namespace: &str,
+        name: &str,
+        j: &mut ReleaseJournal,
+    ) -> Result<Option<String>, ExecError> {
         let rref = format!("{namespace}/{name}");
         let serr = self.store_err(&rref);
         let interrupted = j.interrupted()?;
@@ -2305,7 +2618,7 @@ impl<'a> Executor<'a> {
             match (operation.as_str(), rollback_revision) {
                 (_, Some(to)) => {
                     self.begin(
-                        &mut j,
+                        j,
                         &run2,
                         "rollback",
                         "recovery",
@@ -2315,13 +2628,13 @@ impl<'a> Executor<'a> {
                         Vec::new(),
                     )?;
                     let opts = ReleaseOptions::default();
-                    match self.rollback_to(namespace, name, to, &opts, &mut j, &run2, &created) {
+                    match self.rollback_to(namespace, name, to, &opts, j, &run2, &created) {
                         Ok(v) => {
-                            self.end(&mut j, &run2, "rolled-back")?;
+                            self.end(j, &run2, "rolled-back")?;
                             what = format!("rolled back the interrupted {operation} to revision {to} (now revision {v})");
                         }
                         Err(e) => {
-                            self.end(&mut j, &run2, "failed")?;
+                            self.end(j, &run2, "failed")?;
                             what =
                                 format!("the rollback of the interrupted {operation} failed: {e}");
                         }
@@ -2329,7 +2642,7 @@ impl<'a> Executor<'a> {
                 }
                 ("uninstall", None) => {
                     self.begin(
-                        &mut j,
+                        j,
                         &run2,
                         "uninstall",
                         "recovery",
@@ -2338,8 +2651,8 @@ impl<'a> Executor<'a> {
                         false,
                         Vec::new(),
                     )?;
-                    let r = self.uninstall_release_inner(namespace, name, &mut j, &run2);
-                    self.end(&mut j, &run2, "uninstalled")?;
+                    let r = self.uninstall_release_inner(namespace, name, j, &run2);
+                    self.end(j, &run2, "uninstalled")?;
                     what = match r {
                         Ok(()) => "finished the interrupted uninstall".into(),
                         Err(e) => format!("the interrupted uninstall could not finish: {e}"),
@@ -2347,7 +2660,7 @@ impl<'a> Executor<'a> {
                 }
                 (_, None) => {
                     self.begin(
-                        &mut j,
+                        j,
                         &run2,
                         "uninstall",
                         "recovery",
@@ -2357,9 +2670,8 @@ impl<'a> Executor<'a> {
                         Vec::new(),
                     )?;
                     let wait = ReleaseOptions::default().timeout;
-                    let _ =
-                        self.undo_install(namespace, name, &mut j, &run2, &created, atomic, wait);
-                    self.end(&mut j, &run2, "uninstalled")?;
+                    let _ = self.undo_install(namespace, name, j, &run2, &created, atomic, wait);
+                    self.end(j, &run2, "uninstalled")?;
                     what = "removed the interrupted install's objects and records".into();
                 }
             }
@@ -2413,6 +2725,29 @@ impl<'a> Executor<'a> {
         faults::durable_write("store");
         Ok(())
     }
+}
+
+/// The releases an atomic plan may change, in plan order, with their
+/// rollback points: an upgrade (or a recovery) returns to the plan's
+/// rollback revision, an install is uninstalled. Noops change nothing;
+/// a planned uninstall is not undone.
+fn tx_members(plan: &Plan) -> Vec<TxMember> {
+    plan.releases
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.action,
+                ReleaseAction::Install | ReleaseAction::Upgrade | ReleaseAction::Recover
+            )
+        })
+        .map(|r| TxMember {
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            rollback_revision: r.from.as_ref().and(r.recovery.rollback_revision),
+            last_revision: r.preconditions.last_record.as_ref().map(|l| l.revision),
+            options: r.options.clone(),
+        })
+        .collect()
 }
 
 /// Keys that this run created (apply of an object that did not exist).
