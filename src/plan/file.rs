@@ -1500,6 +1500,19 @@ releases:
     }
 
     #[test]
+    fn atomic_plan_is_a_bool_at_the_top() {
+        assert!(!parse_str("releases: []\n").unwrap().atomic_plan);
+        let f = parse_str("atomicPlan: true\nreleases:\n- name: web\n  chart: web\n").unwrap();
+        assert!(f.atomic_plan);
+        assert_eq!(f.releases.len(), 1);
+        assert!(parse_str("atomicPlan: true\n").unwrap().atomic_plan);
+        assert_eq!(
+            err("atomicPlan: yes please\nreleases: []\n"),
+            "releases.yaml:1:13: the file: atomicPlan must be a bool, got \"yes please\""
+        );
+    }
+
+    #[test]
     fn unknown_keys_name_the_place_and_the_known_keys() {
         let text = "releases:\n- name: web\n  chart: charts/web\n  chrt: x\n";
         assert_eq!(
@@ -1510,7 +1523,7 @@ releases:
         );
         assert_eq!(
             err("releases: []\nrelease: []\n"),
-            "releases.yaml:2:1: unknown key \"release\" in the file (known keys: defaults, releases)"
+            "releases.yaml:2:1: unknown key \"release\" in the file (known keys: atomicPlan, defaults, releases)"
         );
         let e = err("defaults:\n  name: x\nreleases: []\n");
         assert!(
