@@ -2220,3 +2220,120 @@ fn drift_shows_past_the_dry_run_shortcut() {
     r.ok(&["uninstall", "sc", "-n", &ns]);
     tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
 }
+
+/// Releases of one apply run at the same time into a namespace that does
+/// not exist yet; then an atomic plan (`atomicPlan: true`) whose middle
+/// release never gets ready returns all of them where they were: the two
+/// upgrades to revision 1, the release it installed uninstalled.
+#[test]
+fn concurrent_releases_and_an_atomic_plan() {
+    let Some(tb) = testbed() else { return };
+    let ns = tb.fresh_namespace("atomic");
+    let r = Rudder::new(tb);
+    let chart = tiny_chart(
+        r.dir.path(),
+        &[(
+            "all.yaml",
+            r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-cm
+data: {v: {{ .Values.v | quote }}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata:
+      labels:
+        app: {{ .Release.Name }}
+        v: {{ .Values.v | quote }}
+        {{- if .Values.broken }}
+        testbed.kwok.io/behavior: never-ready
+        {{- end }}
+    spec:
+      containers: [{name: c, image: nginx}]
+"#,
+        )],
+    );
+    let file = |name: &str, text: String| {
+        let p = r.dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let entry = |name: &str, v: u32, broken: bool| {
+        format!(
+            "- name: {name}\n  chart: {}\n  set: {{v: \"{v}\", broken: {broken}}}\n",
+            chart.display()
+        )
+    };
+    let head = format!("defaults:\n  namespace: {ns}\n  wait: true\n  timeout: 60s\n");
+    let v1 = file(
+        "v1.yaml",
+        format!(
+            "{head}releases:\n{}{}",
+            entry("a0", 1, false),
+            entry("a1", 1, false)
+        ),
+    );
+    r.ok(&["apply", &v1, "--concurrency", "4"]);
+    let head2 =
+        format!("atomicPlan: true\ndefaults:\n  namespace: {ns}\n  wait: true\n  timeout: 10s\n");
+    let v2 = file(
+        "v2.yaml",
+        format!(
+            "{head2}releases:\n{}{}{}",
+            entry("a0", 2, false),
+            entry("a1", 2, true),
+            entry("a2", 2, false)
+        ),
+    );
+    let plan = r.ok(&["plan", &v2]);
+    assert!(
+        plan.contains("atomic plan: any failure rolls it back to revision 1")
+            && plan.contains("atomic plan: any failure uninstalls it"),
+        "{plan}"
+    );
+    let (ok, out, err) = r.run(&["apply", &v2]);
+    assert!(!ok, "the never-ready plan succeeded:\n{out}\n{err}");
+    assert!(
+        out.contains(&format!("{ns}/a0: reverted: rolled back to revision 1")),
+        "{out}\n{err}"
+    );
+    for name in ["a0", "a1"] {
+        let v = tb.kubectl_ok(&[
+            "get",
+            "configmap",
+            &format!("{name}-cm"),
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.data.v}",
+        ]);
+        assert_eq!(v, "1", "{name}");
+        let h = r.ok(&["history", name, "-n", &ns]);
+        assert!(h.contains("Rollback to 1"), "{name}: {h}");
+        assert!(r.journal_closed(&ns, name), "{name}");
+    }
+    let h = r.ok(&["history", "a2", "-n", &ns]);
+    assert!(h.contains("Uninstallation complete"), "{h}");
+    let found = tb
+        .kubectl()
+        .args(["get", "configmap", "a2-cm", "-n", &ns])
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(!found, "a2's ConfigMap is left");
+    // The transaction ended.
+    let tx = r.dir.path().join(".rudder/journal/.transactions");
+    for e in std::fs::read_dir(&tx).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        assert!(text.contains("\"event\":\"end\""), "{text}");
+    }
+    tb.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"]);
+}

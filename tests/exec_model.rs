@@ -15,7 +15,9 @@ use plan_common::*;
 use proptest::prelude::*;
 use rudder::cluster::ownership;
 use rudder::cluster::sim::{SimCluster, SimFaults};
-use rudder::exec::{crash_thread_at, Clock, Crash, DrivenClock, Executor, Journal};
+use rudder::exec::{
+    crash_thread_at, Clock, Crash, DrivenClock, ExecOptions, Executor, Journal, DEFAULT_CONCURRENCY,
+};
 use rudder::plan::{DesiredRelease, Need, ReleaseAction, ReleaseRef};
 use rudder::release::{Status, Store};
 use std::collections::BTreeMap;
@@ -103,32 +105,44 @@ struct Bed {
     cluster: SimCluster,
     clock: DrivenClock,
     dir: tempfile::TempDir,
+    /// How long objects take to become ready (simulated time).
+    delay: Duration,
+    /// Releases run at the same time.
+    concurrency: usize,
 }
 
 impl Bed {
-    fn new() -> Bed {
+    fn new(delay: Duration, concurrency: usize) -> Bed {
         let clock = DrivenClock::new();
         let dir = tempfile::tempdir().expect("tempdir");
-        let cluster = Bed::handle(dir.path(), &clock, SimFaults::default());
+        let cluster = Bed::handle(dir.path(), &clock, SimFaults::default(), delay);
         Bed {
             store: rudder::release::store::memory::MemoryStore::new(),
             cluster,
             clock,
             dir,
+            delay,
+            concurrency,
         }
     }
 
     /// A handle on the persisted simulated cluster, with its own faults.
-    fn handle(dir: &std::path::Path, clock: &DrivenClock, faults: SimFaults) -> SimCluster {
+    fn handle(
+        dir: &std::path::Path,
+        clock: &DrivenClock,
+        faults: SimFaults,
+        delay: Duration,
+    ) -> SimCluster {
         let c = clock.clone();
         SimCluster::open(dir.join("cluster"))
             .expect("sim")
             .with_clock(Arc::new(move || c.now()))
+            .with_default_delay(delay)
             .with_faults(faults)
     }
 
     fn set_faults(&mut self, faults: SimFaults) {
-        self.cluster = Bed::handle(self.dir.path(), &self.clock, faults);
+        self.cluster = Bed::handle(self.dir.path(), &self.clock, faults, self.delay);
     }
 
     fn executor(&self) -> Executor<'_> {
@@ -139,6 +153,10 @@ impl Bed {
             Journal::at(self.dir.path().join("journal")),
             &self.clock,
         )
+        .with_options(ExecOptions {
+            concurrency: self.concurrency,
+            ..ExecOptions::default()
+        })
     }
 
     fn plan(&self, rels: &[DesiredRelease]) -> rudder::plan::Plan {
@@ -271,8 +289,22 @@ fn scenario(
     chain: bool,
     fault: Fault,
 ) -> Result<bool, TestCaseError> {
+    scenario_on(
+        Bed::new(Duration::ZERO, DEFAULT_CONCURRENCY),
+        specs,
+        chain,
+        fault,
+    )
+}
+
+/// [`scenario`] on a given bed.
+fn scenario_on(
+    mut bed: Bed,
+    specs: &[(Vec<Obj>, Vec<Obj>)],
+    chain: bool,
+    fault: Fault,
+) -> Result<bool, TestCaseError> {
     CASES.fetch_add(1, Ordering::Relaxed);
-    let mut bed = Bed::new();
     let names: Vec<String> = (0..specs.len()).map(|i| format!("r{i}")).collect();
     let mk = |v2: bool, bad: Option<(&str, &str, &str)>, which: usize| -> Vec<DesiredRelease> {
         specs
@@ -398,6 +430,60 @@ proptest! {
         scenario(&specs, chain, Fault::NeverReady)?;
         scenario(&specs, chain, Fault::Reject)?;
     }
+}
+
+/// Three releases with no `needs` between them, each with a Deployment
+/// (ready 2 s of simulated time after its write) and ConfigMaps, that
+/// change every object on the upgrade.
+fn three_concurrent() -> Vec<(Vec<Obj>, Vec<Obj>)> {
+    let o = |kind, name: &str, value| Obj {
+        kind,
+        name: name.into(),
+        value,
+    };
+    (0..3)
+        .map(|i| {
+            (
+                vec![o(1, "o-a", i), o(0, "o-b", 1), o(0, "o-c", 2)],
+                vec![o(1, "o-a", i + 1), o(0, "o-b", 3), o(0, "o-d", 4)],
+            )
+        })
+        .collect()
+}
+
+/// The fault sweep with the releases running at the same time: a failed
+/// write at every write k of the upgrade of three concurrent releases.
+#[test]
+fn concurrent_releases_failed_write_at_every_k() {
+    let specs = three_concurrent();
+    let mut struck = 0;
+    for k in 1..=300 {
+        let bed = Bed::new(Duration::from_secs(2), 3);
+        if !scenario_on(bed, &specs, false, Fault::FailWrite(k)).unwrap() {
+            break;
+        }
+        struck += 1;
+    }
+    // Every cluster write of the three upgrades was hit: per release,
+    // o-a and o-b updated, o-d created, o-c deleted.
+    assert_eq!(struck, 12);
+}
+
+/// A crash after every durable write k of the upgrade of three concurrent
+/// releases (the other releases' threads die with it), then recovery and
+/// a rerun.
+#[test]
+fn concurrent_releases_crash_at_every_k() {
+    let specs = three_concurrent();
+    let mut struck = 0;
+    for k in 1..=400 {
+        let bed = Bed::new(Duration::from_secs(2), 3);
+        if !scenario_on(bed, &specs, false, Fault::Crash(k)).unwrap() {
+            break;
+        }
+        struck += 1;
+    }
+    assert!(struck > 30, "only {struck} writes");
 }
 
 #[test]

@@ -181,14 +181,36 @@ pub struct ApplyArgs {
     /// When a release fails, also roll back the releases this run completed.
     #[arg(long)]
     rollback_completed: bool,
+    /// The plan is one transaction: a failure in any release rolls back
+    /// every release this apply changed (uninstalls the ones it installed),
+    /// newest first. Also `atomicPlan: true` in the releases file.
+    #[arg(long, conflicts_with = "rollback_completed")]
+    atomic_plan: bool,
+    /// How many releases run at the same time (those with no `needs` path
+    /// between them), and how many objects of one kind a release writes
+    /// at once.
+    #[arg(long, default_value_t = exec::DEFAULT_CONCURRENCY, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=256))]
+    concurrency: usize,
 }
 
-/// Progress on stderr: one updating line on a terminal, plain lines
-/// otherwise, or JSON events.
+/// Progress on stderr, or JSON events. On a terminal: what happened
+/// (a release started, failed, finished) as lines that stay, under which
+/// one line per running release is redrawn as it goes. Off a terminal:
+/// whole lines only, each release's lines tagged with its name, so that
+/// releases running at the same time interleave by whole lines.
 struct Printer {
     tty: bool,
     json: bool,
-    line_open: Mutex<bool>,
+    live: Mutex<Live>,
+}
+
+/// The redrawn lines of the running releases.
+#[derive(Default)]
+struct Live {
+    /// Running releases, in the order they started, and their line.
+    lines: Vec<(String, String)>,
+    /// How many lines are on the screen below the lines that stay.
+    drawn: usize,
 }
 
 impl Printer {
@@ -196,17 +218,43 @@ impl Printer {
         Printer {
             tty: std::io::stderr().is_terminal() && !json,
             json,
-            line_open: Mutex::new(false),
+            live: Mutex::new(Live::default()),
         }
     }
 
+    /// Erases the redrawn lines (at the end of a command).
     fn finish_line(&self) {
-        if let Ok(mut open) = self.line_open.lock() {
-            if *open {
-                eprintln!();
-                *open = false;
-            }
+        if !self.tty {
+            return;
         }
+        if let Ok(mut live) = self.live.lock() {
+            live.lines.clear();
+            self.redraw(&mut live, None);
+        }
+    }
+
+    /// Writes `line` (if any) as a line that stays, then the running
+    /// releases' lines, over the ones drawn before. Autowrap is off while
+    /// drawing, so each takes exactly one row.
+    fn redraw(&self, live: &mut Live, line: Option<&str>) {
+        let mut err = std::io::stderr().lock();
+        let mut out = String::from("\x1b[?7l");
+        for _ in 0..live.drawn {
+            out.push_str("\x1b[1A\x1b[2K");
+        }
+        out.push('\r');
+        if let Some(l) = line {
+            out.push_str(l);
+            out.push('\n');
+        }
+        for (_, l) in &live.lines {
+            out.push_str(l);
+            out.push('\n');
+        }
+        out.push_str("\x1b[?7h");
+        live.drawn = live.lines.len();
+        let _ = err.write_all(out.as_bytes());
+        let _ = err.flush();
     }
 }
 
@@ -217,44 +265,70 @@ impl exec::Progress for Printer {
             let _ = writeln!(out, "{}", serde_json::to_string(e).unwrap_or_default());
             return;
         }
-        let text = match e {
+        // (a line that stays, the release's running line, whether it ended)
+        let (stays, running, ended): (Option<String>, Option<(&str, String)>, bool) = match e {
             Event::ReleaseStarted {
                 release,
                 action,
                 revision,
-            } => format!("{release}: {action} to revision {revision}"),
-            Event::ObjectWritten { .. } => return,
+            } => {
+                let l = format!("{release}: {action} to revision {revision}");
+                (Some(l.clone()), Some((release, l)), false)
+            }
+            Event::ObjectWritten {
+                release,
+                verb,
+                object,
+            } => (
+                None,
+                Some((release, format!("{release}: {verb} {object}"))),
+                false,
+            ),
             Event::Waiting {
                 release,
                 object,
                 message,
             } => {
-                let line = format!("{release}: waiting for {object}: {message}");
-                if self.tty {
-                    eprint!("\r\x1b[2K{line}");
-                    let _ = std::io::stderr().flush();
-                    if let Ok(mut open) = self.line_open.lock() {
-                        *open = true;
-                    }
-                    return;
-                }
-                line
+                let l = format!("{release}: waiting for {object}: {message}");
+                ((!self.tty).then(|| l.clone()), Some((release, l)), false)
             }
-            Event::Failed { release, error } => format!("{release}: failed: {error}"),
-            Event::Recovered { release, what } => {
-                format!("{release}: recovered an interrupted run: {what}")
-            }
-            Event::ReleaseDone { release, outcome } => format!("{release}: {outcome}"),
+            Event::Failed { release, error } => (
+                Some(format!("{release}: failed: {error}")),
+                Some((release, format!("{release}: failed, settling"))),
+                false,
+            ),
+            Event::Recovered { release, what } => (
+                Some(format!("{release}: recovered an interrupted run: {what}")),
+                None,
+                false,
+            ),
+            Event::ReleaseDone { release, outcome } => (
+                Some(format!("{release}: {outcome}")),
+                Some((release, String::new())),
+                true,
+            ),
         };
-        if self.tty {
-            if let Ok(mut open) = self.line_open.lock() {
-                if *open {
-                    eprint!("\r\x1b[2K");
-                    *open = false;
+        if !self.tty {
+            if let Some(l) = stays {
+                eprintln!("{l}");
+            }
+            return;
+        }
+        let Ok(mut live) = self.live.lock() else {
+            return;
+        };
+        if let Some((release, line)) = running {
+            let at = live.lines.iter().position(|(r, _)| r == release);
+            match (at, ended) {
+                (Some(i), true) => {
+                    live.lines.remove(i);
                 }
+                (Some(i), false) => live.lines[i].1 = line,
+                (None, false) => live.lines.push((release.to_string(), line)),
+                (None, true) => {}
             }
         }
-        eprintln!("{text}");
+        self.redraw(&mut live, stays.as_deref());
     }
 }
 
@@ -659,11 +733,21 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
     let run = || -> Result<exec::Report, String> {
         let t = open_targets()?;
         announce(&t);
+        // An atomic plan that a crash interrupted is unwound first.
+        {
+            let clock = WallClock::default();
+            executor(&t, &clock, &printer)
+                .recover_transactions()
+                .map_err(|e| rudder::error_chain(&e))?;
+        }
+        let mut atomic_plan = a.atomic_plan;
         let releases = match (&a.plan, &a.file) {
             (Some(_), _) => None,
             (None, Some(f)) => {
-                let releases =
-                    rudder::plan::file::load(Path::new(f)).map_err(|e| rudder::error_chain(&e))?;
+                let file =
+                    rudder::plan::file::read(Path::new(f)).map_err(|e| rudder::error_chain(&e))?;
+                atomic_plan |= file.atomic_plan;
+                let releases = file.load_releases().map_err(|e| rudder::error_chain(&e))?;
                 for r in &releases {
                     recover_first(&t, &r.namespace, &r.name, &printer)?;
                 }
@@ -677,11 +761,14 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
             let r = executor(&t, &clock, &printer)
                 .with_options(ExecOptions {
                     force_conflicts: a.force_conflicts,
-                    cross_release: if a.rollback_completed {
+                    cross_release: if atomic_plan {
+                        exec::CrossRelease::AtomicPlan
+                    } else if a.rollback_completed {
                         exec::CrossRelease::RollbackCompleted
                     } else {
                         exec::CrossRelease::Stop
                     },
+                    concurrency: a.concurrency,
                     ..ExecOptions::default()
                 })
                 .apply(plan);
@@ -705,6 +792,14 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                 loop {
                     let before = super::request_counts_if_asked(t.cluster.as_ref());
                     let plan = Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
+                        .with_options(PlanOptions {
+                            cross_release: if atomic_plan {
+                                rudder::plan::planner::ATOMIC_PLAN.into()
+                            } else {
+                                PlanOptions::default().cross_release
+                            },
+                            ..PlanOptions::default()
+                        })
                         .plan(&releases)
                         .map_err(|e| super::chart::error_chain(&e))?;
                     super::report_requests("plan", t.cluster.as_ref(), before);

@@ -26,6 +26,11 @@ pub struct PlanArgs {
     /// Show secret values in diffs and output instead of their hashes.
     #[arg(long)]
     show_secrets: bool,
+    /// Plan one transaction (as `apply --atomic-plan`, or `atomicPlan:
+    /// true` in the file): a failure in any release rolls every release
+    /// back to the rollback point the plan shows.
+    #[arg(long)]
+    atomic_plan: bool,
 }
 
 /// `rudder diff`.
@@ -83,6 +88,7 @@ fn make_plan(
     releases: &[DesiredRelease],
     show_secrets: bool,
     with_records: bool,
+    atomic_plan: bool,
 ) -> Result<Plan, String> {
     let t = open_targets()?;
     eprintln!(
@@ -95,6 +101,11 @@ fn make_plan(
         .with_options(PlanOptions {
             show_secrets,
             with_records,
+            cross_release: if atomic_plan {
+                rudder::plan::planner::ATOMIC_PLAN.into()
+            } else {
+                PlanOptions::default().cross_release
+            },
             ..PlanOptions::default()
         })
         .plan(releases)
@@ -137,14 +148,17 @@ pub fn plan(a: PlanArgs) -> ExitCode {
         eprintln!("Error: invalid format type {format:?}: want table, json, yaml or html");
         return ExitCode::FAILURE;
     }
-    let releases = match rudder::plan::file::load(Path::new(&a.file)) {
+    let loaded = rudder::plan::file::read(Path::new(&a.file))
+        .and_then(|f| Ok((f.atomic_plan, f.load_releases()?)));
+    let (atomic_plan, releases) = match loaded {
         Ok(r) => r,
         Err(e) => {
             eprintln!("Error: {}", rudder::error_chain(&e));
             return ExitCode::FAILURE;
         }
     };
-    let plan = match make_plan(&releases, a.show_secrets, a.save.is_some()) {
+    let atomic_plan = atomic_plan || a.atomic_plan;
+    let plan = match make_plan(&releases, a.show_secrets, a.save.is_some(), atomic_plan) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("Error: {e}");
@@ -198,7 +212,7 @@ fn diff_upgrade(a: DiffUpgradeArgs) -> ExitCode {
         let mut d = DesiredRelease::new(&a.name, &a.namespace, chart);
         d.values = a.values.user_values()?;
         d.options.create_namespace = false;
-        make_plan(std::slice::from_ref(&d), a.show_secrets, false)
+        make_plan(std::slice::from_ref(&d), a.show_secrets, false, false)
     };
     let plan = match run() {
         Ok(p) => p,

@@ -1,7 +1,9 @@
 //! The blocking core that both clients drive: one opened store, cluster
 //! and journal, and the operations on them.
 use super::Error;
-use crate::exec::{Event, ExecError, ExecOptions, Executor, Progress, Report, WallClock};
+use crate::exec::{
+    CrossRelease, Event, ExecError, ExecOptions, Executor, Progress, Report, WallClock,
+};
 use crate::plan::planner::{PlanOptions, Planner};
 use crate::plan::{DesiredRelease, Plan, ReleaseOptions};
 use crate::release::{ListQuery, Release, Releases, Status};
@@ -51,7 +53,12 @@ impl Core {
 
     fn planner(&self) -> Planner<'_> {
         let t = &self.targets;
-        Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref())
+        let mut opts = PlanOptions::default();
+        if self.exec.cross_release == CrossRelease::AtomicPlan {
+            // The plan says it is one transaction, and shows rollback points.
+            opts.cross_release = crate::plan::planner::ATOMIC_PLAN.into();
+        }
+        Planner::new(t.store.as_ref(), &t.store_url, t.cluster.as_ref()).with_options(opts)
     }
 
     /// Settles a run of this release that a crash interrupted (finishes
@@ -67,7 +74,16 @@ impl Core {
         Ok(self.planner().plan(releases)?)
     }
 
+    /// Unwinds the atomic plans a crash interrupted.
+    fn recover_transactions(&self) -> Result<(), Error> {
+        let clock = WallClock::default();
+        let sink = Sink(self.progress.as_ref());
+        self.executor(&clock, &sink).recover_transactions()?;
+        Ok(())
+    }
+
     pub(crate) fn apply(&self, plan: &Plan) -> Result<Report, Error> {
+        self.recover_transactions()?;
         let clock = WallClock::default();
         let sink = Sink(self.progress.as_ref());
         let report = self.executor(&clock, &sink).apply(plan)?;
@@ -75,6 +91,7 @@ impl Core {
     }
 
     pub(crate) fn sync(&self, releases: &[DesiredRelease]) -> Result<Report, Error> {
+        self.recover_transactions()?;
         for r in releases {
             self.recover(&r.namespace, &r.name)?;
         }

@@ -188,6 +188,30 @@ macro_rules! builder_methods {
             self
         }
 
+        /// Make every plan one transaction (`--atomic-plan`): a failure in
+        /// any release returns every release the apply changed to its
+        /// revision before the apply (a release it installed is
+        /// uninstalled, its history kept), newest first; a crash during the
+        /// apply or its unwind is unwound by the next call. Plans made by
+        /// this client show each release's rollback point. Default: off.
+        pub fn atomic_plan(mut self, yes: bool) -> Self {
+            self.settings.exec.cross_release = if yes {
+                CrossRelease::AtomicPlan
+            } else {
+                CrossRelease::Stop
+            };
+            self
+        }
+
+        /// How many releases of a plan run at the same time (those with no
+        /// `needs` path between them), and how many objects of one kind a
+        /// release writes at once (`--concurrency`; 0 counts as 1).
+        /// Default [`crate::exec::DEFAULT_CONCURRENCY`].
+        pub fn concurrency(mut self, n: usize) -> Self {
+            self.settings.exec.concurrency = n;
+            self
+        }
+
         /// Use the caller's own `kube::Client` for a real cluster; call this
         /// inside the tokio runtime the client was made on, whose tasks will
         /// run its requests. The store defaults to Helm's Secrets in each

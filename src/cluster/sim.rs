@@ -238,7 +238,8 @@ fn wall_clock() -> Duration {
 /// documentation).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SimFaults {
-    /// Fail the N-th write (counting from 1), and its immediate retries,
+    /// Fail the N-th write (counting from 1), and its immediate retries
+    /// (the same write again from the same thread),
     /// with a 500 (`RUDDER_SIM_FAIL_AT`).
     pub fail_at: Option<u64>,
     /// Sleep this long before every request (`RUDDER_SIM_LATENCY_MS`).
@@ -266,7 +267,9 @@ impl SimFaults {
 #[derive(Debug, Default)]
 struct FaultCounter {
     writes: u64,
-    failing: Option<(&'static str, Option<ObjectKey>)>,
+    /// The failing write, and the thread that sent it: its retries come
+    /// from that thread, while other threads' writes go on around them.
+    failing: Option<(&'static str, Option<ObjectKey>, std::thread::ThreadId)>,
 }
 
 /// The counter of the handles whose faults come from the environment: one
@@ -1646,15 +1649,18 @@ impl SimCluster {
             code: 500,
             message: format!("injected failure ({ENV_FAIL_AT}={n})"),
         };
-        if let Some((v, k)) = &c.failing {
-            if *v == verb && *k == key {
-                return Err(fail());
+        let me = std::thread::current().id();
+        if let Some((v, k, t)) = &c.failing {
+            if *t == me {
+                if *v == verb && *k == key {
+                    return Err(fail());
+                }
+                c.failing = None;
             }
-            c.failing = None;
         }
         c.writes += 1;
         if c.writes == n {
-            c.failing = Some((verb, key));
+            c.failing = Some((verb, key, me));
             return Err(fail());
         }
         Ok(())

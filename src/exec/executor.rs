@@ -1,7 +1,9 @@
 //! The executor: applies a [`Plan`], waits, and rolls back on failure.
 use super::clock::Clock;
 use super::faults;
-use super::journal::{Entry, Intent, Journal, JournalError, ReleaseJournal};
+use super::journal::{
+    Entry, Intent, Journal, JournalError, ReleaseJournal, TxEntry, TxJournal, TxMember,
+};
 use super::ready;
 use crate::cluster::{ownership, ApplyOptions, Cluster, ClusterError, ObjectKey, Scope, Watched};
 use crate::plan::planner::FIELD_MANAGER;
@@ -11,7 +13,7 @@ use crate::plan::{
 use crate::release::{self, HistoryMax, OpError, Release, Releases, Status, Store};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Why an execution could not run or finish.
@@ -82,7 +84,29 @@ pub enum CrossRelease {
     Stop,
     /// Stop, and roll the completed releases back, newest first.
     RollbackCompleted,
+    /// The plan is one transaction (`--atomic-plan`): a failure in any
+    /// release returns every release this apply changed (the failed one,
+    /// the completed ones, those that were running beside it) to its
+    /// revision before the apply, in reverse plan order; a release the
+    /// apply installed is uninstalled, its history kept (`Uninstallation
+    /// complete`). The transaction is journaled: a crash during the apply
+    /// or the unwind is unwound by [`Executor::recover_transactions`].
+    /// A plan whose `failurePolicy.crossRelease` is
+    /// [`crate::plan::planner::ATOMIC_PLAN`] is applied so whatever this
+    /// option says. A release the plan uninstalls is not brought back.
+    AtomicPlan,
 }
+
+/// How many releases an apply runs at the same time by default (and how
+/// many objects of one install-order group a release writes at once).
+///
+/// Eight: most plans have fewer independent releases than that, so they
+/// all run (and wait) at once, while a plan of a hundred releases still
+/// keeps at most 8 × 8 = 64 writes in flight, well under the API server's
+/// default of 200 concurrent mutating requests
+/// (`--max-mutating-requests-inflight`), and its progress stays readable
+/// (one line per running release).
+pub const DEFAULT_CONCURRENCY: usize = 8;
 
 /// Executor settings.
 #[derive(Debug, Clone)]
@@ -95,6 +119,13 @@ pub struct ExecOptions {
     pub poll: Duration,
     /// How many times a write that failed with a 5xx or 429 is retried.
     pub retries: u32,
+    /// How many releases run at the same time (`--concurrency`; 0 counts
+    /// as 1), and how many objects of one install-order group (one kind)
+    /// a release writes at once. Releases with a `needs` path between them
+    /// never overlap: a release starts once every release it needs is
+    /// done. The plan is the same whatever this is; only the schedule
+    /// changes. Default [`DEFAULT_CONCURRENCY`].
+    pub concurrency: usize,
 }
 
 impl Default for ExecOptions {
@@ -104,6 +135,7 @@ impl Default for ExecOptions {
             cross_release: CrossRelease::Stop,
             poll: Duration::from_millis(100),
             retries: 2,
+            concurrency: DEFAULT_CONCURRENCY,
         }
     }
 }
@@ -315,10 +347,29 @@ pub struct Executor<'a> {
     clock: &'a dyn Clock,
     progress: &'a dyn Progress,
     opts: ExecOptions,
+    /// Releases started per namespace by this executor.
+    ns_started: std::sync::Mutex<BTreeMap<String, usize>>,
 }
 
 /// A failure inside a release's cluster work.
 struct Failure(String);
+
+/// Where a release of a running plan is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Pending,
+    Running,
+    /// Succeeded (or a noop): what needs it may start.
+    Done,
+    Failed,
+}
+
+/// What a release's thread hands back.
+struct Finished {
+    index: usize,
+    journal: ReleaseJournal,
+    result: std::thread::Result<Result<ReleaseOutcome, ExecError>>,
+}
 
 impl<'a> Executor<'a> {
     /// An executor over a store (named `store_url` in plans), a cluster,
@@ -338,6 +389,7 @@ impl<'a> Executor<'a> {
             clock,
             progress: &Quiet,
             opts: ExecOptions::default(),
+            ns_started: Default::default(),
         }
     }
 
@@ -393,49 +445,48 @@ impl<'a> Executor<'a> {
             .map(|r| (r.namespace.clone(), r.name.clone()))
             .collect();
         refs.sort();
-        let mut held = std::collections::BTreeMap::new();
+        let mut held = BTreeMap::new();
         for (ns, name) in &refs {
             held.insert((ns.clone(), name.clone()), self.journal.lock(ns, name)?);
         }
         self.check_preconditions(plan)?;
 
+        let atomic_plan = self.opts.cross_release == CrossRelease::AtomicPlan
+            || plan.failure_policy.cross_release == crate::plan::planner::ATOMIC_PLAN;
+        let mut tx = None;
+        if atomic_plan {
+            let members = tx_members(plan);
+            let mut t = self
+                .journal
+                .transaction(&uuid::Uuid::new_v4().to_string())?;
+            t.append(TxEntry::Begin {
+                plan_id: plan.id.clone(),
+                members: members.clone(),
+            })?;
+            tx = Some((t, members));
+        }
+        let outcomes = self.run_all(plan, &mut held, atomic_plan)?;
         let mut report = Report::default();
         let mut failed = false;
         let mut done: Vec<usize> = Vec::new();
-        for (i, rp) in plan.releases.iter().enumerate() {
-            let rref = format!("{}/{}", rp.namespace, rp.name);
-            if failed {
-                report.releases.push(ReleaseOutcome {
-                    release: rref,
-                    outcome: Outcome::NotAttempted,
-                    revision: rp.from.as_ref().map_or(0, |f| f.revision),
-                    error: None,
-                });
-                continue;
+        for (i, out) in outcomes.into_iter().enumerate() {
+            match out.outcome {
+                Outcome::Installed | Outcome::Upgraded | Outcome::Uninstalled => done.push(i),
+                Outcome::Noop | Outcome::NotAttempted => {}
+                _ => failed = true,
             }
-            if rp.action == ReleaseAction::Noop {
-                report.releases.push(ReleaseOutcome {
-                    release: rref,
-                    outcome: Outcome::Noop,
-                    revision: rp.to.revision,
-                    error: None,
-                });
-                continue;
-            }
-            let Some(j) = held.get_mut(&(rp.namespace.clone(), rp.name.clone())) else {
-                continue;
-            };
-            let out = self.run_release(plan, rp, j)?;
-            let ok = matches!(
-                out.outcome,
-                Outcome::Installed | Outcome::Upgraded | Outcome::Uninstalled
-            );
             report.releases.push(out);
-            if ok {
-                done.push(i);
+        }
+        if let Some((mut t, members)) = tx {
+            if failed {
+                self.unwind(plan, &mut t, &members, &mut held, &mut report)?;
             } else {
-                failed = true;
+                t.append(TxEntry::Commit)?;
+                t.append(TxEntry::End {
+                    outcome: "committed".into(),
+                })?;
             }
+            return Ok(report);
         }
         if failed && self.opts.cross_release == CrossRelease::RollbackCompleted {
             for &i in done.iter().rev() {
@@ -476,6 +527,426 @@ impl<'a> Executor<'a> {
             }
         }
         Ok(report)
+    }
+
+    /// Runs the plan's releases, up to [`ExecOptions::concurrency`] at a
+    /// time, each once every release it needs is done, and returns their
+    /// outcomes in plan order. After a failure nothing new starts (the
+    /// rest are [`Outcome::NotAttempted`]); the releases already running
+    /// finish. A simulated crash in one release ends the run once the
+    /// others have stopped, as the crash of the process would.
+    fn run_all(
+        &self,
+        plan: &Plan,
+        held: &mut BTreeMap<(String, String), ReleaseJournal>,
+        defer: bool,
+    ) -> Result<Vec<ReleaseOutcome>, ExecError> {
+        let n = plan.releases.len();
+        let index: BTreeMap<(&str, &str), usize> = plan
+            .releases
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.namespace.as_str(), r.name.as_str()), i))
+            .collect();
+        let deps: Vec<Vec<usize>> = plan
+            .releases
+            .iter()
+            .enumerate()
+            .map(|(i, rp)| {
+                let mut d: Vec<usize> = rp
+                    .needs
+                    .iter()
+                    .map(|r| (r.namespace.as_str(), r.name.as_str()))
+                    .chain(
+                        plan.release_edges
+                            .iter()
+                            .filter(|e| e.to.namespace == rp.namespace && e.to.name == rp.name)
+                            .map(|e| (e.from.namespace.as_str(), e.from.name.as_str())),
+                    )
+                    .filter_map(|k| index.get(&k).copied())
+                    .filter(|&j| j != i)
+                    .collect();
+                d.sort_unstable();
+                d.dedup();
+                d
+            })
+            .collect();
+        let conc = self.opts.concurrency.max(1);
+        let mut state = vec![Slot::Pending; n];
+        let mut outcomes: Vec<Option<ReleaseOutcome>> = vec![None; n];
+        let mut stop = false;
+        let mut error: Option<ExecError> = None;
+        let mut crash: Option<Box<dyn std::any::Any + Send>> = None;
+        let crash_setting = faults::inherit();
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel::<Finished>();
+            let mut running = 0usize;
+            loop {
+                while !stop && running < conc {
+                    let ready = (0..n).find(|&i| {
+                        state[i] == Slot::Pending && deps[i].iter().all(|&d| state[d] == Slot::Done)
+                    });
+                    // The plan's order is a topological order: should its
+                    // edges ever leave nothing startable, it is followed.
+                    let next = match ready {
+                        Some(i) => i,
+                        None if running == 0 => {
+                            match state.iter().position(|s| *s == Slot::Pending) {
+                                Some(i) => i,
+                                None => break,
+                            }
+                        }
+                        None => break,
+                    };
+                    let rp = &plan.releases[next];
+                    let rref = format!("{}/{}", rp.namespace, rp.name);
+                    let journal = held.remove(&(rp.namespace.clone(), rp.name.clone()));
+                    let (
+                        ReleaseAction::Install
+                        | ReleaseAction::Upgrade
+                        | ReleaseAction::Recover
+                        | ReleaseAction::Uninstall,
+                        Some(mut j),
+                    ) = (rp.action, journal)
+                    else {
+                        state[next] = Slot::Done;
+                        outcomes[next] = Some(ReleaseOutcome {
+                            release: rref,
+                            outcome: Outcome::Noop,
+                            revision: rp.to.revision,
+                            error: None,
+                        });
+                        continue;
+                    };
+                    state[next] = Slot::Running;
+                    running += 1;
+                    if let Ok(mut m) = self.ns_started.lock() {
+                        *m.entry(rp.namespace.clone()).or_insert(0) += 1;
+                    }
+                    self.clock.fork(1);
+                    let tx = tx.clone();
+                    let setting = crash_setting.clone();
+                    s.spawn(move || {
+                        faults::adopt(setting);
+                        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            self.run_release(plan, rp, &mut j, defer)
+                        }));
+                        // The clock slot of this thread passes to the
+                        // receiver with the message.
+                        let _ = tx.send(Finished {
+                            index: next,
+                            journal: j,
+                            result,
+                        });
+                    });
+                }
+                if running == 0 {
+                    break;
+                }
+                // Waiting for a release is not sleeping on the clock.
+                self.clock.leave();
+                let Ok(f) = rx.recv() else { break };
+                running -= 1;
+                let rp = &plan.releases[f.index];
+                held.insert((rp.namespace.clone(), rp.name.clone()), f.journal);
+                state[f.index] = Slot::Failed;
+                match f.result {
+                    Ok(Ok(out)) => {
+                        if matches!(
+                            out.outcome,
+                            Outcome::Installed | Outcome::Upgraded | Outcome::Uninstalled
+                        ) {
+                            state[f.index] = Slot::Done;
+                        } else {
+                            stop = true;
+                        }
+                        outcomes[f.index] = Some(out);
+                    }
+                    Ok(Err(e)) => {
+                        stop = true;
+                        error.get_or_insert(e);
+                    }
+                    Err(payload) => {
+                        stop = true;
+                        crash.get_or_insert(payload);
+                    }
+                }
+            }
+        });
+        if let Some(p) = crash {
+            std::panic::resume_unwind(p);
+        }
+        if let Some(e) = error {
+            return Err(e);
+        }
+        Ok(outcomes
+            .into_iter()
+            .zip(&plan.releases)
+            .map(|(o, rp)| {
+                o.unwrap_or_else(|| ReleaseOutcome {
+                    release: format!("{}/{}", rp.namespace, rp.name),
+                    outcome: Outcome::NotAttempted,
+                    revision: rp.from.as_ref().map_or(0, |f| f.revision),
+                    error: None,
+                })
+            })
+            .collect())
+    }
+
+    /// Returns every release of a failed atomic plan that the apply
+    /// changed to its rollback point, in reverse plan order, and says so in
+    /// the report; the transaction ends when all are back.
+    fn unwind(
+        &self,
+        plan: &Plan,
+        t: &mut TxJournal,
+        members: &[TxMember],
+        held: &mut BTreeMap<(String, String), ReleaseJournal>,
+        report: &mut Report,
+    ) -> Result<(), ExecError> {
+        let mut all = true;
+        for m in members.iter().rev() {
+            let Some(j) = held.get_mut(&(m.namespace.clone(), m.name.clone())) else {
+                continue;
+            };
+            let rref = format!("{}/{}", m.namespace, m.name);
+            let back = self.restore_member(m, j)?;
+            let Some(i) = plan
+                .releases
+                .iter()
+                .position(|r| r.namespace == m.namespace && r.name == m.name)
+            else {
+                continue;
+            };
+            let Some(out) = report.releases.get_mut(i) else {
+                continue;
+            };
+            let Some(back) = back else {
+                t.append(TxEntry::Unwound {
+                    namespace: m.namespace.clone(),
+                    name: m.name.clone(),
+                    what: "unchanged".into(),
+                })?;
+                continue;
+            };
+            let ok = matches!(back, Reverted::RolledBack { .. } | Reverted::Uninstalled);
+            if ok {
+                t.append(TxEntry::Unwound {
+                    namespace: m.namespace.clone(),
+                    name: m.name.clone(),
+                    what: back.to_string(),
+                })?;
+            } else {
+                all = false;
+            }
+            self.done(&rref, &format!("reverted: {back}"));
+            let was_failed = !matches!(out.outcome, Outcome::Installed | Outcome::Upgraded);
+            if !was_failed {
+                if let Reverted::RolledBack { revision, .. } = &back {
+                    out.revision = *revision;
+                }
+                if back == Reverted::Uninstalled {
+                    out.revision = 0;
+                }
+                out.outcome = Outcome::Reverted(back);
+                continue;
+            }
+            let err = out.error.clone().unwrap_or_default();
+            match back {
+                Reverted::RolledBack { revision, .. } => {
+                    out.outcome = Outcome::RolledBack;
+                    out.revision = revision;
+                    out.error = Some(format!(
+                        "release {} failed, and the plan has been rolled back due to atomic-plan being set: {err}",
+                        m.name
+                    ));
+                }
+                Reverted::Uninstalled => {
+                    out.outcome = Outcome::UninstalledAfterFailure;
+                    out.revision = 0;
+                    out.error = Some(format!(
+                        "release {} failed, and the plan has been rolled back due to atomic-plan being set: {err}",
+                        m.name
+                    ));
+                }
+                Reverted::RollbackFailed { error } | Reverted::UninstallFailed { error } => {
+                    out.outcome = Outcome::Failed;
+                    out.error = Some(format!(
+                        "{err}; returning it to its rollback point failed too: {error}"
+                    ));
+                }
+            }
+        }
+        if all {
+            t.append(TxEntry::End {
+                outcome: "unwound".into(),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Returns one release of an atomic plan to its rollback point, unless
+    /// the apply did not change it (`None`) or it is there already (a
+    /// crash after its rollback and before the transaction journal said
+    /// so).
+    fn restore_member(
+        &self,
+        m: &TxMember,
+        j: &mut ReleaseJournal,
+    ) -> Result<Option<Reverted>, ExecError> {
+        let rref = format!("{}/{}", m.namespace, m.name);
+        let hist = self
+            .store
+            .history(&m.namespace, &m.name)
+            .map_err(|e| ExecError::Store {
+                release: rref.clone(),
+                source: Box::new(e.into()),
+            })?;
+        let Some(last) = hist.iter().max_by_key(|r| r.version) else {
+            return Ok(None);
+        };
+        if m.last_revision.is_some_and(|p| last.version <= p) {
+            return Ok(None);
+        }
+        Ok(Some(match m.rollback_revision {
+            Some(to) => {
+                if last.info.status == Status::Deployed
+                    && last.info.description == format!("Rollback to {to}")
+                {
+                    return Ok(Some(Reverted::RolledBack {
+                        to,
+                        revision: last.version,
+                    }));
+                }
+                match self.rollback_release(
+                    &m.namespace,
+                    &m.name,
+                    to,
+                    &m.options,
+                    j,
+                    "rollback of an atomic plan",
+                ) {
+                    Ok(revision) => Reverted::RolledBack { to, revision },
+                    Err(e) => Reverted::RollbackFailed {
+                        error: crate::error_chain(&e),
+                    },
+                }
+            }
+            None => {
+                if last.info.status == Status::Uninstalled {
+                    return Ok(Some(Reverted::Uninstalled));
+                }
+                match self.uninstall_release(&m.namespace, &m.name, true, None, j) {
+                    Ok(()) => Reverted::Uninstalled,
+                    Err(e) => Reverted::UninstallFailed {
+                        error: crate::error_chain(&e),
+                    },
+                }
+            }
+        }))
+    }
+
+    /// Finishes the atomic plans whose apply was interrupted (a crash, a
+    /// killed process), found in the journal's transaction journals: one
+    /// that committed is closed; otherwise every release it changed, and
+    /// that is not back yet, is returned to its rollback point, in reverse
+    /// plan order, after its own interrupted run is settled
+    /// ([`Executor::recover`]). A transaction whose releases another
+    /// process holds is running, and is left alone. Returns what was done,
+    /// one line per transaction.
+    pub fn recover_transactions(&self) -> Result<Vec<String>, ExecError> {
+        let mut out = Vec::new();
+        for (id, entries) in self.journal.open_transactions()? {
+            let mut t = self.journal.transaction(&id)?;
+            let Some(TxEntry::Begin { members, .. }) = entries.first() else {
+                // The begin is on disk before the first write: none was made.
+                t.append(TxEntry::End {
+                    outcome: "empty".into(),
+                })?;
+                continue;
+            };
+            let mut refs: Vec<(String, String)> = members
+                .iter()
+                .map(|m| (m.namespace.clone(), m.name.clone()))
+                .collect();
+            refs.sort();
+            refs.dedup();
+            let mut held = BTreeMap::new();
+            let mut running = false;
+            for (ns, name) in refs {
+                match self.journal.lock(&ns, &name) {
+                    Ok(j) => {
+                        held.insert((ns, name), j);
+                    }
+                    Err(JournalError::Held { .. }) => {
+                        running = true;
+                        break;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            if running {
+                continue;
+            }
+            if entries.iter().any(|e| matches!(e, TxEntry::Commit)) {
+                t.append(TxEntry::End {
+                    outcome: "committed".into(),
+                })?;
+                out.push(format!("transaction {id}: had committed"));
+                continue;
+            }
+            let unwound: BTreeSet<(&str, &str)> = entries
+                .iter()
+                .filter_map(|e| match e {
+                    TxEntry::Unwound {
+                        namespace, name, ..
+                    } => Some((namespace.as_str(), name.as_str())),
+                    _ => None,
+                })
+                .collect();
+            let mut all = true;
+            let mut did = Vec::new();
+            for m in members.iter().rev() {
+                if unwound.contains(&(m.namespace.as_str(), m.name.as_str())) {
+                    continue;
+                }
+                let Some(j) = held.get_mut(&(m.namespace.clone(), m.name.clone())) else {
+                    continue;
+                };
+                self.recover_with(&m.namespace, &m.name, j)?;
+                let what = match self.restore_member(m, j)? {
+                    None => "unchanged".to_string(),
+                    Some(r @ (Reverted::RolledBack { .. } | Reverted::Uninstalled)) => {
+                        r.to_string()
+                    }
+                    Some(r) => {
+                        all = false;
+                        did.push(format!("{}/{}: {r}", m.namespace, m.name));
+                        continue;
+                    }
+                };
+                t.append(TxEntry::Unwound {
+                    namespace: m.namespace.clone(),
+                    name: m.name.clone(),
+                    what: what.clone(),
+                })?;
+                self.progress.event(&Event::Recovered {
+                    release: format!("{}/{}", m.namespace, m.name),
+                    what: format!("atomic plan unwound: {what}"),
+                });
+                did.push(format!("{}/{}: {what}", m.namespace, m.name));
+            }
+            if all {
+                t.append(TxEntry::End {
+                    outcome: "unwound".into(),
+                })?;
+            }
+            out.push(format!(
+                "transaction {id}: unwound the interrupted atomic plan ({})",
+                did.join(", ")
+            ));
+        }
+        Ok(out)
     }
 
     fn check_preconditions(&self, plan: &Plan) -> Result<(), ExecError> {
@@ -570,6 +1041,7 @@ impl<'a> Executor<'a> {
         plan: &Plan,
         rp: &ReleasePlan,
         j: &mut ReleaseJournal,
+        defer: bool,
     ) -> Result<ReleaseOutcome, ExecError> {
         let rref = format!("{}/{}", rp.namespace, rp.name);
         let serr = self.store_err(&rref);
@@ -649,7 +1121,8 @@ impl<'a> Executor<'a> {
             }
         }
 
-        let atomic = rp.options.atomic;
+        // In an atomic plan the plan's unwind returns a failed release.
+        let atomic = rp.options.atomic && !defer;
         let rollback_revision = rp.recovery.rollback_revision;
         let intents = rp
             .objects
@@ -721,7 +1194,10 @@ impl<'a> Executor<'a> {
                 // Nothing but (maybe) the namespace was written: an atomic
                 // run takes that back; the run ends, journaled.
                 let ns_key = namespace_key(&rp.namespace);
-                if atomic && created_by(&j.entries, &run).contains(&ns_key) {
+                if atomic
+                    && created_by(&j.entries, &run).contains(&ns_key)
+                    && !self.namespace_shared(&rp.namespace, &rp.name)
+                {
                     let deadline = self.clock.now() + rp.options.timeout;
                     let _ = self
                         .delete_one(&rref, j, &run, &ns_key, deadline)
@@ -968,6 +1444,18 @@ impl<'a> Executor<'a> {
         obj: &Value,
         deadline: Duration,
     ) -> Result<Value, Failure> {
+        let (key, existed, r) = self.apply_write(obj, deadline)?;
+        self.note_apply(release, j, run, key, existed, r)
+    }
+
+    /// The cluster side of [`Self::apply_one`]: the object's key, whether
+    /// it existed, and the write's answer.
+    #[allow(clippy::type_complexity)]
+    fn apply_write(
+        &self,
+        obj: &Value,
+        deadline: Duration,
+    ) -> Result<(ObjectKey, bool, Result<Value, ClusterError>), Failure> {
         let key = ObjectKey::of(obj).ok_or_else(|| Failure("an object without identity".into()))?;
         let live = self.cluster.get(&key).ok().flatten();
         let existed = live.is_some();
@@ -1001,6 +1489,19 @@ impl<'a> Executor<'a> {
             }
         }
         faults::durable_write("cluster");
+        Ok((key, existed, r))
+    }
+
+    /// The journal side of [`Self::apply_one`].
+    fn note_apply(
+        &self,
+        release: &str,
+        j: &mut ReleaseJournal,
+        run: &str,
+        key: ObjectKey,
+        existed: bool,
+        r: Result<Value, ClusterError>,
+    ) -> Result<Value, Failure> {
         let (uid, rv, outcome) = match &r {
             Ok(v) => (
                 meta_str(v, "uid"),
@@ -1032,6 +1533,102 @@ impl<'a> Executor<'a> {
             }
             Err(e) => Err(Failure(format!("failed to apply {key}: {e}"))),
         }
+    }
+
+    /// Applies the objects of one install-order group (one kind), up to
+    /// [`ExecOptions::concurrency`] at once, and journals each. Returns
+    /// their answers in order; after a failure no further object of the
+    /// group is started, and the first failure (in the group's order) is
+    /// returned.
+    fn apply_group(
+        &self,
+        release: &str,
+        j: &mut ReleaseJournal,
+        run: &str,
+        objs: &[&Value],
+        deadline: Duration,
+    ) -> Result<Vec<Value>, Failure> {
+        let workers = self.opts.concurrency.max(1).min(objs.len());
+        if workers <= 1 {
+            return objs
+                .iter()
+                .map(|o| self.apply_one(release, j, run, o, deadline))
+                .collect();
+        }
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Mutex;
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let left = AtomicUsize::new(workers);
+        let journal = Mutex::new(j);
+        let results: Vec<Mutex<Option<Result<Value, Failure>>>> =
+            objs.iter().map(|_| Mutex::new(None)).collect();
+        let setting = faults::inherit();
+        let mut crash = None;
+        std::thread::scope(|s| {
+            self.clock.fork(workers);
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let setting = setting.clone();
+                    let (next, failed, left, journal, results) =
+                        (&next, &failed, &left, &journal, &results);
+                    s.spawn(move || {
+                        faults::adopt(setting);
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            while !failed.load(Ordering::SeqCst) {
+                                let i = next.fetch_add(1, Ordering::SeqCst);
+                                let Some(obj) = objs.get(i) else { break };
+                                let out = self.apply_write(obj, deadline).and_then(
+                                    |(key, existed, r)| {
+                                        let mut j =
+                                            journal.lock().unwrap_or_else(|e| e.into_inner());
+                                        self.note_apply(release, &mut j, run, key, existed, r)
+                                    },
+                                );
+                                if out.is_err() {
+                                    failed.store(true, Ordering::SeqCst);
+                                }
+                                if let Some(slot) = results.get(i) {
+                                    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
+                                }
+                            }
+                        }));
+                        // The last worker to end hands its clock slot to
+                        // the waiting parent.
+                        if left.fetch_sub(1, Ordering::SeqCst) != 1 {
+                            self.clock.leave();
+                        }
+                        r
+                    })
+                })
+                .collect();
+            self.clock.leave();
+            for h in handles {
+                match h.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(p)) | Err(p) => {
+                        crash.get_or_insert(p);
+                    }
+                }
+            }
+        });
+        if let Some(p) = crash {
+            std::panic::resume_unwind(p);
+        }
+        let mut out = Vec::with_capacity(objs.len());
+        for slot in results {
+            match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some(Ok(v)) => out.push(v),
+                Some(Err(f)) => return Err(f),
+                // Not started after a failure (which comes first in order
+                // unless a later object failed first).
+                None => {}
+            }
+        }
+        if out.len() < objs.len() {
+            return Err(Failure("an object of the group was not applied".into()));
+        }
+        Ok(out)
     }
 
     fn delete_one(
@@ -1173,7 +1770,11 @@ impl<'a> Executor<'a> {
                 .map_err(|e| crate::error_chain(&e));
             faults::durable_write("store");
         }
-        if r.is_ok() && r2.is_ok() && created.contains(&ns_key) {
+        if r.is_ok()
+            && r2.is_ok()
+            && created.contains(&ns_key)
+            && !self.namespace_shared(namespace, name)
+        {
             let rref = format!("{namespace}/{name}");
             let deadline = self.clock.now() + wait;
             r = self
@@ -1181,6 +1782,26 @@ impl<'a> Executor<'a> {
                 .and_then(|()| self.wait_deleted(&rref, std::slice::from_ref(&ns_key), deadline));
         }
         (r, r2)
+    }
+
+    /// Whether another release uses namespace `namespace`, so that the
+    /// namespace stays although `name`'s run created it: another release
+    /// of this apply started in it (releases run at the same time: it may
+    /// not have written its record yet), or the store holds another
+    /// release's records there.
+    fn namespace_shared(&self, namespace: &str, name: &str) -> bool {
+        let started = self
+            .ns_started
+            .lock()
+            .map_or(0, |m| m.get(namespace).copied().unwrap_or(0));
+        if started > 1 {
+            return true;
+        }
+        match self.store.list_all(Some(namespace)) {
+            Ok(records) => records.iter().any(|r| r.name != name),
+            // Unknown: keep the namespace (deleting it could take others' objects).
+            Err(_) => true,
+        }
     }
 
     /// CRDs, pre-hooks, objects, deletes, wait, post-hooks.
@@ -1215,19 +1836,41 @@ impl<'a> Executor<'a> {
             .filter(|h| h.phase.starts_with("pre-"))
             .collect();
         self.run_hooks(&rref, j, run, &pre, deadline)?;
-        for o in rp.objects.iter().filter(|o| o.stage == Stage::Main) {
-            if !o.action.writes() {
-                if o.wait.is_some() && rp.options.waits() {
-                    // Unchanged objects are waited on too (Helm waits on the
-                    // whole manifest), from their current state.
-                    waits.push((o.key.object_key(), String::new()));
+        let main: Vec<&crate::plan::ObjectChange> = rp
+            .objects
+            .iter()
+            .filter(|o| o.stage == Stage::Main)
+            .collect();
+        // One install-order group (one kind) at a time; its objects may be
+        // written at the same time.
+        for group in main.chunk_by(|a, b| {
+            crate::manifest::order::compare_kinds(
+                crate::manifest::order::INSTALL_ORDER,
+                &a.key.kind,
+                &b.key.kind,
+            )
+            .is_eq()
+        }) {
+            let mut writes = Vec::new();
+            for o in group {
+                if !o.action.writes() {
+                    if o.wait.is_some() && rp.options.waits() {
+                        // Unchanged objects are waited on too (Helm waits on
+                        // the whole manifest), from their current state.
+                        waits.push((o.key.object_key(), String::new()));
+                    }
+                    continue;
                 }
-                continue;
+                if let Some(d) = &o.desired {
+                    writes.push((*o, d));
+                }
             }
-            let Some(d) = &o.desired else { continue };
-            let w = self.apply_one(&rref, j, run, d, deadline)?;
-            if o.wait.is_some() {
-                waits.push((o.key.object_key(), meta_str(&w, "resourceVersion")));
+            let docs: Vec<&Value> = writes.iter().map(|(_, d)| *d).collect();
+            let written = self.apply_group(&rref, j, run, &docs, deadline)?;
+            for ((o, _), w) in writes.iter().zip(&written) {
+                if o.wait.is_some() {
+                    waits.push((o.key.object_key(), meta_str(w, "resourceVersion")));
+                }
             }
         }
         let _ = self.phase(j, run, "objects-applied");
@@ -1632,12 +2275,18 @@ impl<'a> Executor<'a> {
             self.delete_created(namespace, name, j, run, created, &keys)
                 .map_err(unwaited)?;
             // Objects the failed revision had beside the target's, and this
-            // release owns live: gone too (Helm's rollback diff).
-            if let Some(failed) = ops
+            // release owns live: gone too (Helm's rollback diff). Every
+            // revision after the target counts, not only the last: after an
+            // interrupted rollback, the last is that rollback's own record,
+            // and the objects to take back are the upgrade's before it.
+            let mut newer: Vec<Release> = ops
                 .history(namespace, name)
-                .ok()
-                .and_then(|h| h.into_iter().find(|r| r.version == last.version))
-            {
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| r.version > to && r.version <= last.version)
+                .collect();
+            newer.sort_by_key(|r| std::cmp::Reverse(r.version));
+            for failed in newer {
                 for o in self.revision_objects(&failed).map_err(unwaited)? {
                     let Some(k) = ObjectKey::of(&o) else { continue };
                     if keys.contains(&k) {
@@ -1832,6 +2481,16 @@ impl<'a> Executor<'a> {
     /// was interrupted.
     pub fn recover(&self, namespace: &str, name: &str) -> Result<Option<String>, ExecError> {
         let mut j = self.journal.lock(namespace, name)?;
+        self.recover_with(namespace, name, &mut j)
+    }
+
+    /// [`Executor::recover`] with the release's lock held.
+    fn recover_with(
+        &self,
+        namespace: &str,
+        name: &str,
+        j: &mut ReleaseJournal,
+    ) -> Result<Option<String>, ExecError> {
         let rref = format!("{namespace}/{name}");
         let serr = self.store_err(&rref);
         let interrupted = j.interrupted()?;
@@ -1959,7 +2618,7 @@ impl<'a> Executor<'a> {
             match (operation.as_str(), rollback_revision) {
                 (_, Some(to)) => {
                     self.begin(
-                        &mut j,
+                        j,
                         &run2,
                         "rollback",
                         "recovery",
@@ -1969,13 +2628,13 @@ impl<'a> Executor<'a> {
                         Vec::new(),
                     )?;
                     let opts = ReleaseOptions::default();
-                    match self.rollback_to(namespace, name, to, &opts, &mut j, &run2, &created) {
+                    match self.rollback_to(namespace, name, to, &opts, j, &run2, &created) {
                         Ok(v) => {
-                            self.end(&mut j, &run2, "rolled-back")?;
+                            self.end(j, &run2, "rolled-back")?;
                             what = format!("rolled back the interrupted {operation} to revision {to} (now revision {v})");
                         }
                         Err(e) => {
-                            self.end(&mut j, &run2, "failed")?;
+                            self.end(j, &run2, "failed")?;
                             what =
                                 format!("the rollback of the interrupted {operation} failed: {e}");
                         }
@@ -1983,7 +2642,7 @@ impl<'a> Executor<'a> {
                 }
                 ("uninstall", None) => {
                     self.begin(
-                        &mut j,
+                        j,
                         &run2,
                         "uninstall",
                         "recovery",
@@ -1992,8 +2651,8 @@ impl<'a> Executor<'a> {
                         false,
                         Vec::new(),
                     )?;
-                    let r = self.uninstall_release_inner(namespace, name, &mut j, &run2);
-                    self.end(&mut j, &run2, "uninstalled")?;
+                    let r = self.uninstall_release_inner(namespace, name, j, &run2);
+                    self.end(j, &run2, "uninstalled")?;
                     what = match r {
                         Ok(()) => "finished the interrupted uninstall".into(),
                         Err(e) => format!("the interrupted uninstall could not finish: {e}"),
@@ -2001,7 +2660,7 @@ impl<'a> Executor<'a> {
                 }
                 (_, None) => {
                     self.begin(
-                        &mut j,
+                        j,
                         &run2,
                         "uninstall",
                         "recovery",
@@ -2011,9 +2670,8 @@ impl<'a> Executor<'a> {
                         Vec::new(),
                     )?;
                     let wait = ReleaseOptions::default().timeout;
-                    let _ =
-                        self.undo_install(namespace, name, &mut j, &run2, &created, atomic, wait);
-                    self.end(&mut j, &run2, "uninstalled")?;
+                    let _ = self.undo_install(namespace, name, j, &run2, &created, atomic, wait);
+                    self.end(j, &run2, "uninstalled")?;
                     what = "removed the interrupted install's objects and records".into();
                 }
             }
@@ -2067,6 +2725,29 @@ impl<'a> Executor<'a> {
         faults::durable_write("store");
         Ok(())
     }
+}
+
+/// The releases an atomic plan may change, in plan order, with their
+/// rollback points: an upgrade (or a recovery) returns to the plan's
+/// rollback revision, an install is uninstalled. Noops change nothing;
+/// a planned uninstall is not undone.
+fn tx_members(plan: &Plan) -> Vec<TxMember> {
+    plan.releases
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.action,
+                ReleaseAction::Install | ReleaseAction::Upgrade | ReleaseAction::Recover
+            )
+        })
+        .map(|r| TxMember {
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            rollback_revision: r.from.as_ref().and(r.recovery.rollback_revision),
+            last_revision: r.preconditions.last_record.as_ref().map(|l| l.revision),
+            options: r.options.clone(),
+        })
+        .collect()
 }
 
 /// Keys that this run created (apply of an object that did not exist).

@@ -6,15 +6,27 @@
 //!
 //! In-process tests use [`crash_thread_at`] instead: the N-th durable write
 //! of the current thread then panics with [`Crash`], which the test
-//! catches as if the process had died there.
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+//! catches as if the process had died there. The executor's worker threads
+//! share the setting of the thread that started the apply ([`inherit`],
+//! [`adopt`]): writes are counted across them, and once one of them has
+//! "crashed", every other one dies at its next durable write, as the
+//! threads of a dead process would.
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 static WRITES: AtomicU64 = AtomicU64::new(0);
 
+/// A simulated crash shared by the threads of one apply.
+#[derive(Debug)]
+pub struct Shared {
+    count: AtomicU64,
+    at: u64,
+    fired: AtomicBool,
+}
+
 thread_local! {
-    static THREAD: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    static THREAD: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
 }
 
 /// The panic payload of a simulated crash.
@@ -29,12 +41,30 @@ fn crash_at() -> Option<u64> {
     *AT.get_or_init(|| crate::env_faults::knob("RUDDER_CRASH_AT").filter(|n| *n > 0))
 }
 
-/// Makes the `n`-th durable write of this thread (counted from now) panic
-/// with [`Crash`]; `0` turns it off. For tests (re-exported, hidden, as
+/// Makes the `n`-th durable write of this thread, and of the worker
+/// threads it starts, (counted from now) panic with [`Crash`]; `0` turns
+/// it off. For tests (re-exported, hidden, as
 /// `rudder::exec::crash_thread_at`): it needs no switch, since only a
 /// program that calls it is affected.
 pub fn crash_thread_at(n: u64) {
-    THREAD.with(|t| t.set((0, n)));
+    let state = (n > 0).then(|| {
+        Arc::new(Shared {
+            count: AtomicU64::new(0),
+            at: n,
+            fired: AtomicBool::new(false),
+        })
+    });
+    THREAD.with(|t| *t.borrow_mut() = state);
+}
+
+/// This thread's crash setting, for the threads it starts.
+pub(crate) fn inherit() -> Option<Arc<Shared>> {
+    THREAD.with(|t| t.borrow().clone())
+}
+
+/// Takes over a setting from [`inherit`] (in a worker thread).
+pub(crate) fn adopt(state: Option<Arc<Shared>>) {
+    THREAD.with(|t| *t.borrow_mut() = state);
 }
 
 /// Counts one durable write; aborts the process when it is the one
@@ -45,16 +75,19 @@ pub fn durable_write(what: &str) -> u64 {
         eprintln!("RUDDER_CRASH_AT={n}: aborting after write {n} ({what})");
         std::process::abort();
     }
-    THREAD.with(|t| {
-        let (count, at) = t.get();
-        if at > 0 {
-            let count = count + 1;
-            t.set((count, at));
-            if count == at {
-                t.set((0, 0));
-                std::panic::panic_any(Crash(count));
-            }
+    let state = THREAD.with(|t| t.borrow().clone());
+    if let Some(s) = state {
+        // Another thread of this apply crashed: this one is dead too.
+        if s.fired.load(Ordering::SeqCst) {
+            THREAD.with(|t| *t.borrow_mut() = None);
+            std::panic::panic_any(Crash(s.at));
         }
-    });
+        let count = s.count.fetch_add(1, Ordering::SeqCst) + 1;
+        if count == s.at {
+            s.fired.store(true, Ordering::SeqCst);
+            THREAD.with(|t| *t.borrow_mut() = None);
+            std::panic::panic_any(Crash(count));
+        }
+    }
     n
 }

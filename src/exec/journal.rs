@@ -8,12 +8,24 @@
 //! ```text
 //! <dir>/<namespace>/<name>.journal   JSON lines, appended, one entry a line
 //! <dir>/<namespace>/<name>.lock      held (flock) by the process running the release
+//! <dir>/.transactions/<id>.journal   an atomic plan's own journal (below)
 //! ```
+//!
+//! (A namespace name never starts with a dot, so `.transactions` is no
+//! release namespace.)
 //!
 //! A run starts with a `begin` entry that lists every write it intends
 //! (group commit: one fsync for all intents), appends a `write` entry after
 //! each write (buffered), and ends with an `end` entry (fsynced). A run
 //! whose `begin` has no `end` was interrupted. A torn last line is ignored.
+//!
+//! An atomic plan (`--atomic-plan`) also keeps a transaction journal: a
+//! `begin` naming every release the apply may change and its rollback
+//! point (fsynced before the first write), `commit` when every release
+//! succeeded, `unwound` after each release is back at its rollback point,
+//! and `end`. A transaction with a `begin` and no `end` whose releases no
+//! process holds was interrupted: without `commit`, the next run unwinds
+//! the releases not yet `unwound` ([`super::Executor::recover_transactions`]).
 use super::faults;
 use crate::cluster::ObjectKey;
 use serde::{Deserialize, Serialize};
@@ -134,6 +146,86 @@ pub enum Entry {
     },
 }
 
+/// A release an atomic plan may change, and where it returns on failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TxMember {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// The revision to roll back to; `None`: the release is uninstalled
+    /// (this apply installs it).
+    pub rollback_revision: Option<u64>,
+    /// The newest record's revision before the apply (`None`: there was
+    /// none): a release whose newest record is not newer was not changed.
+    pub last_revision: Option<u64>,
+    /// The release's options (the rollback's wait and deadline).
+    pub options: crate::plan::ReleaseOptions,
+}
+
+/// An entry of an atomic plan's transaction journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum TxEntry {
+    /// The transaction starts.
+    #[serde(rename_all = "camelCase")]
+    Begin {
+        /// The plan's id.
+        plan_id: String,
+        /// The releases, in plan order.
+        members: Vec<TxMember>,
+    },
+    /// Every release succeeded: nothing is to be undone.
+    Commit,
+    /// A release is back at its rollback point.
+    #[serde(rename_all = "camelCase")]
+    Unwound {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// What was done.
+        what: String,
+    },
+    /// The transaction ended (`committed`, `unwound`).
+    End {
+        /// How.
+        outcome: String,
+    },
+}
+
+/// An atomic plan's transaction journal, open for appends.
+pub struct TxJournal {
+    path: Option<PathBuf>,
+    file: Option<File>,
+    durable: bool,
+    /// The transaction's entries.
+    pub entries: Vec<TxEntry>,
+}
+
+impl TxJournal {
+    /// Appends an entry, forced to disk (when durability is on).
+    pub fn append(&mut self, e: TxEntry) -> Result<(), JournalError> {
+        if let (Some(f), Some(p)) = (self.file.as_mut(), self.path.as_ref()) {
+            let mut line = serde_json::to_vec(&e).unwrap_or_default();
+            line.push(b'\n');
+            f.write_all(&line)
+                .map_err(|err| io("append journal", p, err))?;
+            if self.durable {
+                FSYNCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                f.sync_data().map_err(|err| io("sync journal", p, err))?;
+            }
+            faults::durable_write("journal");
+        }
+        self.entries.push(e);
+        Ok(())
+    }
+}
+
+/// The directory of the transaction journals under a journal directory.
+const TRANSACTIONS: &str = ".transactions";
+
 /// Where journals live.
 #[derive(Debug, Clone)]
 pub struct Journal {
@@ -241,6 +333,68 @@ impl Journal {
             durable: self.durable,
             entries: Vec::new(),
         })
+    }
+
+    /// Starts the transaction journal `id` of an atomic plan.
+    pub fn transaction(&self, id: &str) -> Result<TxJournal, JournalError> {
+        let Some(dir) = &self.dir else {
+            return Ok(TxJournal {
+                path: None,
+                file: None,
+                durable: false,
+                entries: Vec::new(),
+            });
+        };
+        let d = dir.join(TRANSACTIONS);
+        fs::create_dir_all(&d).map_err(|e| io("create directory", &d, e))?;
+        let path = d.join(format!("{id}.journal"));
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io("open journal", &path, e))?;
+        Ok(TxJournal {
+            path: Some(path),
+            file: Some(file),
+            durable: self.durable,
+            entries: Vec::new(),
+        })
+    }
+
+    /// The transactions that did not end: their ids and entries (a torn
+    /// last line skipped), oldest file name first.
+    pub fn open_transactions(&self) -> Result<Vec<(String, Vec<TxEntry>)>, JournalError> {
+        let Some(dir) = &self.dir else {
+            return Ok(Vec::new());
+        };
+        let d = dir.join(TRANSACTIONS);
+        let listing = match fs::read_dir(&d) {
+            Ok(l) => l,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("read directory", &d, e)),
+        };
+        let mut names: Vec<String> = listing
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter_map(|n| n.strip_suffix(".journal").map(str::to_string))
+            .collect();
+        names.sort();
+        let mut out = Vec::new();
+        for id in names {
+            let p = d.join(format!("{id}.journal"));
+            let f = File::open(&p).map_err(|e| io("open journal", &p, e))?;
+            let mut entries = Vec::new();
+            for line in BufReader::new(f).lines() {
+                let line = line.map_err(|e| io("read journal", &p, e))?;
+                if let Ok(e) = serde_json::from_str::<TxEntry>(&line) {
+                    entries.push(e);
+                }
+            }
+            if !entries.iter().any(|e| matches!(e, TxEntry::End { .. })) {
+                out.push((id, entries));
+            }
+        }
+        Ok(out)
     }
 
     /// Whether another process holds the release's lock right now.

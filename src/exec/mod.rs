@@ -3,7 +3,10 @@
 //! rolls back on failure.
 //!
 //! The [`Executor`] decides nothing: it re-checks the plan's
-//! preconditions before its first write, then, per release in plan order,
+//! preconditions before its first write, then runs the releases, several
+//! at a time where no `needs` path joins them
+//! ([`ExecOptions::concurrency`]), each once the releases it needs are
+//! done. Per release, it
 //! records `pending-install`/`pending-upgrade`, applies CRDs (and waits
 //! until they are Established), runs the pre-hooks, applies the changed
 //! objects (server-side apply, field manager `rudder`; unchanged objects
@@ -27,7 +30,7 @@ pub mod ready;
 pub use clock::{Clock, DrivenClock, WallClock};
 pub use executor::{
     CrossRelease, Event, ExecError, ExecOptions, Executor, Outcome, Progress, Quiet,
-    ReleaseOutcome, Report, Reverted,
+    ReleaseOutcome, Report, Reverted, DEFAULT_CONCURRENCY,
 };
 pub use journal::Journal;
 

@@ -4,6 +4,7 @@
 //! defaults:                 # any release key except name
 //!   namespace: kube-system
 //!   timeout: 20s
+//! atomicPlan: true          # one transaction: a failure rolls back every release
 //! releases:
 //! - name: kube-apiserver
 //!   chart: charts/kube-apiserver          # a directory or .tgz, relative to the file
@@ -234,6 +235,10 @@ pub struct ReleasesFile {
     pub path: PathBuf,
     /// Its releases, in file order.
     pub releases: Vec<ReleaseEntry>,
+    /// `atomicPlan: true`: the apply is one transaction; a failure in any
+    /// release returns every release it changed to where it was
+    /// (`rudder apply --atomic-plan`).
+    pub atomic_plan: bool,
 }
 
 /// One release of a releases file.
@@ -619,7 +624,7 @@ fn build_tree(text: &str, file: &str) -> Result<Option<MNode>, FileError> {
 // ---------------------------------------------------------------------------
 // Parsing.
 
-const TOP_KEYS: &[&str] = &["defaults", "releases"];
+const TOP_KEYS: &[&str] = &["atomicPlan", "defaults", "releases"];
 const RELEASE_KEYS: &[&str] = &[
     "name",
     "namespace",
@@ -935,9 +940,10 @@ pub fn parse(text: &str, origin: &Path) -> Result<ReleasesFile, FileError> {
         file: &file,
         dir: origin.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
-    let empty = ReleasesFile {
+    let mut empty = ReleasesFile {
         path: origin.to_path_buf(),
         releases: Vec::new(),
+        atomic_plan: false,
     };
     let Some(root) = build_tree(text, &file)? else {
         return Ok(empty);
@@ -991,6 +997,15 @@ pub fn parse(text: &str, origin: &Path) -> Result<ReleasesFile, FileError> {
                     ));
                 }
             }
+            "atomicPlan" => {
+                let f = Field {
+                    key: v,
+                    val: v,
+                    typed: typed_get(Some(&typed_root), "atomicPlan"),
+                    context: "the file",
+                };
+                empty.atomic_plan = field_bool(&ctx, f, "atomicPlan")?;
+            }
             _ => releases_node = Some(*v),
         }
     }
@@ -1037,10 +1052,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<ReleasesFile, FileError> {
         releases.push(parse_release(&ctx, item, typed, &contexts[i], &defaults)?);
     }
     check_releases(&releases)?;
-    Ok(ReleasesFile {
-        path: origin.to_path_buf(),
-        releases,
-    })
+    Ok(ReleasesFile { releases, ..empty })
 }
 
 /// `release "name"` when the entry has a string name, else `release #n`.
@@ -1345,11 +1357,16 @@ fn load_entry(e: &ReleaseEntry) -> Result<DesiredRelease, FileError> {
 /// Reads a releases file, checks it ([`parse`]) and loads every chart and
 /// values file it names, in file order.
 pub fn load(path: &Path) -> Result<Vec<DesiredRelease>, FileError> {
+    read(path)?.load_releases()
+}
+
+/// Reads and checks a releases file ([`parse`]), loading nothing else.
+pub fn read(path: &Path) -> Result<ReleasesFile, FileError> {
     let text = std::fs::read_to_string(path).map_err(|e| FileError::Read {
         path: path.display().to_string(),
         message: crate::chart::loader::io_message(&e),
     })?;
-    parse(&text, path)?.load_releases()
+    parse(&text, path)
 }
 
 #[cfg(test)]
@@ -1483,6 +1500,19 @@ releases:
     }
 
     #[test]
+    fn atomic_plan_is_a_bool_at_the_top() {
+        assert!(!parse_str("releases: []\n").unwrap().atomic_plan);
+        let f = parse_str("atomicPlan: true\nreleases:\n- name: web\n  chart: web\n").unwrap();
+        assert!(f.atomic_plan);
+        assert_eq!(f.releases.len(), 1);
+        assert!(parse_str("atomicPlan: true\n").unwrap().atomic_plan);
+        assert_eq!(
+            err("atomicPlan: yes please\nreleases: []\n"),
+            "releases.yaml:1:13: the file: atomicPlan must be a bool, got \"yes please\""
+        );
+    }
+
+    #[test]
     fn unknown_keys_name_the_place_and_the_known_keys() {
         let text = "releases:\n- name: web\n  chart: charts/web\n  chrt: x\n";
         assert_eq!(
@@ -1493,7 +1523,7 @@ releases:
         );
         assert_eq!(
             err("releases: []\nrelease: []\n"),
-            "releases.yaml:2:1: unknown key \"release\" in the file (known keys: defaults, releases)"
+            "releases.yaml:2:1: unknown key \"release\" in the file (known keys: atomicPlan, defaults, releases)"
         );
         let e = err("defaults:\n  name: x\nreleases: []\n");
         assert!(

@@ -419,7 +419,7 @@ fn release(
         o.push_str("</ul></details>\n");
     }
     hooks(o, false);
-    let follow = followups(r);
+    let follow = followups(plan, r);
     if !follow.is_empty() {
         o.push_str("<ul class=\"followups\">\n");
         for f in follow {

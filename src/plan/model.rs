@@ -89,8 +89,11 @@ pub struct FailurePolicy {
     /// Per release: `rollback` (atomic) or `none`, from each release's
     /// options; this is the plan-wide default.
     pub per_release: String,
-    /// Across releases: `stop` (Lokomotive's rule), or
-    /// `rollback-completed-in-reverse`.
+    /// Across releases: `stop` (Lokomotive's rule),
+    /// `rollback-completed-in-reverse`, or `rollback-all-in-reverse` (an
+    /// atomic plan, `--atomic-plan`: a failure in any release returns every
+    /// release the apply changed, the failed one included, to
+    /// `recovery.rollbackRevision`, or uninstalls it where that is null).
     pub cross_release: String,
 }
 

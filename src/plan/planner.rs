@@ -42,6 +42,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// The field manager rudder applies with.
 pub const FIELD_MANAGER: &str = "rudder";
 
+/// The `failurePolicy.crossRelease` of an atomic plan (`--atomic-plan`,
+/// `atomicPlan: true`): a failure in any release returns every release the
+/// apply changed to its rollback point, newest first, the failed one too.
+pub const ATOMIC_PLAN: &str = "rollback-all-in-reverse";
+
 /// Why planning failed. Each names the release, file or object involved.
 ///
 /// An error of another stage (store, cluster, render) is the `source()`,
@@ -152,7 +157,8 @@ pub struct PlanOptions {
     /// Put real secret values in the diffs (`--show-secrets`). The plan's
     /// objects always hold real values; [`Plan::redact`] hides them.
     pub show_secrets: bool,
-    /// Across releases: `stop` or `rollback-completed-in-reverse`.
+    /// Across releases: `stop`, `rollback-completed-in-reverse`, or
+    /// [`ATOMIC_PLAN`] (`--atomic-plan`: the plan is one transaction).
     pub cross_release: String,
     /// Include the release records the executor writes (a saved plan).
     pub with_records: bool,

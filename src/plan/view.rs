@@ -77,10 +77,12 @@ pub(super) fn chart(r: &ReleasePlan) -> String {
     }
 }
 
-/// What follows a release's objects: its wait and what happens on failure.
-pub(super) fn followups(r: &ReleasePlan) -> Vec<String> {
+/// What follows a release's objects: its wait and what happens on
+/// failure (of the release, and, in an atomic plan, of any release).
+pub(super) fn followups(plan: &Plan, r: &ReleasePlan) -> Vec<String> {
     let mut out = Vec::new();
     if r.action == ReleaseAction::Noop || r.action == ReleaseAction::Uninstall {
+        out.extend(rollback_point(plan, r));
         return out;
     }
     let waits = r.objects.iter().filter(|o| o.wait.is_some()).count();
@@ -96,7 +98,28 @@ pub(super) fn followups(r: &ReleasePlan) -> Vec<String> {
     } else if r.options.atomic && r.action == ReleaseAction::Install {
         out.push("on failure: uninstall".into());
     }
+    out.extend(rollback_point(plan, r));
     out
+}
+
+/// Where an atomic plan returns a release when any release fails: its
+/// rollback revision, or an uninstall for an install; `None` when the plan
+/// is not atomic or the release is not changed (a noop) or not brought
+/// back (a planned uninstall).
+pub(super) fn rollback_point(plan: &Plan, r: &ReleasePlan) -> Option<String> {
+    if plan.failure_policy.cross_release != super::planner::ATOMIC_PLAN {
+        return None;
+    }
+    match r.action {
+        ReleaseAction::Noop => None,
+        ReleaseAction::Uninstall => Some("atomic plan: an uninstall is not undone".into()),
+        _ => Some(match (&r.from, r.recovery.rollback_revision) {
+            (Some(_), Some(rb)) => {
+                format!("atomic plan: any failure rolls it back to revision {rb}")
+            }
+            _ => "atomic plan: any failure uninstalls it".into(),
+        }),
+    }
 }
 
 /// The plan's summary line, and a line saying it cannot be applied when a
@@ -229,12 +252,18 @@ pub fn human(plan: &Plan, color: bool) -> String {
                 h.weight
             );
         }
-        for line in followups(r) {
+        for line in followups(plan, r) {
             let _ = writeln!(out, "  {line}");
         }
     }
     let (line, blocked) = summary(plan);
     let _ = writeln!(out, "\n{line}");
+    if plan.failure_policy.cross_release == super::planner::ATOMIC_PLAN {
+        let _ = writeln!(
+            out,
+            "Atomic plan: if any release fails, every release the apply changed returns to its rollback point, newest first."
+        );
+    }
     if let Some(b) = blocked {
         let _ = writeln!(out, "{b}");
     }
