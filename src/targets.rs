@@ -174,6 +174,18 @@ impl Targets {
             .unwrap_or_else(|| self.cluster_url.clone())
     }
 
+    /// An executor over these targets (their store, its URL, their
+    /// cluster and journal), timed by `clock`.
+    pub fn executor<'a>(&'a self, clock: &'a dyn crate::exec::Clock) -> crate::exec::Executor<'a> {
+        crate::exec::Executor::new(
+            self.store.as_ref(),
+            &self.store_url,
+            self.cluster.as_ref(),
+            self.journal.clone(),
+            clock,
+        )
+    }
+
     /// Opens the store of `store_url` beside an already opened cluster.
     pub fn with_cluster(
         store_url: &str,

@@ -342,14 +342,7 @@ fn open_targets() -> Result<Targets, String> {
 
 /// The executor over these targets, reporting to `printer`.
 fn executor<'a>(t: &'a Targets, clock: &'a WallClock, printer: &'a Printer) -> Executor<'a> {
-    Executor::new(
-        t.store.as_ref(),
-        &t.store_url,
-        t.cluster.as_ref(),
-        t.journal.clone(),
-        clock,
-    )
-    .with_progress(printer)
+    t.executor(clock).with_progress(printer)
 }
 
 fn options(f: &ReleaseFlags) -> Result<ReleaseOptions, String> {

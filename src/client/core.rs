@@ -39,16 +39,10 @@ pub(crate) struct Core {
 
 impl Core {
     fn executor<'a>(&'a self, clock: &'a WallClock, sink: &'a Sink<'a>) -> Executor<'a> {
-        let t = &self.targets;
-        Executor::new(
-            t.store.as_ref(),
-            &t.store_url,
-            t.cluster.as_ref(),
-            t.journal.clone(),
-            clock,
-        )
-        .with_progress(sink)
-        .with_options(self.exec.clone())
+        self.targets
+            .executor(clock)
+            .with_progress(sink)
+            .with_options(self.exec.clone())
     }
 
     fn planner(&self) -> Planner<'_> {

@@ -234,18 +234,12 @@ fn executor<'a>(
     progress: &'a dyn crate::exec::Progress,
     poll: Duration,
 ) -> Executor<'a> {
-    Executor::new(
-        t.store.as_ref(),
-        &t.store_url,
-        t.cluster.as_ref(),
-        t.journal.clone(),
-        clock,
-    )
-    .with_progress(progress)
-    .with_options(ExecOptions {
-        poll,
-        ..ExecOptions::default()
-    })
+    t.executor(clock)
+        .with_progress(progress)
+        .with_options(ExecOptions {
+            poll,
+            ..ExecOptions::default()
+        })
 }
 
 /// A one-line-per-release summary of a plan.
