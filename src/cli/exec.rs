@@ -191,6 +191,18 @@ pub struct ApplyArgs {
     /// at once.
     #[arg(long, default_value_t = exec::DEFAULT_CONCURRENCY, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=256))]
     concurrency: usize,
+    /// Fail a wait at once, instead of at its deadline, when a pod is
+    /// unschedulable for 15 s, cannot pull its image, or crash-loops past
+    /// 3 restarts; the release then rolls back as --atomic says.
+    #[arg(long)]
+    fail_fast: bool,
+    /// How many lines of a failing container's log the failure report
+    /// shows, where the cluster serves logs (0: none).
+    #[arg(long, default_value_t = exec::DEFAULT_LOG_LINES)]
+    log_lines: u32,
+    /// Refuse to apply a plan with preflight warnings.
+    #[arg(long)]
+    strict_preflight: bool,
 }
 
 /// Progress on stderr, or JSON events. On a terminal: what happened
@@ -288,8 +300,12 @@ impl exec::Progress for Printer {
                 release,
                 object,
                 message,
+                reasons,
             } => {
-                let l = format!("{release}: waiting for {object}: {message}");
+                let mut l = format!("{release}: waiting for {object}: {message}");
+                for r in reasons {
+                    l.push_str(&format!("; why: {r}"));
+                }
                 ((!self.tty).then(|| l.clone()), Some((release, l)), false)
             }
             Event::Failed { release, error } => (
@@ -385,6 +401,15 @@ fn print_release(rel: &rudder::release::Release, output: &str) -> Result<(), Str
     };
     let _ = out.write_all(view::status(rel, format, opts).as_bytes());
     Ok(())
+}
+
+/// Prints the plan's preflight warnings on stderr, one line each.
+fn print_preflight(plan: &Plan) {
+    for r in &plan.releases {
+        for w in &r.preflight {
+            eprintln!("{}/{}: preflight: {w}", r.namespace, r.name);
+        }
+    }
 }
 
 /// Prints the plan's warnings on stderr, one line each.
@@ -750,6 +775,12 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
         };
         let clock = WallClock::default();
         let execute = |plan: &Plan| {
+            if a.strict_preflight && plan.releases.iter().any(|r| !r.preflight.is_empty()) {
+                return Err(exec::ExecError::Stale(
+                    "preflight warnings and --strict-preflight: fix them first (see `rudder plan`)"
+                        .into(),
+                ));
+            }
             let before = super::request_counts_if_asked(t.cluster.as_ref());
             let r = executor(&t, &clock, &printer)
                 .with_options(ExecOptions {
@@ -762,6 +793,8 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                         exec::CrossRelease::Stop
                     },
                     concurrency: a.concurrency,
+                    fail_fast: a.fail_fast.then(exec::FailFast::default),
+                    log_lines: a.log_lines,
                     ..ExecOptions::default()
                 })
                 .apply(plan);
@@ -775,6 +808,7 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                 let plan: Plan = serde_json::from_str(&text)
                     .map_err(|e| format!("{p}: not a rudder plan: {e}"))?;
                 print_warnings(&plan);
+                print_preflight(&plan);
                 execute(&plan).map_err(|e| rudder::error_chain(&e))
             }
             (None, Some(releases)) => {
@@ -798,6 +832,7 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                     super::report_requests("plan", t.cluster.as_ref(), before);
                     if tries == 0 {
                         print_warnings(&plan);
+                        print_preflight(&plan);
                     }
                     match execute(&plan) {
                         Err(exec::ExecError::Stale(why)) if tries < 3 => {
@@ -826,6 +861,9 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                         ),
                         None => println!("{}: {} (revision {})", r.release, r.outcome, r.revision),
                     }
+                }
+                for d in &report.diagnoses {
+                    print!("{d}");
                 }
             }
             if report.success() {

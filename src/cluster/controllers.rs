@@ -14,6 +14,7 @@
 //! | `sim.rudder.io/ready: fail` | pods fail: a Job fails, a Deployment's rollout exceeds its progress deadline at once |
 //! | `sim.rudder.io/ready-after: <duration>` | ready that long after the write (a Go duration: `2s`, `500ms`) |
 //! | `sim.rudder.io/reject: <message>` | the write fails with 422 and that message (checked by the writer) |
+//! | `sim.rudder.io/pods: <state>` | never ready; lists show its pods `unschedulable`, `image-pull`, `crashloop` or `probe-failure`, with their events ([`super::sim::pods`]) |
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
@@ -42,6 +43,10 @@ fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
 /// The behaviour an object's annotations ask for; `default_delay` when
 /// they ask for nothing.
 pub fn behaviour(obj: &Value, default_delay: Duration) -> Behaviour {
+    // Pods played stuck (`sim.rudder.io/pods`) keep their workload unready.
+    if super::sim::pods::state(obj).is_some() {
+        return Behaviour::Never;
+    }
     match annotation(obj, READY) {
         Some("never") => return Behaviour::Never,
         Some("fail") => return Behaviour::Fail,

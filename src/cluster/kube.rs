@@ -894,6 +894,87 @@ impl KubeCluster {
         })
     }
 
+    /// [`Cluster::list`], with the collection's resourceVersion (of its
+    /// first page).
+    fn list_versioned(
+        &self,
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        labels: &[(String, String)],
+    ) -> Result<(Vec<Value>, String), ClusterError> {
+        let res = match self.resource(group, kind, group) {
+            Ok(r) => r,
+            Err(ClusterError::UnknownKind { .. }) => return Ok((Vec::new(), String::new())),
+            Err(e) => return Err(e),
+        };
+        let base = Self::collection_path(&res, &res.version, namespace);
+        let selector = labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let key = ObjectKey::new(group, kind, namespace.unwrap_or(""), "");
+        let mut out = Vec::new();
+        let mut version = String::new();
+        let mut cont = String::new();
+        for _ in 0..MAX_PAGES {
+            let mut q = format!("limit={PAGE}");
+            if !selector.is_empty() {
+                q.push_str(&format!("&labelSelector={}", enc(&selector)));
+            }
+            if !cont.is_empty() {
+                q.push_str(&format!("&continue={}", enc(&cont)));
+            }
+            let what = format!("list {}", res.plural);
+            let r = self.send(Verb::List, &format!("{base}?{q}"), None, None, None, &what)?;
+            if !r.ok() {
+                if r.code == 404 && namespace.is_some() {
+                    // Listing in a namespace that does not exist finds nothing.
+                    if let ClusterError::NamespaceNotFound { .. } | ClusterError::NotFound { .. } =
+                        self.error(Verb::List, &res, &key, &r)
+                    {
+                        return Ok((out, version));
+                    }
+                }
+                return Err(self.error(Verb::List, &res, &key, &r));
+            }
+            let v = r.json().map_err(|e| self.unreadable(&what, e))?;
+            if version.is_empty() {
+                version = str_at(&v, &["metadata", "resourceVersion"])
+                    .unwrap_or("")
+                    .to_string();
+            }
+            let av = res.api_version();
+            for mut item in v
+                .get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+            {
+                if let Some(m) = item.as_object_mut() {
+                    m.entry("apiVersion").or_insert_with(|| json!(av));
+                    m.entry("kind").or_insert_with(|| json!(kind));
+                }
+                out.push(item);
+            }
+            cont = str_at(&v, &["metadata", "continue"])
+                .unwrap_or("")
+                .to_string();
+            if cont.is_empty() {
+                return Ok((out, version));
+            }
+        }
+        Err(ClusterError::Server {
+            server: self.where_(),
+            code: 0,
+            message: format!(
+                "list {}: more than {} pages; giving up",
+                res.plural, MAX_PAGES
+            ),
+        })
+    }
+
     fn collection_path(res: &ApiResource, version: &str, namespace: Option<&str>) -> String {
         let base = if res.group.is_empty() {
             format!("/api/{version}")
@@ -970,6 +1051,46 @@ impl KubeCluster {
         }
         r.json().map_err(|e| self.unreadable(&what, e))
     }
+}
+
+/// One watch request until its first event: `Err(Changed|Expired|Quiet)`,
+/// or `Ok(code)` when the server refused it.
+async fn watch_one(
+    client: kube::Client,
+    req: http::Request<Vec<u8>>,
+) -> Result<Result<u16, Watched>, kube::Error> {
+    let res = client.send(req.map(kube::client::Body::from)).await?;
+    let code = res.status().as_u16();
+    if code == 410 {
+        return Ok(Err(Watched::Expired));
+    }
+    if !(200..300).contains(&code) {
+        return Ok(Ok(code));
+    }
+    let mut body = res.into_body();
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| kube::Error::Service(Box::new(e)))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        buf.extend_from_slice(&data);
+        while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=nl).collect();
+            let Ok(ev) = serde_json::from_slice::<Value>(&line) else {
+                continue;
+            };
+            match ev["type"].as_str() {
+                Some("BOOKMARK") => {}
+                Some("ERROR") if ev["object"]["code"] == 410 => {
+                    return Ok(Err(Watched::Expired));
+                }
+                Some(_) => return Ok(Err(Watched::Changed)),
+                None => {}
+            }
+        }
+    }
+    Ok(Err(Watched::Quiet))
 }
 
 impl Cluster for KubeCluster {
@@ -1128,70 +1249,133 @@ impl Cluster for KubeCluster {
         namespace: Option<&str>,
         labels: &[(String, String)],
     ) -> Result<Vec<Value>, ClusterError> {
-        let res = match self.resource(group, kind, group) {
-            Ok(r) => r,
-            Err(ClusterError::UnknownKind { .. }) => return Ok(Vec::new()),
-            Err(e) => return Err(e),
-        };
-        let base = Self::collection_path(&res, &res.version, namespace);
-        let selector = labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(",");
-        let key = ObjectKey::new(group, kind, namespace.unwrap_or(""), "");
-        let mut out = Vec::new();
-        let mut cont = String::new();
-        for _ in 0..MAX_PAGES {
-            let mut q = format!("limit={PAGE}");
-            if !selector.is_empty() {
-                q.push_str(&format!("&labelSelector={}", enc(&selector)));
+        self.list_versioned(group, kind, namespace, labels)
+            .map(|(v, _)| v)
+    }
+
+    fn list_at(
+        &self,
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Result<(Vec<Value>, String), ClusterError> {
+        self.list_versioned(group, kind, namespace, &[])
+    }
+
+    fn watch_any(
+        &self,
+        targets: &[super::WatchTarget],
+        max: Duration,
+    ) -> Result<Watched, ClusterError> {
+        let mut reqs = Vec::new();
+        for t in targets {
+            let key = &t.key;
+            let res = match self.resource(&key.group, &key.kind, &key.group) {
+                Err(ClusterError::UnknownKind { .. }) => continue,
+                r => r?,
+            };
+            let secs = max.as_secs() + 2;
+            let mut path = format!(
+                "{}?watch=1&allowWatchBookmarks=true&timeoutSeconds={secs}",
+                Self::collection_path(&res, &res.version, Some(&key.namespace)),
+            );
+            if !key.name.is_empty() {
+                path.push_str(&format!(
+                    "&fieldSelector={}",
+                    enc(&format!("metadata.name={}", key.name))
+                ));
             }
-            if !cont.is_empty() {
-                q.push_str(&format!("&continue={}", enc(&cont)));
+            if !t.resource_version.is_empty() {
+                path.push_str(&format!("&resourceVersion={}", enc(&t.resource_version)));
             }
-            let what = format!("list {}", res.plural);
-            let r = self.send(Verb::List, &format!("{base}?{q}"), None, None, None, &what)?;
-            if !r.ok() {
-                if r.code == 404 && namespace.is_some() {
-                    // Listing in a namespace that does not exist finds nothing.
-                    if let ClusterError::NamespaceNotFound { .. } | ClusterError::NotFound { .. } =
-                        self.error(Verb::List, &res, &key, &r)
-                    {
-                        return Ok(out);
+            let req = http::Request::builder()
+                .method(http::Method::GET)
+                .uri(&path)
+                .header(http::header::ACCEPT, "application/json")
+                .body(Vec::new())
+                .map_err(|e| ClusterError::BadObject(format!("{path}: {e}")))?;
+            reqs.push(req);
+        }
+        if reqs.is_empty() {
+            return Ok(Watched::Unsupported);
+        }
+        let client = self.client.clone();
+        let what = format!(
+            "watch {}",
+            targets
+                .iter()
+                .map(|t| t.key.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for _ in &reqs {
+            self.requests.count(RequestVerb::Watch);
+        }
+        let outcome = self.driver.run(async move {
+            let (tx, mut rx) = tokio::sync::mpsc::channel(reqs.len());
+            let mut tasks = Vec::new();
+            for req in reqs {
+                let client = client.clone();
+                let tx = tx.clone();
+                tasks.push(tokio::spawn(async move {
+                    let r = watch_one(client, req).await;
+                    let _ = tx.send(r).await;
+                }));
+            }
+            drop(tx);
+            let first = tokio::time::timeout(max, async {
+                let mut quiet = None;
+                while let Some(r) = rx.recv().await {
+                    match r {
+                        // A watch the server refused: the others go on.
+                        Ok(Ok(_code)) => quiet = Some(Ok(Ok(0))),
+                        Ok(Err(Watched::Quiet)) => {}
+                        other => return other,
                     }
                 }
-                return Err(self.error(Verb::List, &res, &key, &r));
+                quiet.unwrap_or(Ok(Err(Watched::Quiet)))
+            })
+            .await;
+            for t in tasks {
+                t.abort();
             }
-            let v = r.json().map_err(|e| self.unreadable(&what, e))?;
-            let av = res.api_version();
-            for mut item in v
-                .get("items")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-            {
-                if let Some(m) = item.as_object_mut() {
-                    m.entry("apiVersion").or_insert_with(|| json!(av));
-                    m.entry("kind").or_insert_with(|| json!(kind));
-                }
-                out.push(item);
+            match first {
+                Ok(r) => r,
+                Err(_) => Ok(Err(Watched::Quiet)),
             }
-            cont = str_at(&v, &["metadata", "continue"])
-                .unwrap_or("")
-                .to_string();
-            if cont.is_empty() {
-                return Ok(out);
-            }
+        })?;
+        match outcome {
+            Ok(Err(w)) => Ok(w),
+            Ok(Ok(_code)) => Ok(Watched::Unsupported),
+            Err(e) => Err(self.unavailable(&what, &e)),
         }
-        Err(ClusterError::Server {
-            server: self.where_(),
-            code: 0,
-            message: format!(
-                "list {}: more than {} pages; giving up",
-                res.plural, MAX_PAGES
-            ),
-        })
+    }
+
+    fn pod_log(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        tail_lines: u32,
+        previous: bool,
+    ) -> Result<Option<String>, ClusterError> {
+        let mut path = format!(
+            "/api/v1/namespaces/{}/pods/{}/log?container={}&tailLines={tail_lines}",
+            enc(namespace),
+            enc(pod),
+            enc(container)
+        );
+        if previous {
+            path.push_str("&previous=true");
+        }
+        let what = format!("log of pod {namespace}/{pod} container {container}");
+        let r = self.send(Verb::Get, &path, None, Some("text/plain"), None, &what)?;
+        if !r.ok() {
+            // No kubelet to ask (the test bed's), no previous run, no
+            // permission: no log to show.
+            return Ok(None);
+        }
+        Ok(Some(String::from_utf8_lossy(&r.body).into_owned()))
     }
 
     fn create(&self, obj: &Value) -> Result<Value, ClusterError> {

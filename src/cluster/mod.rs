@@ -134,6 +134,17 @@ pub enum Watched {
     Unsupported,
 }
 
+/// One thing [`Cluster::watch_any`] watches: an object (`key.name` set)
+/// or every object of a kind in a namespace (`key.name` empty), from a
+/// resourceVersion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchTarget {
+    /// What to watch.
+    pub key: ObjectKey,
+    /// Where to start (empty: from now).
+    pub resource_version: String,
+}
+
 /// How an apply is sent.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ApplyOptions {
@@ -545,6 +556,49 @@ pub trait Cluster: Send + Sync {
         Ok(Watched::Unsupported)
     }
 
+    /// [`Cluster::list`] of every object of a kind in a namespace (`None`:
+    /// all), with the collection's resourceVersion to watch from (empty
+    /// where the cluster has none: the default, which calls `list`).
+    fn list_at(
+        &self,
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Result<(Vec<Value>, String), ClusterError> {
+        Ok((self.list(group, kind, namespace, &[])?, String::new()))
+    }
+
+    /// Blocks until any of `targets` may have changed (a watch event for
+    /// it), or `max` has passed. A target without a name watches every
+    /// object of its kind in its namespace. The default watches the first
+    /// target that names an object ([`Cluster::watch_change`]) and ignores
+    /// the others; a real cluster watches them all at once.
+    fn watch_any(
+        &self,
+        targets: &[WatchTarget],
+        max: std::time::Duration,
+    ) -> Result<Watched, ClusterError> {
+        match targets.iter().find(|t| !t.key.name.is_empty()) {
+            Some(t) => self.watch_change(&t.key, &t.resource_version, max),
+            None => Ok(Watched::Unsupported),
+        }
+    }
+
+    /// The last `tail_lines` lines of a container's log (of its previous
+    /// run with `previous`), or `None` where the cluster serves no logs
+    /// (the default).
+    fn pod_log(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        tail_lines: u32,
+        previous: bool,
+    ) -> Result<Option<String>, ClusterError> {
+        let _ = (namespace, pod, container, tail_lines, previous);
+        Ok(None)
+    }
+
     /// Where this cluster is, for people: a real one's API server URL and
     /// kubeconfig context (`https://10.0.0.1:6443 (context prod)`). `None`
     /// (the default) when the URL it was opened from says it all.
@@ -774,5 +828,30 @@ impl<C: Cluster + ?Sized> Cluster for std::sync::Arc<C> {
         resource_version: Option<&str>,
     ) -> Result<Option<Value>, ClusterError> {
         (**self).delete(key, resource_version)
+    }
+    fn list_at(
+        &self,
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Result<(Vec<Value>, String), ClusterError> {
+        (**self).list_at(group, kind, namespace)
+    }
+    fn watch_any(
+        &self,
+        targets: &[WatchTarget],
+        max: std::time::Duration,
+    ) -> Result<Watched, ClusterError> {
+        (**self).watch_any(targets, max)
+    }
+    fn pod_log(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        tail_lines: u32,
+        previous: bool,
+    ) -> Result<Option<String>, ClusterError> {
+        (**self).pod_log(namespace, pod, container, tail_lines, previous)
     }
 }

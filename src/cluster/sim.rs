@@ -187,6 +187,7 @@ use std::time::Duration;
 mod defaults;
 mod fields;
 mod kinds;
+pub mod pods;
 
 use fields::{FieldSet, Managed};
 
@@ -2134,18 +2135,62 @@ impl Cluster for SimCluster {
                 Some(n) => Box::new(s.namespace_range(group, kind, n)),
                 None => Box::new(s.kind_range(group, kind)),
             };
-            Ok(objects
-                .filter(|(_, o)| {
-                    labels.iter().all(|(lk, lv)| {
-                        o.get("metadata")
-                            .and_then(|m| m.get("labels"))
-                            .and_then(|l| l.get(lk))
-                            .and_then(Value::as_str)
-                            == Some(lv.as_str())
-                    })
+            let matches = |o: &Value| {
+                labels.iter().all(|(lk, lv)| {
+                    o.get("metadata")
+                        .and_then(|m| m.get("labels"))
+                        .and_then(|l| l.get(lk))
+                        .and_then(Value::as_str)
+                        == Some(lv.as_str())
                 })
+            };
+            let mut out: Vec<Value> = objects
+                .filter(|(_, o)| matches(o))
                 .map(|(k, o)| s.shown(k, o, &view))
-                .collect())
+                .collect();
+            // The played pods of workloads annotated sim.rudder.io/pods.
+            if group.is_empty() && (kind == "Pod" || kind == "Event") {
+                for (wg, wk) in pods::WORKLOADS {
+                    let ws: Box<dyn Iterator<Item = (&ObjectKey, &Value)>> = match ns {
+                        Some(n) => Box::new(s.namespace_range(wg, wk, n)),
+                        None => Box::new(s.kind_range(wg, wk)),
+                    };
+                    for (k, w) in ws {
+                        if pods::state(w).is_none() {
+                            continue;
+                        }
+                        let written = s.written.get(k).copied().unwrap_or(0);
+                        let (p, e) = pods::pods_and_events(w, written, s.nodes());
+                        let found = if kind == "Pod" { p } else { e };
+                        out.extend(found.into_iter().filter(|o| matches(o)));
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn pod_log(
+        &self,
+        namespace: &str,
+        pod: &str,
+        _container: &str,
+        tail_lines: u32,
+        _previous: bool,
+    ) -> Result<Option<String>, ClusterError> {
+        self.request();
+        self.read(|s| {
+            for (wg, wk) in pods::WORKLOADS {
+                for (_, w) in s.namespace_range(wg, wk, namespace) {
+                    if let Some(l) = pods::log(w, pod) {
+                        let lines: Vec<&str> = l.lines().collect();
+                        let n = usize::try_from(tail_lines).unwrap_or(usize::MAX);
+                        let from = lines.len().saturating_sub(n);
+                        return Ok(Some(lines[from..].join("\n")));
+                    }
+                }
+            }
+            Ok(None)
         })
     }
 

@@ -5,7 +5,10 @@ use super::journal::{
     Entry, Intent, Journal, JournalError, ReleaseJournal, TxEntry, TxJournal, TxMember,
 };
 use super::ready;
-use crate::cluster::{ownership, ApplyOptions, Cluster, ClusterError, ObjectKey, Scope, Watched};
+use super::why::{self, Diagnosis, FailFast, Reason};
+use crate::cluster::{
+    ownership, ApplyOptions, Cluster, ClusterError, ObjectKey, Scope, WatchTarget, Watched,
+};
 use crate::plan::planner::FIELD_MANAGER;
 use crate::plan::{
     ObjectAction, Plan, ReleaseAction, ReleaseOptions, ReleasePlan, Stage, WaitStrategy,
@@ -126,7 +129,24 @@ pub struct ExecOptions {
     /// done. The plan is the same whatever this is; only the schedule
     /// changes. Default [`DEFAULT_CONCURRENCY`].
     pub concurrency: usize,
+    /// `--fail-fast`: give up a wait at once when a pod is in a state that
+    /// does not resolve by itself ([`Reason::fatal`]), instead of at the
+    /// deadline; the release then fails (and rolls back when atomic) as at
+    /// its deadline. `None` (the default) waits until the deadline, as Helm
+    /// does.
+    pub fail_fast: Option<FailFast>,
+    /// How many lines of a failing container's log the failure report
+    /// shows, where the cluster serves logs (`--log-lines`; 0: none).
+    /// Default [`DEFAULT_LOG_LINES`].
+    pub log_lines: u32,
 }
+
+/// How many lines of a failing container's log a failure report shows by
+/// default.
+pub const DEFAULT_LOG_LINES: u32 = 10;
+
+/// How many of a failing pod's last events a failure report shows.
+const REPORT_EVENTS: usize = 5;
 
 impl Default for ExecOptions {
     fn default() -> Self {
@@ -136,6 +156,8 @@ impl Default for ExecOptions {
             poll: Duration::from_millis(100),
             retries: 2,
             concurrency: DEFAULT_CONCURRENCY,
+            fail_fast: None,
+            log_lines: DEFAULT_LOG_LINES,
         }
     }
 }
@@ -168,8 +190,12 @@ pub enum Event {
         release: String,
         /// The object.
         object: String,
-        /// Why it is not ready.
+        /// Why it is not ready, by the readiness rule.
         message: String,
+        /// Why, from the pods, ReplicaSets, Jobs and claims it owns and
+        /// their events (empty when nothing says more than `message`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasons: Vec<Reason>,
     },
     /// A release's writes or waits failed (its deadline passed, an object was
     /// refused, ...). With `atomic`, a rollback or an uninstall follows.
@@ -324,6 +350,10 @@ pub struct ReleaseOutcome {
 pub struct Report {
     /// Releases in plan order.
     pub releases: Vec<ReleaseOutcome>,
+    /// For each wait that failed: the objects not ready, why, and their
+    /// failing pods' last events and log lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnoses: Vec<Diagnosis>,
 }
 
 impl Report {
@@ -349,6 +379,8 @@ pub struct Executor<'a> {
     opts: ExecOptions,
     /// Releases started per namespace by this executor.
     ns_started: std::sync::Mutex<BTreeMap<String, usize>>,
+    /// What failed waits found, for the report.
+    stuck: std::sync::Mutex<Vec<Diagnosis>>,
 }
 
 /// A failure inside a release's cluster work.
@@ -390,6 +422,7 @@ impl<'a> Executor<'a> {
             progress: &Quiet,
             opts: ExecOptions::default(),
             ns_started: Default::default(),
+            stuck: Default::default(),
         }
     }
 
@@ -466,7 +499,10 @@ impl<'a> Executor<'a> {
             tx = Some((t, members));
         }
         let outcomes = self.run_all(plan, &mut held, atomic_plan)?;
-        let mut report = Report::default();
+        let mut report = Report {
+            diagnoses: std::mem::take(&mut *self.stuck.lock().unwrap_or_else(|e| e.into_inner())),
+            ..Report::default()
+        };
         let mut failed = false;
         let mut done: Vec<usize> = Vec::new();
         for (i, out) in outcomes.into_iter().enumerate() {
@@ -1955,7 +1991,14 @@ impl<'a> Executor<'a> {
         Ok(())
     }
 
-    /// Polls until every object is ready, or the deadline passes.
+    /// Waits until every object is ready, or the deadline passes. Between
+    /// two readiness checks it watches the first pending object and, where
+    /// a pending object owns pods, the pods and events of its namespace, so
+    /// that what the pods go through is read again as it happens: each
+    /// [`Event::Waiting`] carries the reasons [`why`] finds. With
+    /// [`ExecOptions::fail_fast`] a fatal reason ends the wait at once.
+    /// A failed wait leaves a [`Diagnosis`] per pending object for the
+    /// report.
     fn wait_for(
         &self,
         rref: &str,
@@ -1964,11 +2007,18 @@ impl<'a> Executor<'a> {
         wait_for_jobs: bool,
         deadline: Duration,
     ) -> Result<(), Failure> {
+        use std::collections::HashMap;
+        let diag = why::Diagnoser::new(self.cluster);
         let mut pending: Vec<&(ObjectKey, String)> = objs.iter().collect();
-        let mut last_msg: std::collections::HashMap<&ObjectKey, String> = Default::default();
-        let mut seen_rv: std::collections::HashMap<&ObjectKey, String> = Default::default();
+        let mut last_msg: HashMap<&ObjectKey, String> = Default::default();
+        let mut last_reasons: HashMap<&ObjectKey, Vec<Reason>> = Default::default();
+        let mut found: HashMap<&ObjectKey, why::Found> = Default::default();
+        let mut diagnosed_at: HashMap<&ObjectKey, Duration> = Default::default();
+        let mut first_seen: HashMap<(String, why::ReasonKind), Duration> = Default::default();
+        let mut seen_rv: HashMap<&ObjectKey, String> = Default::default();
         loop {
             let mut still = Vec::new();
+            let mut fatal: Option<(&ObjectKey, Reason)> = None;
             for item in pending {
                 let (key, written_rv) = item;
                 let live = match self.cluster.get(key) {
@@ -1998,31 +2048,79 @@ impl<'a> Executor<'a> {
                 if fresh && v.ready {
                     continue;
                 }
-                if v.failed && strategy == WaitStrategy::Legacy {
-                    return Err(Failure(format!("{key}: {}", v.message)));
+                // Why: read again at most every DIAGNOSE_EVERY per object.
+                let now = self.clock.now();
+                if why::explains(key)
+                    && diagnosed_at
+                        .get(key)
+                        .is_none_or(|t| now.saturating_sub(*t) >= DIAGNOSE_EVERY)
+                {
+                    diagnosed_at.insert(key, now);
+                    if let Ok(f) = diag.diagnose(key, &live) {
+                        found.insert(key, f);
+                    }
                 }
-                if last_msg.get(key) != Some(&v.message) {
+                let reasons = found
+                    .get(key)
+                    .map(|f| f.reasons.clone())
+                    .unwrap_or_default();
+                if v.failed && strategy == WaitStrategy::Legacy {
+                    last_msg.insert(key, v.message.clone());
+                    last_reasons.insert(key, reasons.clone());
+                    self.record_stuck(rref, &[item], &last_msg, &last_reasons, &found);
+                    return Err(Failure(format!(
+                        "{key}: {}{}",
+                        v.message,
+                        why_suffix(&reasons)
+                    )));
+                }
+                if let Some(ff) = &self.opts.fail_fast {
+                    for r in &reasons {
+                        let since = *first_seen.entry((r.object.clone(), r.kind)).or_insert(now);
+                        if fatal.is_none() && r.fatal(ff, now.saturating_sub(since)) {
+                            fatal = Some((key, r.clone()));
+                        }
+                    }
+                }
+                if last_msg.get(key) != Some(&v.message)
+                    || last_reasons
+                        .get(key)
+                        .map_or(!reasons.is_empty(), |r| *r != reasons)
+                {
                     self.progress.event(&Event::Waiting {
                         release: rref.into(),
                         object: format!("{} {}", key.kind, namespaced(key)),
                         message: v.message.clone(),
+                        reasons: reasons.clone(),
                     });
                 }
                 last_msg.insert(key, v.message);
+                last_reasons.insert(key, reasons);
                 still.push(item);
             }
             if still.is_empty() {
                 return Ok(());
             }
+            if let Some((key, r)) = fatal {
+                self.record_stuck(rref, &still, &last_msg, &last_reasons, &found);
+                return Err(Failure(format!(
+                    "resource {}/{} not ready: {}: failing fast (--fail-fast): {r}",
+                    key.kind,
+                    namespaced(key),
+                    last_msg.get(key).cloned().unwrap_or_default(),
+                )));
+            }
             if self.clock.now() >= deadline {
+                self.record_stuck(rref, &still, &last_msg, &last_reasons, &found);
                 let what: Vec<String> = still
                     .iter()
                     .map(|(k, _)| {
                         format!(
-                            "resource {}/{} not ready: {}",
+                            "resource {}/{} not ready: {}{}",
                             k.kind,
                             namespaced(k),
-                            last_msg.get(k).cloned().unwrap_or_default()
+                            last_msg.get(k).cloned().unwrap_or_default(),
+                            why_suffix(last_reasons.get(k).map_or(&[][..], |r| &r[..]))
                         )
                     })
                     .collect();
@@ -2033,30 +2131,87 @@ impl<'a> Executor<'a> {
             }
             let left = deadline.saturating_sub(self.clock.now());
             let (first, _) = still[0];
-            let rv = seen_rv.get(first).map_or("", String::as_str);
-            self.watch_or_sleep(first, rv, still.len() > 1, left);
+            let mut targets = vec![WatchTarget {
+                key: first.clone(),
+                resource_version: seen_rv.get(first).cloned().unwrap_or_default(),
+            }];
+            // The pods and events of the namespaces whose objects own pods.
+            let mut namespaces = BTreeSet::new();
+            for (k, _) in &still {
+                if let Some(f) = found.get(k) {
+                    if namespaces.insert(k.namespace.clone()) {
+                        for (kind, rv) in [("Pod", &f.versions.0), ("Event", &f.versions.1)] {
+                            if !rv.is_empty() {
+                                targets.push(WatchTarget {
+                                    key: ObjectKey::new("", kind, &k.namespace, ""),
+                                    resource_version: rv.clone(),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            // A grace period that may run out wakes the wait up.
+            let grace_running = self.opts.fail_fast.is_some()
+                && last_reasons
+                    .values()
+                    .flatten()
+                    .any(|r| r.kind == why::ReasonKind::Unschedulable);
+            self.watch_or_sleep(&targets, still.len() > 1 || grace_running, left);
             pending = still;
         }
     }
 
-    /// Between two readiness checks: a watch on the first object still
-    /// pending (from the resourceVersion last seen), for at most the time
-    /// left, or one poll interval where the cluster cannot watch. With
-    /// several objects pending the watch is cut to a second, so the others
-    /// are still looked at that often.
-    fn watch_or_sleep(&self, key: &ObjectKey, rv: &str, several: bool, left: Duration) {
+    /// Keeps a [`Diagnosis`] of each of `still` for the report.
+    fn record_stuck(
+        &self,
+        rref: &str,
+        still: &[&(ObjectKey, String)],
+        last_msg: &std::collections::HashMap<&ObjectKey, String>,
+        last_reasons: &std::collections::HashMap<&ObjectKey, Vec<Reason>>,
+        found: &std::collections::HashMap<&ObjectKey, why::Found>,
+    ) {
+        let diag = why::Diagnoser::new(self.cluster);
+        let mut out: Vec<Diagnosis> = still
+            .iter()
+            .map(|(k, _)| Diagnosis {
+                release: rref.to_string(),
+                object: format!("{} {}", k.kind, namespaced(k)),
+                status: last_msg.get(k).cloned().unwrap_or_default(),
+                reasons: last_reasons.get(k).cloned().unwrap_or_default(),
+                pods: found
+                    .get(k)
+                    .map(|f| diag.pod_reports(f, REPORT_EVENTS, self.opts.log_lines))
+                    .unwrap_or_default(),
+            })
+            .collect();
+        if let Ok(mut s) = self.stuck.lock() {
+            s.append(&mut out);
+        }
+    }
+
+    /// Between two readiness checks: a watch on `targets` (the first
+    /// object still pending, from the resourceVersion last seen, and the
+    /// pods and events that explain it), for at most the time left, or one
+    /// poll interval where the cluster cannot watch. With `short` (several
+    /// objects pending, or a fail-fast grace period running) the watch is
+    /// cut to a second, so the others are still looked at that often.
+    fn watch_or_sleep(&self, targets: &[WatchTarget], short: bool, left: Duration) {
         let nap = self.opts.poll.min(left.max(Duration::from_millis(1)));
-        if rv.is_empty() || left.is_zero() {
+        let rv_known = targets
+            .first()
+            .is_some_and(|t| !t.resource_version.is_empty());
+        if !rv_known || left.is_zero() {
             self.clock.sleep(nap);
             return;
         }
-        let cap = if several {
+        let cap = if short {
             Duration::from_secs(1)
         } else {
             WATCH_MAX
         };
         let t0 = self.clock.now();
-        match self.cluster.watch_change(key, rv, left.min(cap)) {
+        match self.cluster.watch_any(targets, left.min(cap)) {
             Ok(Watched::Changed) | Ok(Watched::Quiet) => {}
             // A compacted resourceVersion or an unreachable server: poll
             // for this round (the next check reads the object again).
@@ -2102,6 +2257,7 @@ impl<'a> Executor<'a> {
                 release: rref.into(),
                 object: format!("{} {}", first.kind, namespaced(first)),
                 message: format!("{} object(s) not yet deleted", still.len()),
+                reasons: Vec::new(),
             });
             let left = deadline.saturating_sub(self.clock.now());
             self.clock
@@ -2785,6 +2941,23 @@ const CSA_MANAGERS: &[&str] = &["helm"];
 /// The longest single watch of a wait; a quiet object is read again after it.
 const WATCH_MAX: Duration = Duration::from_secs(10);
 
+/// How often a wait reads an object's pods and events again at most (it
+/// reads them after each change a watch reports).
+const DIAGNOSE_EVERY: Duration = Duration::from_millis(200);
+
+/// ` (why: ...)` naming the first reasons, for error messages.
+fn why_suffix(reasons: &[Reason]) -> String {
+    if reasons.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = reasons.iter().take(3).map(|r| r.to_string()).collect();
+    let more = match reasons.len().saturating_sub(3) {
+        0 => String::new(),
+        n => format!("; and {n} more"),
+    };
+    format!(" (why: {}{more})", shown.join("; "))
+}
+
 /// The operations (`Apply`, `Update`) under which `manager` holds fields of
 /// `live` (none when it holds none).
 fn manager_operations(live: &Value, manager: &str) -> Vec<String> {
@@ -2890,6 +3063,7 @@ mod outcome_tests {
             );
         }
         let report = |o: Outcome| Report {
+            diagnoses: Vec::new(),
             releases: vec![ReleaseOutcome {
                 release: "ns/r".into(),
                 outcome: o,

@@ -26,13 +26,15 @@ mod executor;
 pub(crate) mod faults;
 pub mod journal;
 pub mod ready;
+pub mod why;
 
 pub use clock::{Clock, DrivenClock, WallClock};
 pub use executor::{
     CrossRelease, Event, ExecError, ExecOptions, Executor, Outcome, Progress, Quiet,
-    ReleaseOutcome, Report, Reverted, DEFAULT_CONCURRENCY,
+    ReleaseOutcome, Report, Reverted, DEFAULT_CONCURRENCY, DEFAULT_LOG_LINES,
 };
 pub use journal::Journal;
+pub use why::{Diagnosis, FailFast, Reason, ReasonKind};
 
 // In-process crash injection, for the crash tests (tests/exec_model.rs).
 #[doc(hidden)]

@@ -343,6 +343,13 @@ fn release(
     for w in &r.warnings {
         let _ = writeln!(o, "<p class=\"warning\">warning: {}</p>", esc(w));
     }
+    for w in &r.preflight {
+        let _ = writeln!(
+            o,
+            "<p class=\"warning preflight\">preflight: {}</p>",
+            esc(&w.message)
+        );
+    }
     if !r.needs.is_empty() {
         let me = r.reference();
         let needs: Vec<String> = r
@@ -557,6 +564,7 @@ mod tests {
             options: ReleaseOptions::default(),
             blocked: None,
             warnings: Vec::new(),
+            preflight: Vec::new(),
             objects,
             hooks: Vec::new(),
             recovery: Recovery {

@@ -10,6 +10,7 @@ pub mod input;
 pub mod model;
 pub mod order;
 pub mod planner;
+pub mod preflight;
 pub mod view;
 
 pub use input::{DesiredRelease, Need, ReleaseOptions, ReleaseRef, WaitStrategy};

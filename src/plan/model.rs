@@ -405,6 +405,12 @@ pub struct ReleasePlan {
     /// (a chart built from a component), which change nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// What will certainly keep the release from becoming ready, found
+    /// before anything is written ([`super::preflight`]): a node selector
+    /// no node matches, a missing StorageClass, ServiceAccount, Secret,
+    /// ConfigMap or image pull secret. Never blocks `apply` by itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight: Vec<super::preflight::PreflightWarning>,
     /// Objects in execution order: CRDs, namespaces, main, prune.
     pub objects: Vec<ObjectChange>,
     /// Pre-hooks by weight, then post-hooks by weight.

@@ -249,6 +249,7 @@ impl<'a> Planner<'a> {
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()?;
         block_shared_creates(&mut plans);
+        super::preflight::check(&mut plans, self.cluster);
         let mut edges = Vec::new();
         for &i in &order {
             let r = &releases[i];
@@ -426,6 +427,7 @@ impl<'a> Planner<'a> {
                 options: opts.clone(),
                 blocked: None,
                 warnings: Vec::new(),
+                preflight: Vec::new(),
                 objects,
                 hooks: Vec::new(),
                 recovery: Recovery::default(),
@@ -931,6 +933,7 @@ impl<'a> Planner<'a> {
             options: opts.clone(),
             blocked,
             warnings,
+            preflight: Vec::new(),
             objects,
             hooks,
             recovery,

@@ -198,6 +198,9 @@ pub fn human(plan: &Plan, color: bool) -> String {
         for w in &r.warnings {
             let _ = writeln!(out, "  {} {}", p.c(YELLOW, "warning:"), w);
         }
+        for w in &r.preflight {
+            let _ = writeln!(out, "  {} {}", p.c(YELLOW, "preflight:"), w.message);
+        }
         for h in r.hooks.iter().filter(|h| h.phase.starts_with("pre-")) {
             let _ = writeln!(
                 out,

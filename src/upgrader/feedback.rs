@@ -220,6 +220,21 @@ impl<'a> Feedback<'a> {
         if let Some(e) = &o.error {
             text.push_str(&format!("  {e}\n"));
         }
+        // Why, from the pods: reasons, their last events and log lines.
+        for d in report.diagnoses.iter().filter(|d| d.release == row.rref) {
+            let shown = d.to_string();
+            let mut lines = shown.lines();
+            if d.object != w.object {
+                if let Some(first) = lines.next() {
+                    text.push_str(&format!("  {first}\n"));
+                }
+            } else {
+                lines.next();
+            }
+            for l in lines {
+                text.push_str(&format!("  {l}\n"));
+            }
+        }
         let rp = &plan.releases[i];
         match &o.outcome {
             Outcome::RolledBack => text.push_str(&format!(
@@ -297,7 +312,12 @@ impl Progress for Feedback<'_> {
                 release,
                 object,
                 message,
+                reasons,
             } => {
+                let message = &match reasons.first() {
+                    Some(r) => format!("{message}; why: {r}"),
+                    None => message.clone(),
+                };
                 let Some(i) = self.index(release) else { return };
                 if !s.waits[i].frozen {
                     let condition = self.rows[i]

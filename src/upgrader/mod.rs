@@ -124,6 +124,11 @@ pub struct Options {
     pub timeout: Duration,
     /// How often waits poll.
     pub poll: Duration,
+    /// `--fail-fast`: stop a wait at once on pods that will not become
+    /// ready by themselves ([`crate::exec::ExecOptions::fail_fast`]).
+    pub fail_fast: Option<crate::exec::FailFast>,
+    /// Lines of a failing container's log in the failure report.
+    pub log_lines: u32,
 }
 
 impl Default for Options {
@@ -132,6 +137,8 @@ impl Default for Options {
             upgrade_kubelets: false,
             timeout: DEFAULT_TIMEOUT,
             poll: Duration::from_millis(100),
+            fail_fast: None,
+            log_lines: crate::exec::DEFAULT_LOG_LINES,
         }
     }
 }
@@ -212,7 +219,7 @@ pub fn plan(t: &Targets, releases: &[DesiredRelease]) -> Result<Plan, UpgraderEr
             t,
             &WallClock::default(),
             &crate::exec::Quiet,
-            Duration::from_millis(100),
+            &Options::default(),
         )
         .recover(&r.namespace, &r.name)?;
     }
@@ -232,12 +239,14 @@ fn executor<'a>(
     t: &'a Targets,
     clock: &'a WallClock,
     progress: &'a dyn crate::exec::Progress,
-    poll: Duration,
+    opts: &Options,
 ) -> Executor<'a> {
     t.executor(clock)
         .with_progress(progress)
         .with_options(ExecOptions {
-            poll,
+            poll: opts.poll,
+            fail_fast: opts.fail_fast,
+            log_lines: opts.log_lines,
             ..ExecOptions::default()
         })
 }
@@ -262,6 +271,9 @@ pub fn summary(plan: &Plan) -> String {
             rev,
             counts_text(&c)
         ));
+        for w in &r.preflight {
+            s.push_str(&format!("    preflight: {w}\n"));
+        }
     }
     s
 }
@@ -343,12 +355,12 @@ pub fn apply<'a>(
         .iter()
         .position(|r| r.name == Kind::KubeApiserver.name() && r.action != ReleaseAction::Noop);
     let report = match split {
-        None => executor(t, &clock, &fb, opts.poll).apply(plan)?,
+        None => executor(t, &clock, &fb, opts).apply(plan)?,
         Some(k) => {
             let (first, rest) = split_plan(plan, k + 1);
             let rref = format!("{}/{}", plan.releases[k].namespace, plan.releases[k].name);
             fb.hold(&rref);
-            let mut report = executor(t, &clock, &fb, opts.poll).apply(&first)?;
+            let mut report = executor(t, &clock, &fb, opts).apply(&first)?;
             let done = report
                 .releases
                 .get(k)
@@ -366,8 +378,9 @@ pub fn apply<'a>(
             }
             if ok {
                 if let Some(rest) = rest {
-                    let more = executor(t, &clock, &fb, opts.poll).apply(&rest)?;
+                    let more = executor(t, &clock, &fb, opts).apply(&rest)?;
                     report.releases.extend(more.releases);
+                    report.diagnoses.extend(more.diagnoses);
                 }
             } else {
                 for rp in &plan.releases[k + 1..] {
@@ -452,6 +465,7 @@ fn wait_rollout(
                     release: rref.clone(),
                     object: shown.clone(),
                     message: format!("rollout: {}", v.message),
+                    reasons: Vec::new(),
                 });
                 last = v.message.clone();
             }
@@ -479,7 +493,7 @@ fn undo(
 ) -> Result<crate::exec::ReleaseOutcome, UpgraderError> {
     let rref = format!("{}/{}", rp.namespace, rp.name);
     let clock = WallClock::default();
-    let ex = executor(t, &clock, &crate::exec::Quiet, opts.poll);
+    let ex = executor(t, &clock, &crate::exec::Quiet, opts);
     let mut j = t
         .journal
         .lock(&rp.namespace, &rp.name)
@@ -572,7 +586,7 @@ pub fn rollback(
         message,
     };
     let clock = WallClock::default();
-    let ex = executor(t, &clock, &crate::exec::Quiet, opts.poll);
+    let ex = executor(t, &clock, &crate::exec::Quiet, opts);
     ex.recover(NAMESPACE, kind.name())?;
     let hist = t
         .store

@@ -174,6 +174,7 @@ pub fn run(
         upgrade_kubelets: true,
         timeout: timing.timeout,
         poll: Duration::from_millis(50),
+        ..Options::default()
     };
     let targets_flags = "--store file:$DIR/store --cluster sim:$DIR/cluster";
     let flags = format!("{targets_flags} --upgrade-kubelets --confirm");

@@ -39,6 +39,18 @@ struct Common {
     /// Plan and print what would be done; write nothing.
     #[arg(long, global = true)]
     dry_run: bool,
+    /// Fail a wait at once, instead of at its deadline, when a pod is
+    /// unschedulable for 15 s, cannot pull its image, or crash-loops past
+    /// 3 restarts; the component is then rolled back.
+    #[arg(long, global = true)]
+    fail_fast: bool,
+    /// How many lines of a failing container's log the failure report
+    /// shows, where the cluster serves logs (0: none).
+    #[arg(long, global = true, default_value_t = rudder::exec::DEFAULT_LOG_LINES)]
+    log_lines: u32,
+    /// Refuse to apply a plan with preflight warnings.
+    #[arg(long, global = true)]
+    strict_preflight: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,6 +100,8 @@ fn options(c: &Common) -> Result<Options, String> {
     Ok(Options {
         upgrade_kubelets: c.upgrade_kubelets,
         timeout,
+        fail_fast: c.fail_fast.then(rudder::exec::FailFast::default),
+        log_lines: c.log_lines,
         ..Options::default()
     })
 }
@@ -206,6 +220,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
             .map_err(err)?;
             print!("{}", upgrader::summary(&plan));
+            if cli.common.strict_preflight && plan.releases.iter().any(|r| !r.preflight.is_empty())
+            {
+                return Err(
+                    "the plan has preflight warnings (above) and --strict-preflight is given: nothing was written"
+                        .into(),
+                );
+            }
             if cli.common.dry_run {
                 println!("(dry run: nothing written)");
                 return Ok(ExitCode::SUCCESS);
