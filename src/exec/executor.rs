@@ -2064,6 +2064,18 @@ impl<'a> Executor<'a> {
                     .get(key)
                     .map(|f| f.reasons.clone())
                     .unwrap_or_default();
+                if last_msg.get(key) != Some(&v.message)
+                    || last_reasons
+                        .get(key)
+                        .map_or(!reasons.is_empty(), |r| *r != reasons)
+                {
+                    self.progress.event(&Event::Waiting {
+                        release: rref.into(),
+                        object: format!("{} {}", key.kind, namespaced(key)),
+                        message: v.message.clone(),
+                        reasons: reasons.clone(),
+                    });
+                }
                 if v.failed && strategy == WaitStrategy::Legacy {
                     last_msg.insert(key, v.message.clone());
                     last_reasons.insert(key, reasons.clone());
@@ -2081,18 +2093,6 @@ impl<'a> Executor<'a> {
                             fatal = Some((key, r.clone()));
                         }
                     }
-                }
-                if last_msg.get(key) != Some(&v.message)
-                    || last_reasons
-                        .get(key)
-                        .map_or(!reasons.is_empty(), |r| *r != reasons)
-                {
-                    self.progress.event(&Event::Waiting {
-                        release: rref.into(),
-                        object: format!("{} {}", key.kind, namespaced(key)),
-                        message: v.message.clone(),
-                        reasons: reasons.clone(),
-                    });
                 }
                 last_msg.insert(key, v.message);
                 last_reasons.insert(key, reasons);
@@ -2232,6 +2232,7 @@ impl<'a> Executor<'a> {
         deadline: Duration,
     ) -> Result<(), Failure> {
         let mut pending: Vec<&ObjectKey> = keys.iter().collect();
+        let mut told = usize::MAX;
         loop {
             let mut still = Vec::new();
             for key in pending {
@@ -2253,12 +2254,16 @@ impl<'a> Executor<'a> {
                     names.join(", ")
                 )));
             }
-            self.progress.event(&Event::Waiting {
-                release: rref.into(),
-                object: format!("{} {}", first.kind, namespaced(first)),
-                message: format!("{} object(s) not yet deleted", still.len()),
-                reasons: Vec::new(),
-            });
+            // Said once per count, not once per poll.
+            if told != still.len() {
+                told = still.len();
+                self.progress.event(&Event::Waiting {
+                    release: rref.into(),
+                    object: format!("{} {}", first.kind, namespaced(first)),
+                    message: format!("{} object(s) not yet deleted", still.len()),
+                    reasons: Vec::new(),
+                });
+            }
             let left = deadline.saturating_sub(self.clock.now());
             self.clock
                 .sleep(self.opts.poll.min(left.max(Duration::from_millis(1))));

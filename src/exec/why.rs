@@ -40,19 +40,19 @@ pub enum ReasonKind {
     ContainerConfig,
     /// A volume cannot be mounted (`FailedMount`: a missing Secret, ...).
     MountFailed,
-    /// A pod is not ready and nothing says why (yet).
-    NotReady,
-    /// A pod failed (phase `Failed`).
-    PodFailed,
-    /// A Job failed (its `Failed` condition).
-    JobFailed,
-    /// A PersistentVolumeClaim is `Pending`.
-    ClaimPending,
     /// A controller's pod creation was refused by a ResourceQuota.
     QuotaExceeded,
     /// A controller could not create its pods for another reason
     /// (`FailedCreate`: a missing ServiceAccount, an admission webhook, ...).
     CreateFailed,
+    /// A PersistentVolumeClaim is `Pending`.
+    ClaimPending,
+    /// A Job failed (its `Failed` condition).
+    JobFailed,
+    /// A pod failed (phase `Failed`).
+    PodFailed,
+    /// A pod is not ready and nothing says why (yet).
+    NotReady,
 }
 
 /// One reason why an object is not ready, as typed data.
