@@ -1,4 +1,4 @@
-//! Why a rollout is stuck, on a real API server (the test bed): five
+//! Why a rollout is stuck, on a real API server (the test bed): six
 //! scenarios run by `rudder apply -o json`, whose progress events must
 //! carry the cluster's reason while the wait goes on, and whose report must
 //! carry it when the wait fails; `--fail-fast` ends the unschedulable and
@@ -71,7 +71,7 @@ fn scenarios() -> Vec<(&'static str, String, &'static str, &'static str)> {
             "crash",
             deployment("crash", "        testbed.kwok.io/behavior: crashloop\n", ""),
             "crash-loop",
-            "container app is in CrashLoopBackOff (5 restarts)",
+            "last exit code 1 (Error)",
         ),
         (
             "never",
@@ -103,7 +103,13 @@ spec:
 "
             .to_string(),
             "job-failed",
-            "migrate failed: BackoffLimitExceeded",
+            "BackoffLimitExceeded: Job has reached the specified backoff limit",
+        ),
+        (
+            "quota",
+            deployment("quota", "", ""),
+            "quota-exceeded",
+            "exceeded quota: none",
         ),
         (
             "pvc",
@@ -218,16 +224,60 @@ fn parse_time(s: &str) -> Option<SystemTime> {
 }
 
 #[test]
-fn five_scenarios_say_why_while_waiting_and_in_the_report() {
+fn six_scenarios_say_why_while_waiting_and_in_the_report() {
     let Some(tb) = testbed_common::testbed() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
-    let names = ["sel", "crash", "never", "job", "pvc"];
-    // One apply, five independent releases: their waits overlap.
+    let names = ["sel", "crash", "never", "job", "quota", "pvc"];
+    // A namespace whose quota allows no pod: the ReplicaSet's creations
+    // are refused.
+    tb.kubectl_ok(&["create", "namespace", "why-quota"]);
+    tb.kubectl_ok(&[
+        "create",
+        "quota",
+        "none",
+        "--hard=pods=0",
+        "-n",
+        "why-quota",
+    ]);
+    // The bed has no kubelet and no probes: a kubelet's `Unhealthy` event,
+    // written a few seconds into the never-ready pod's wait, must turn its
+    // reason into a probe failure. Nothing else changes then (the
+    // Deployment's status stays as it is), so only the watch on the
+    // namespace's events can bring it.
+    let injector = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(4));
+        let pod = tb.kubectl_ok(&[
+            "get",
+            "pods",
+            "-n",
+            "why-never",
+            "-o",
+            "jsonpath={.items[0].metadata.name} {.items[0].metadata.uid}",
+        ]);
+        let (name, uid) = pod.trim().split_once(' ').expect("a pod");
+        let now = jiff::Timestamp::now().to_string();
+        let written = SystemTime::now();
+        tb.apply(
+            "why-never",
+            &serde_json::json!({"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": format!("{name}.probe")},
+                "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": "why-never",
+                    "uid": uid, "fieldPath": "spec.containers{app}"},
+                "reason": "Unhealthy", "type": "Warning", "count": 1,
+                "message": "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                "firstTimestamp": now, "lastTimestamp": now,
+                "source": {"component": "kubelet", "host": "kwok-node-0"}})
+            .to_string(),
+        );
+        written
+    });
+    // One apply, six independent releases: their waits overlap.
     let file = releases_file(dir, "why", &names, "8s");
     let (lines, report, _) = apply(tb, dir, &file, &[]);
+    let injected = injector.join().unwrap();
     let mut table = Vec::new();
     for (name, _, kind, words) in scenarios() {
         let rref = format!("why-{name}/{name}");
@@ -251,12 +301,20 @@ fn five_scenarios_say_why_while_waiting_and_in_the_report() {
             .iter()
             .find(|r| r["kind"] == kind)
             .unwrap();
-        let text = format!("{} {}", reason["object"], reason["message"]);
-        let shown = first.json.to_string();
-        assert!(
-            shown.contains(words) || text.contains(words),
-            "{rref}: {words:?} not in {shown}"
+        let text = format!(
+            "{} {}",
+            reason["object"].as_str().unwrap(),
+            reason["message"].as_str().unwrap()
         );
+        assert!(
+            reason["message"].as_str().unwrap().contains(words),
+            "{rref}: {words:?} not in {}",
+            first.json
+        );
+        if kind == "crash-loop" {
+            assert_eq!(reason["restarts"], 5, "{reason}");
+            assert_eq!(reason["container"], "app", "{reason}");
+        }
         // The failure report: the outcome, the error and the diagnosis.
         let out = release_outcome(&report, &rref);
         assert_eq!(out["outcome"], "uninstalled-after-failure", "{out}");
@@ -268,12 +326,18 @@ fn five_scenarios_say_why_while_waiting_and_in_the_report() {
             .iter()
             .find(|d| d["release"] == rref.as_str())
             .unwrap_or_else(|| panic!("{rref}: no diagnosis in {report}"));
+        // The never-ready pod ends with the probe failure injected below.
+        let last_kind = if name == "never" {
+            "probe-failed"
+        } else {
+            kind
+        };
         assert!(
             diag["reasons"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|r| r["kind"] == kind),
+                .any(|r| r["kind"] == last_kind),
             "{rref}: {diag}"
         );
         // How long after the write, and after the cluster's own event
@@ -297,6 +361,26 @@ fn five_scenarios_say_why_while_waiting_and_in_the_report() {
             ))
         ));
     }
+    let probe = lines
+        .iter()
+        .find(|l| {
+            l.json["event"] == "waiting"
+                && l.json["release"] == "why-never/never"
+                && l.json["reasons"]
+                    .as_array()
+                    .is_some_and(|rs| rs.iter().any(|r| r["kind"] == "probe-failed"))
+        })
+        .expect("the injected Unhealthy event shown as a probe failure");
+    assert!(probe.json.to_string().contains(
+        "\"container\":\"app\",\"count\":1,\"kind\":\"probe-failed\",\"message\":\"Readiness probe failed: HTTP probe failed with statuscode: 503\""
+    ), "{}", probe.json);
+    table.push(format!(
+        "| never + Unhealthy event | probe-failed | - | {:.2} s after the event was written |",
+        probe
+            .wall
+            .duration_since(injected)
+            .map_or(-1.0, |d| d.as_secs_f64())
+    ));
     // The scheduler's words and the pod's last events are in the report.
     let sel = report["diagnoses"]
         .as_array()
@@ -413,6 +497,7 @@ fn the_upgrader_on_unlabelled_nodes_warns_and_names_the_node_selector() {
         "Not ready: Deployment kube-system/kube-apiserver",
         "is unschedulable: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
         "Warning FailedScheduling",
+        "The plan warned: Deployment kube-system/kube-apiserver: no node matches its node selector node.kubernetes.io/controller=true",
     ] {
         assert!(out.contains(want), "no {want:?} in:\n{out}");
     }

@@ -212,6 +212,25 @@ macro_rules! builder_methods {
             self
         }
 
+        /// Stop waiting at once, instead of at the deadline, when a pod is
+        /// in a state that does not resolve by itself (`--fail-fast`;
+        /// `Some(FailFast::default())`: unschedulable for 15 s, an image
+        /// pull error, a crash loop past 3 restarts). Default: `None`, wait
+        /// until the deadline as Helm does.
+        pub fn fail_fast(mut self, ff: Option<crate::exec::FailFast>) -> Self {
+            self.settings.exec.fail_fast = ff;
+            self
+        }
+
+        /// How many lines of a failing container's log a failed wait's
+        /// report ([`crate::exec::Report::diagnoses`]) carries, where the
+        /// cluster serves logs (`--log-lines`; 0: none). Default
+        /// [`crate::exec::DEFAULT_LOG_LINES`].
+        pub fn log_lines(mut self, n: u32) -> Self {
+            self.settings.exec.log_lines = n;
+            self
+        }
+
         /// Use the caller's own `kube::Client` for a real cluster; call this
         /// inside the tokio runtime the client was made on, whose tasks will
         /// run its requests. The store defaults to Helm's Secrets in each

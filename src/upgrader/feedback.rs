@@ -236,6 +236,9 @@ impl<'a> Feedback<'a> {
             }
         }
         let rp = &plan.releases[i];
+        for w in &rp.preflight {
+            text.push_str(&format!("  The plan warned: {w}\n"));
+        }
         match &o.outcome {
             Outcome::RolledBack => text.push_str(&format!(
                 "Component '{}' was rolled back to revision {} (recorded as revision {}).\n",
