@@ -460,21 +460,37 @@ fn wait_rollout(
             if v.ready {
                 break;
             }
-            if v.message != last {
+            // Why, from its pods and their events.
+            let reasons = live
+                .as_ref()
+                .and_then(|l| {
+                    crate::exec::why::Diagnoser::new(t.cluster.as_ref())
+                        .diagnose(key, l)
+                        .ok()
+                })
+                .map(|f| f.reasons)
+                .unwrap_or_default();
+            let said = format!("{}{reasons:?}", v.message);
+            if said != last {
                 fb.event(&crate::exec::Event::Waiting {
                     release: rref.clone(),
                     object: shown.clone(),
                     message: format!("rollout: {}", v.message),
-                    reasons: Vec::new(),
+                    reasons: reasons.clone(),
                 });
-                last = v.message.clone();
+                last = said;
             }
             if start.elapsed() >= opts.timeout {
-                fb.failed_wait(&rref, &shown, &v.message, cond);
+                let why: Vec<String> = reasons.iter().map(|r| r.to_string()).collect();
+                let message = if why.is_empty() {
+                    v.message.clone()
+                } else {
+                    format!("{}; why: {}", v.message, why.join("; "))
+                };
+                fb.failed_wait(&rref, &shown, &message, cond);
                 return Err(format!(
-                    "{shown} was not fully updated and ready within {}: {}",
+                    "{shown} was not fully updated and ready within {}: {message}",
                     crate::duration::format(opts.timeout),
-                    v.message
                 ));
             }
             std::thread::sleep(opts.poll);
