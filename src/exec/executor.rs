@@ -2017,6 +2017,7 @@ impl<'a> Executor<'a> {
         let mut first_seen: HashMap<(String, why::ReasonKind), Duration> = Default::default();
         let mut seen_rv: HashMap<&ObjectKey, String> = Default::default();
         loop {
+            diag.new_round();
             let mut still = Vec::new();
             let mut fatal: Option<(&ObjectKey, Reason)> = None;
             for item in pending {

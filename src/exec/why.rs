@@ -282,16 +282,22 @@ pub struct Found {
     pub reasons: Vec<Reason>,
     /// The failing pods (with reasons of their own), for the report.
     pub failing_pods: Vec<Value>,
-    /// The namespace's events, for the report.
+    /// The failing pods' events, for the report.
     pub events: Vec<Value>,
     /// Resource versions to watch from: (pods, events) of the namespace
     /// (empty where the cluster gave none).
     pub versions: (String, String),
 }
 
-/// Reads what an object owns to say why it is not ready.
+/// A namespace's pods and events, with their lists' resourceVersions.
+type Lists = std::rc::Rc<(Vec<Value>, String, Vec<Value>, String)>;
+
+/// Reads what an object owns to say why it is not ready. A namespace's
+/// pods and events are read once per round ([`Diagnoser::new_round`]), for
+/// every object of the namespace that round looks at.
 pub struct Diagnoser<'a> {
     cluster: &'a dyn Cluster,
+    lists: std::cell::RefCell<std::collections::BTreeMap<String, Lists>>,
 }
 
 fn s<'v>(v: &'v Value, ptr: &str) -> &'v str {
@@ -637,7 +643,27 @@ pub fn explains(key: &ObjectKey) -> bool {
 impl<'a> Diagnoser<'a> {
     /// A diagnoser reading `cluster`.
     pub fn new(cluster: &'a dyn Cluster) -> Self {
-        Diagnoser { cluster }
+        Diagnoser {
+            cluster,
+            lists: Default::default(),
+        }
+    }
+
+    /// Forgets the pods and events read so far: the next diagnosis reads
+    /// them again.
+    pub fn new_round(&self) {
+        self.lists.borrow_mut().clear();
+    }
+
+    fn lists(&self, ns: &str) -> Result<Lists, ClusterError> {
+        if let Some(l) = self.lists.borrow().get(ns) {
+            return Ok(l.clone());
+        }
+        let (pods, pods_rv) = self.cluster.list_at("", "Pod", Some(ns))?;
+        let (events, events_rv) = self.cluster.list_at("", "Event", Some(ns))?;
+        let l = std::rc::Rc::new((pods, pods_rv, events, events_rv));
+        self.lists.borrow_mut().insert(ns.to_string(), l.clone());
+        Ok(l)
     }
 
     /// Why `live` (the object at `key`, not ready) is not ready: reads the
@@ -645,8 +671,8 @@ impl<'a> Diagnoser<'a> {
     /// the StorageClass of a claim).
     pub fn diagnose(&self, key: &ObjectKey, live: &Value) -> Result<Found, ClusterError> {
         let ns = key.namespace.as_str();
-        let (pods, pods_rv) = self.cluster.list_at("", "Pod", Some(ns))?;
-        let (events, events_rv) = self.cluster.list_at("", "Event", Some(ns))?;
+        let lists = self.lists(ns)?;
+        let (pods, pods_rv, events, events_rv) = &*lists;
         let mut reasons = Vec::new();
         let mut owners: Vec<String> = vec![uid(live).to_string()];
         match (key.group.as_str(), key.kind.as_str()) {
@@ -676,13 +702,13 @@ impl<'a> Diagnoser<'a> {
                     newest
                 };
                 for rs in &chosen {
-                    reasons.extend(create_refusals(rs, "ReplicaSet", &events));
+                    reasons.extend(create_refusals(rs, "ReplicaSet", events));
                     owners.push(uid(rs).to_string());
                 }
-                reasons.extend(create_refusals(live, "Deployment", &events));
+                reasons.extend(create_refusals(live, "Deployment", events));
             }
             ("apps", _) | ("", "ReplicationController") => {
-                reasons.extend(create_refusals(live, &key.kind, &events));
+                reasons.extend(create_refusals(live, &key.kind, events));
             }
             ("batch", "Job") => {
                 if let Some(("True", r, m)) = super::ready::condition(live, "Failed") {
@@ -693,10 +719,10 @@ impl<'a> Diagnoser<'a> {
                     };
                     reasons.push(Reason::new(ReasonKind::JobFailed, shown("Job", live), msg));
                 }
-                reasons.extend(create_refusals(live, "Job", &events));
+                reasons.extend(create_refusals(live, "Job", events));
             }
             ("", "PersistentVolumeClaim") => {
-                reasons.extend(self.claim_reasons(live, &events)?);
+                reasons.extend(self.claim_reasons(live, events)?);
             }
             _ => {}
         }
@@ -709,22 +735,28 @@ impl<'a> Diagnoser<'a> {
                 .collect()
         };
         for p in mine {
-            let evs = events_of(&events, p, "Pod");
+            let evs = events_of(events, p, "Pod");
             let rs = pod_reasons(p, &evs);
             if !rs.is_empty() {
                 failing.push(p.clone());
             }
             // A pod waiting on a claim: say what the claim waits for.
             if rs.iter().any(|r| r.kind == ReasonKind::Unschedulable) {
-                reasons.extend(self.claims_of(p, &events)?);
+                reasons.extend(self.claims_of(p, events)?);
             }
             reasons.extend(rs);
         }
+        // The report shows the failing pods' events only.
+        let events = failing
+            .iter()
+            .flat_map(|p| events_of(events, p, "Pod"))
+            .cloned()
+            .collect();
         Ok(Found {
             reasons: merge(reasons),
             failing_pods: failing,
             events,
-            versions: (pods_rv, events_rv),
+            versions: (pods_rv.clone(), events_rv.clone()),
         })
     }
 
