@@ -305,3 +305,45 @@ spec:
     );
     assert_eq!(report.diagnoses[0].reasons[0], *r);
 }
+
+/// The library's facade: `on_progress` gets the reasons as typed data,
+/// and a failed apply's error carries the report with its diagnoses.
+#[test]
+fn the_facade_delivers_reasons_and_diagnoses() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen: std::sync::Arc<Mutex<Vec<rudder::exec::Reason>>> = Default::default();
+    let s = seen.clone();
+    let client = rudder::blocking::Client::builder()
+        .store(format!("file:{}", dir.path().join("store").display()))
+        .cluster(format!("sim:{}", dir.path().join("cluster").display()))
+        .fail_fast(Some(FailFast::default()))
+        .log_lines(2)
+        .on_progress(move |e| {
+            if let Event::Waiting { reasons, .. } = e {
+                s.lock().unwrap().extend(reasons.iter().cloned());
+            }
+        })
+        .build()
+        .unwrap();
+    let d = release(
+        &[("dep.yaml", &deployment("crashloop", ""))],
+        Duration::from_secs(300),
+    );
+    let plan = client.plan(std::slice::from_ref(&d)).unwrap();
+    let err = client.apply(&plan).unwrap_err();
+    let report = err.report().expect("a report");
+    let diag = &report.diagnoses[0];
+    assert_eq!(diag.reasons[0].kind, ReasonKind::CrashLoop);
+    assert_eq!(
+        diag.pods[0].log,
+        [
+            "error: simulated crash (sim.rudder.io/pods: crashloop)",
+            "exiting with code 1"
+        ]
+    );
+    assert!(seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|r| r.kind == ReasonKind::CrashLoop && r.restarts == Some(5)));
+}
