@@ -114,31 +114,14 @@ fn make_plan(
     plan
 }
 
-/// Writes `text` to `path` with mode 0600, through a temporary file.
+/// Writes `text` to `path` with mode 0600, atomically.
 fn save_private(path: &str, text: &str) -> Result<(), String> {
-    let p = Path::new(path);
-    let dir = p
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        p.file_name().and_then(|n| n.to_str()).unwrap_or("plan"),
-        std::process::id()
-    ));
-    let err = |e: std::io::Error| format!("writing {path}: {e}");
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
-    }
-    let mut f = o.open(&tmp).map_err(err)?;
-    f.write_all(text.as_bytes()).map_err(err)?;
-    f.sync_all().map_err(err)?;
-    drop(f);
-    std::fs::rename(&tmp, p).map_err(err)
+    rudder::fsutil::atomic_write(
+        Path::new(path),
+        text.as_bytes(),
+        rudder::fsutil::Mode::PRIVATE,
+    )
+    .map_err(|e| format!("writing {path}: {}", rudder::error_chain(&e)))
 }
 
 /// Runs `rudder plan`.
