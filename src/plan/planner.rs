@@ -308,6 +308,14 @@ impl<'a> Planner<'a> {
             .rev()
             .find(|r| r.info.status == Status::Deployed);
         let next = last.map_or(1, |l| l.version + 1);
+        // A revision no store may hold could never be finished: refuse the
+        // plan rather than leave a pending record behind.
+        if let Some(l) = last.filter(|l| release::store::check_revision(l.version + 1).is_err()) {
+            return Err(store_err(release::OpError::NoNextRevision {
+                name: l.name.clone(),
+                last: l.version,
+            }));
+        }
 
         // The release action and the revision the diff starts from.
         let (mut action, reason, base): (ReleaseAction, String, Option<&Release>) = match last {
