@@ -139,7 +139,7 @@ impl std::fmt::Display for Skipped {
 /// A record file name whose revision has more digits than any `u64`
 /// (`sh.helm.release.v1.web.v99999999999999999999`): (name, `u64::MAX`),
 /// so that it is reported as out of range rather than ignored.
-fn overflowing_key(key: &str) -> Option<(&str, u64)> {
+pub(crate) fn overflowing_key(key: &str) -> Option<(&str, u64)> {
     let rest = key.strip_prefix("sh.helm.release.v1.")?;
     let (name, v) = rest.rsplit_once(".v")?;
     (!name.is_empty() && !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
