@@ -23,7 +23,7 @@ pub struct PlanArgs {
     /// Exit 0 when nothing changes and 2 when something does (errors exit 1).
     #[arg(long)]
     detailed_exitcode: bool,
-    /// Show secret values in diffs and output instead of their hashes.
+    /// Show secret values in diffs and output instead of `(redacted)`.
     #[arg(long)]
     show_secrets: bool,
     /// Plan one transaction (as `apply --atomic-plan`, or `atomicPlan:
@@ -61,7 +61,7 @@ pub struct DiffUpgradeArgs {
     /// Return a non-zero exit code (2) when there are changes.
     #[arg(long)]
     detailed_exitcode: bool,
-    /// Show secret values instead of their hashes.
+    /// Show secret values instead of `(redacted)`.
     #[arg(long)]
     show_secrets: bool,
     /// Lines of context around changes (helm-diff's default is -1: all).
