@@ -57,15 +57,14 @@ pub enum JournalError {
     /// A line other than a torn last one is not a journal entry: the
     /// journal was changed by something other than rudder, and what it
     /// says about the release cannot be trusted.
-    #[error("journal {path}: line {line} is not a journal entry (only a torn last line is ignored); check the release's records and objects, then move the journal aside")]
+    #[error("journal {path}: line {line} is not a journal entry ({reason}; only a torn last line is ignored): check the release's records and objects, then move the journal aside")]
     Garbled {
         /// The file.
         path: String,
         /// The line, counted from 1.
         line: usize,
-        /// Why it does not parse.
-        #[source]
-        error: serde_json::Error,
+        /// Why it does not parse (with the column in the line).
+        reason: String,
     },
     /// Another process runs this release.
     #[error("release {release} is being changed by another process ({holder}); wait for it to finish, or stop it first")]
@@ -104,7 +103,10 @@ fn read_entries<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, J
         let e = serde_json::from_slice(line).map_err(|error| JournalError::Garbled {
             path: path.display().to_string(),
             line: i + 1,
-            error,
+            // serde's position is within the line: keep only its column.
+            reason: error
+                .to_string()
+                .replace(" at line 1 column ", " at column "),
         })?;
         out.push(e);
     }
