@@ -68,7 +68,8 @@ pub struct Plan {
     pub releases: Vec<ReleasePlan>,
     /// The `needs` edges: `from` is ready before `to` starts.
     pub release_edges: Vec<ReleaseEdge>,
-    /// Whether secret values in this serialisation are replaced by hashes.
+    /// Whether secret values in this serialisation are replaced by
+    /// `(redacted)` (`(redacted, changed)` in diffs where they change).
     #[serde(skip_serializing_if = "skip_in_hash")]
     pub redacted: bool,
 }

@@ -308,6 +308,14 @@ impl<'a> Planner<'a> {
             .rev()
             .find(|r| r.info.status == Status::Deployed);
         let next = last.map_or(1, |l| l.version + 1);
+        // A revision no store may hold could never be finished: refuse the
+        // plan rather than leave a pending record behind.
+        if let Some(l) = last.filter(|l| release::store::check_revision(l.version + 1).is_err()) {
+            return Err(store_err(release::OpError::NoNextRevision {
+                name: l.name.clone(),
+                last: l.version,
+            }));
+        }
 
         // The release action and the revision the diff starts from.
         let (mut action, reason, base): (ReleaseAction, String, Option<&Release>) = match last {
@@ -1862,40 +1870,25 @@ fn dry_projection(dry: &Value, desired: &Value) -> Value {
     project(dry, desired, dry, &mut ptr, &mut sink).unwrap_or(Value::Null)
 }
 
-/// The redaction marker for a secret value: a salted hash of its bytes,
-/// so changes still show but guessable values cannot be looked up. The
-/// salt is the Secret's identity (namespace, name, key).
-pub fn redact_bytes(salt: &str, bytes: &[u8]) -> Value {
-    let mut h = Sha256::new();
-    h.update(salt.as_bytes());
-    h.update([0]);
-    h.update(bytes);
-    let d = hex_digest(h.finalize().as_slice());
-    Value::String(format!("(redacted {})", &d[..23]))
-}
+/// What a redacted secret value shows. No digest of the value: a digest
+/// lets anyone who reads the plan check a guessed value offline, and a
+/// keyed one needs a key kept beside every store (the Secrets, ConfigMaps
+/// and SQL drivers have no such place). Diffs still say which values
+/// change ([`REDACTED_CHANGED`]).
+pub const REDACTED: &str = "(redacted)";
 
-/// Replaces a Secret's `data` and `stringData` values by salted hashes of
-/// their decoded bytes: the same value hashes alike in both fields.
-pub fn redact_secret(obj: &mut Value) {
+/// A redacted secret value that differs from the live one, in a diff.
+pub const REDACTED_CHANGED: &str = "(redacted, changed)";
+
+/// A Secret's values by key, as bytes: `data` base64-decoded, then
+/// `stringData` over it (as the API server folds it in).
+fn secret_values(obj: &Value) -> BTreeMap<String, Vec<u8>> {
     use base64::Engine;
-    if obj.get("kind").and_then(Value::as_str) != Some("Secret") {
-        return;
-    }
-    let meta = obj.get("metadata");
-    let ns = meta
-        .and_then(|m| m.get("namespace"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let name = meta
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let mut out = BTreeMap::new();
     for field in ["data", "stringData"] {
-        if let Some(m) = obj.get_mut(field).and_then(Value::as_object_mut) {
-            for (k, v) in m.iter_mut() {
-                let text = match &*v {
+        if let Some(m) = obj.get(field).and_then(Value::as_object) {
+            for (k, v) in m {
+                let text = match v {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
@@ -1906,10 +1899,34 @@ pub fn redact_secret(obj: &mut Value) {
                 } else {
                     text.into_bytes()
                 };
-                *v = redact_bytes(&format!("{ns}/{name}/{k}"), &bytes);
+                out.insert(k.clone(), bytes);
             }
         }
     }
+    out
+}
+
+/// Replaces a Secret's `data` and `stringData` values by [`REDACTED`], or
+/// by [`REDACTED_CHANGED`] where `live` (the other side of a diff) has no
+/// such value or another one.
+fn redact_against(obj: &mut Value, live: Option<&BTreeMap<String, Vec<u8>>>) {
+    if obj.get("kind").and_then(Value::as_str) != Some("Secret") {
+        return;
+    }
+    let mine = secret_values(obj);
+    for field in ["data", "stringData"] {
+        if let Some(m) = obj.get_mut(field).and_then(Value::as_object_mut) {
+            for (k, v) in m.iter_mut() {
+                let changed = live.is_some_and(|l| l.get(k) != mine.get(k));
+                *v = Value::String(if changed { REDACTED_CHANGED } else { REDACTED }.into());
+            }
+        }
+    }
+}
+
+/// Replaces a Secret's `data` and `stringData` values by [`REDACTED`].
+pub fn redact_secret(obj: &mut Value) {
+    redact_against(obj, None);
 }
 
 fn unified_diff(live: &Value, desired: &Value, key: &ObjectKey, show_secrets: bool) -> String {
@@ -1917,8 +1934,9 @@ fn unified_diff(live: &Value, desired: &Value, key: &ObjectKey, show_secrets: bo
     if !show_secrets && key.kind == "Secret" && key.group.is_empty() {
         a["kind"] = Value::String("Secret".into());
         b["kind"] = Value::String("Secret".into());
+        let live = secret_values(&a);
         redact_secret(&mut a);
-        redact_secret(&mut b);
+        redact_against(&mut b, Some(&live));
     }
     let ya = serde_yaml::to_string(&a).unwrap_or_default();
     let yb = serde_yaml::to_string(&b).unwrap_or_default();
@@ -2240,12 +2258,21 @@ mod tests {
     }
 
     #[test]
-    fn secrets_redact_with_hashes() {
+    fn secrets_redact_without_digests_and_diffs_mark_changes() {
         let mut s = json!({"kind": "Secret", "data": {"p": "c2VjcmV0"}});
         redact_secret(&mut s);
-        let v = s["data"]["p"].as_str().unwrap();
-        assert!(v.starts_with("(redacted sha256:"), "{v}");
-        assert!(!v.contains("c2VjcmV0"));
+        assert_eq!(s["data"]["p"], REDACTED);
+        // A diff: the same value in data (live) and stringData (desired)
+        // is unchanged; another value, or a new key, is changed.
+        let live = json!({"kind": "Secret", "metadata": {"name": "s"}, "data": {"p": "c2VjcmV0", "q": "YQ=="}});
+        let desired = json!({"kind": "Secret", "metadata": {"name": "s"}, "stringData": {"p": "secret", "q": "b", "r": "c"}});
+        let key = ObjectKey::new("", "Secret", "ns", "s");
+        let d = unified_diff(&live, &desired, &key, false);
+        assert!(!d.contains("secret\n") && !d.contains("c2VjcmV0"), "{d}");
+        assert!(d.contains("+  p: (redacted)\n"), "{d}");
+        assert!(d.contains("+  q: (redacted, changed)\n"), "{d}");
+        assert!(d.contains("+  r: (redacted, changed)\n"), "{d}");
+        assert!(d.contains("-  q: (redacted)\n"), "{d}");
     }
 
     #[test]
