@@ -168,6 +168,18 @@ pub fn private_dir(dir: &Path) -> Result<(), WriteError> {
     })
 }
 
+/// Creates `dir` and its missing parents owner-only (0700, whatever the
+/// umask), and leaves a directory that exists as it is: for a root the
+/// user names (a store's directory may be one the user keeps other things
+/// in), whose entries rudder makes private itself.
+pub fn create_private_dir(dir: &Path) -> Result<(), WriteError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(PRIVATE_DIR)
+        .create(dir)
+        .map_err(WriteError::new("create directory", dir))
+}
+
 /// Opens (and with `create`, creates) a file owner-only: a new file is
 /// 0600 whatever the umask, an existing one with group or other bits is
 /// tightened (reported as [`Tightened`]). `opts` says how to open it.

@@ -200,10 +200,13 @@ impl FileStore {
 
     /// Takes the namespace's writer lock (released when the file is
     /// dropped), creating the store and namespace directories owner-only
-    /// (or tightening them).
+    /// (or tightening the namespace's).
     #[allow(clippy::incompatible_msrv)]
     fn lock(&self, dir: &Path) -> Result<File, StoreError> {
-        fsutil::private_dir(&self.root).map_err(StoreError::write)?;
+        // The root may be a directory the user keeps other things in: it is
+        // created private, but an existing one keeps its mode (what lies
+        // in it is private).
+        fsutil::create_private_dir(&self.root).map_err(StoreError::write)?;
         fsutil::private_dir(dir).map_err(StoreError::write)?;
         let p = dir.join(".lock");
         let f = fsutil::open_private(
