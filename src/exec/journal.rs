@@ -417,6 +417,13 @@ impl ReleaseJournal {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io("open journal", p, e)),
         };
+        match f.metadata() {
+            Ok(m) if m.len() > crate::input::MAX_INPUT_BYTES => {
+                return Err(io("read journal", p, crate::input::too_large()))
+            }
+            Ok(_) => {}
+            Err(e) => return Err(io("read journal", p, e)),
+        }
         let mut out = Vec::new();
         for line in BufReader::new(f).lines() {
             let line = line.map_err(|e| io("read journal", p, e))?;

@@ -13,7 +13,7 @@ pub mod funcs;
 pub mod gofmt;
 pub mod lexer;
 pub mod parse;
-mod stack;
+use crate::stack;
 pub mod value;
 
 pub use ast::Source;
