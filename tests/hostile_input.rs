@@ -665,3 +665,36 @@ fn render_budget_names_the_template_that_crossed_it() {
         "{stderr}"
     );
 }
+
+/// Values at Helm's depth limit render as Helm renders them: 9,999 levels
+/// (a map, then 9,998 nested sequences) through toJson and toYaml, in a
+/// debug build too (the walkers grow their stack). helm v3.17.2 prints
+/// `j: "20006"` and `y: "20003"` for this chart.
+#[test]
+fn values_at_helms_depth_render_as_helm_renders_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write(&dir.join("c/Chart.yaml"), CHART_YAML);
+    write(
+        &dir.join("c/templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  j: {{ .Values | toJson | len | quote }}\n  y: {{ .Values | toYaml | len | quote }}\n",
+    );
+    write(
+        &dir.join("deep.yaml"),
+        &format!("x:\n{}y\n", "- ".repeat(9_998)),
+    );
+    let out = rudder(&["template", "c", "-f", "deep.yaml"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("  j: \"20006\"\n  y: \"20003\"\n"),
+        "{stdout}"
+    );
+}
