@@ -171,11 +171,12 @@ impl Resp {
         (200..300).contains(&self.code)
     }
     fn json(&self) -> Result<Value, String> {
-        serde_json::from_slice(&self.body).map_err(|e| format!("invalid JSON from the server: {e}"))
+        crate::yaml::json_from_slice(&self.body)
+            .map_err(|e| format!("invalid JSON from the server: {e}"))
     }
     /// The `Status` object of an error answer, if it is one.
     fn status(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+        crate::yaml::json_from_slice(&self.body).unwrap_or(Value::Null)
     }
     fn message(&self) -> String {
         let st = self.status();
@@ -1038,7 +1039,7 @@ impl Cluster for KubeCluster {
                     buf.extend_from_slice(&data);
                     while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
                         let line: Vec<u8> = buf.drain(..=nl).collect();
-                        let Ok(ev) = serde_json::from_slice::<Value>(&line) else {
+                        let Ok(ev) = crate::yaml::json_from_slice::<Value>(&line) else {
                             continue;
                         };
                         match ev["type"].as_str() {

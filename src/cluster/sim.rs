@@ -184,7 +184,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read as _, Seek as _, Write as _};
+use std::io::{Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
@@ -512,7 +512,8 @@ impl State {
             path: path.display().to_string(),
             message,
         };
-        let v: Value = serde_json::from_slice(data).map_err(|e| corrupt(e.to_string()))?;
+        // Objects as deep as Helm's values may be (10,000 levels).
+        let v: Value = crate::yaml::json_from_slice(data).map_err(|e| corrupt(e.to_string()))?;
         let format = v.get("format").and_then(Value::as_str);
         if format != Some(FORMAT) {
             return Err(corrupt(format!(
@@ -1305,7 +1306,7 @@ impl State {
             path: path.display().to_string(),
             message: format!("line {n}: {message}"),
         };
-        let v: Value = serde_json::from_slice(line).map_err(|e| corrupt(e.to_string()))?;
+        let v: Value = crate::yaml::json_from_slice(line).map_err(|e| corrupt(e.to_string()))?;
         let seq = v
             .get("seq")
             .and_then(Value::as_u64)
@@ -1744,7 +1745,8 @@ impl SimCluster {
                     &canonical(dir).to_string_lossy(),
                 ])),
                 Some(_) => {
-                    let data = fs::read(&state_path).map_err(io_err("read", &state_path))?;
+                    let data =
+                        crate::input::read(&state_path).map_err(io_err("read", &state_path))?;
                     State::parse(&data, &state_path)?
                 }
             };
@@ -1764,9 +1766,15 @@ impl SimCluster {
             });
         };
         if let Some(f) = log.as_mut() {
-            let mut buf = Vec::new();
-            f.seek(std::io::SeekFrom::Start(l.log_pos))
-                .and_then(|_| f.read_to_end(&mut buf))
+            let unread = f
+                .metadata()
+                .map_or(0, |m| m.len().saturating_sub(l.log_pos));
+            if unread > crate::input::MAX_INPUT_BYTES {
+                return Err(io_err("read", &log_path)(crate::input::too_large()));
+            }
+            let buf = f
+                .seek(std::io::SeekFrom::Start(l.log_pos))
+                .and_then(|_| crate::input::read_from(&mut *f))
                 .map_err(io_err("read", &log_path))?;
             // Complete lines only: a torn last line is not there yet.
             let complete = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);

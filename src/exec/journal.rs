@@ -89,7 +89,14 @@ fn io(op: &'static str, path: &Path, error: std::io::Error) -> JournalError {
 /// leaves), which is ignored; anything else is [`JournalError::Garbled`].
 /// A missing file has no entries.
 fn read_entries<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, JournalError> {
-    let data = match fs::read(path) {
+    let data = match fs::metadata(path) {
+        Ok(m) if m.len() > crate::input::MAX_INPUT_BYTES => {
+            return Err(io("read journal", path, crate::input::too_large()))
+        }
+        Ok(_) => fs::read(path),
+        Err(e) => Err(e),
+    };
+    let data = match data {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(io("read journal", path, e)),
@@ -130,10 +137,27 @@ fn cut_torn_tail(f: &File, path: &Path) -> Result<(), JournalError> {
     if last[0] == b'\n' {
         return Ok(());
     }
-    let data = fs::read(path).map_err(|e| io("read journal", path, e))?;
-    let keep = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    f.set_len(keep as u64)
-        .map_err(|e| io("truncate journal", path, e))
+    if len > crate::input::MAX_INPUT_BYTES {
+        return Err(io("read journal", path, crate::input::too_large()));
+    }
+    // The last newline, found by reading back from the end a block at a
+    // time (a torn line is short; the journal need not be read whole).
+    let mut end = len;
+    let mut block = vec![0u8; 64 * 1024];
+    let mut keep = 0;
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let chunk = &mut block[..(end - start) as usize];
+        r.seek(SeekFrom::Start(start))
+            .and_then(|_| r.read_exact(chunk))
+            .map_err(|e| io("read journal", path, e))?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            keep = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    f.set_len(keep).map_err(|e| io("truncate journal", path, e))
 }
 
 fn write_err(e: fsutil::WriteError) -> JournalError {

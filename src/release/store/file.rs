@@ -263,7 +263,7 @@ impl FileStore {
     }
 
     fn read_record(path: &Path) -> Result<Option<Release>, StoreError> {
-        let data = match fs::read(path) {
+        let data = match crate::input::read(path) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(StoreError::io("read", path, e)),
