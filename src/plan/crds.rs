@@ -14,7 +14,7 @@
 //! - it is checked in-process against the CRD's schema for its version, as
 //!   the plan has it ([`validate`]); a violation blocks the release with
 //!   the server's words;
-//! - the object change says so ([`PlannedCrd`](super::model::PlannedCrd)).
+//! - the object change says so ([`PlannedCrd`]).
 //!
 //! The server checks the object again when it is applied.
 //!
