@@ -140,6 +140,17 @@ fn chart(w: &World, name: &str, files: &[(&str, String)]) {
 /// in its crds/) and release `b`, which needs `a`, with `widget` as its
 /// Widget's spec, into file `file`.
 fn releases(w: &World, file: &str, b_chart: &str, widget: &str, widget_version: &str) {
+    releases_with(w, file, b_chart, widget, widget_version, true)
+}
+
+fn releases_with(
+    w: &World,
+    file: &str,
+    b_chart: &str,
+    widget: &str,
+    widget_version: &str,
+    needs: bool,
+) {
     chart(
         w,
         b_chart,
@@ -163,8 +174,17 @@ fn releases(w: &World, file: &str, b_chart: &str, widget: &str, widget_version: 
     w.write(
         file,
         &format!(
-            "releases:\n- name: a\n  namespace: {}\n  chart: a\n- name: b\n  namespace: {}\n  chart: {b_chart}\n  needs:\n  - release: {}/a\n    reason: its custom resources need a's CRDs\n",
-            w.ns_a, w.ns_b, w.ns_a
+            "releases:\n- name: a\n  namespace: {}\n  chart: a\n- name: b\n  namespace: {}\n  chart: {b_chart}\n{}",
+            w.ns_a,
+            w.ns_b,
+            if needs {
+                format!(
+                    "  needs:\n  - release: {}/a\n    reason: its custom resources need a's CRDs\n",
+                    w.ns_a
+                )
+            } else {
+                String::new()
+            }
         ),
     );
 }
@@ -277,6 +297,31 @@ fn story(target: Target<'_>, ns_a: String, ns_b: String) {
     assert_eq!(
         (&gcrd["action"], &gcrd["stage"]),
         (&"create".into(), &"crds".into())
+    );
+
+    // Without the need, b's resources are not planned against a's CRDs
+    // (a is not applied first, and may run at the same time): b is warned.
+    releases_with(&w, "unordered.yaml", "b", "  size: 3\n", "v1", false);
+    let plan = w.plan("unordered.yaml");
+    let b = release(&plan, "b");
+    assert!(object(b, "Widget").get("plannedCrd").is_none());
+    let warnings: Vec<&str> = b["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[1].starts_with(&format!(
+            "Widget.{g} w1: its kind comes from CRD widgets.{g}, which release {}/a applies, but this release does not need {}/a",
+            w.ns_a, w.ns_a
+        )),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[0].starts_with(&format!("Gadget.{g} ")),
+        "{warnings:?}"
     );
 
     // 2. A schema violation is in the plan, and blocks b.

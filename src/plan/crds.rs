@@ -53,7 +53,7 @@
 //! the server. A `null` value is an unset field (server-side apply drops
 //! it), unless the schema says `nullable`.
 use super::input::{DesiredRelease, ReleaseRef};
-use super::model::{ObjectAction, ObjectChange, PlanKey, PlannedCrd};
+use super::model::{ObjectAction, ObjectChange, PlanKey, PlannedCrd, ReleasePlan, Stage};
 use crate::cluster::reads::Reads;
 use crate::cluster::{ClusterError, ObjectKey, Scope};
 use serde_json::{Map, Value};
@@ -396,6 +396,72 @@ impl Planned<'_> {
             d.name,
             self.version
         ))
+    }
+}
+
+/// Warns each release that writes custom resources of a kind the cluster
+/// does not serve (`served` says which it does) when only releases it does
+/// not need (directly or through others) define that kind: they are not
+/// applied before it, and may run at the same time, so its apply may fail
+/// with `no matches for kind`. One warning per kind and release; `plans`
+/// in plan order.
+pub fn warn_unordered(plans: &mut [ReleasePlan], served: impl Fn(&str, &str) -> bool) {
+    // Which releases define each kind, in plan order.
+    let mut definers: HashMap<(String, String), Vec<(ReleaseRef, String)>> = HashMap::new();
+    for p in plans.iter() {
+        let r = p.reference();
+        for o in &p.objects {
+            let Some(d) = o.desired.as_ref().and_then(|v| CrdDef::of(v, &r, false)) else {
+                continue;
+            };
+            let list = definers.entry((d.group, d.kind)).or_default();
+            if !list.iter().any(|(x, _)| *x == r) {
+                list.push((r.clone(), d.name));
+            }
+        }
+    }
+    if definers.is_empty() {
+        return;
+    }
+    let mut ancestors: HashMap<ReleaseRef, HashSet<ReleaseRef>> = HashMap::new();
+    for p in plans.iter_mut() {
+        let me = p.reference();
+        let mut mine = HashSet::new();
+        for n in &p.needs {
+            mine.insert(n.clone());
+            mine.extend(ancestors.get(n).into_iter().flatten().cloned());
+        }
+        // Per kind, the objects that need it, in plan order.
+        let mut wanting: Vec<((String, String), Vec<String>)> = Vec::new();
+        for o in &p.objects {
+            let k = (o.key.group.clone(), o.key.kind.clone());
+            if o.stage != Stage::Main
+                || !o.action.writes()
+                || o.planned_crd.is_some()
+                || served(&k.0, &k.1)
+            {
+                continue;
+            }
+            let Some(defs) = definers.get(&k) else {
+                continue;
+            };
+            if defs.iter().any(|(r, _)| *r == me || mine.contains(r)) {
+                continue;
+            }
+            match wanting.iter_mut().find(|(x, _)| *x == k) {
+                Some((_, names)) => names.push(o.key.name.clone()),
+                None => wanting.push((k, vec![o.key.name.clone()])),
+            }
+        }
+        for ((group, kind), names) in wanting {
+            let defs = &definers[&(group.clone(), kind.clone())];
+            let (r, crd) = &defs[defs.len() - 1];
+            p.warnings.push(format!(
+                "{kind}.{group} {}: its kind comes from CRD {crd}, which release {r} applies, but this release does not need {r}: add it to needs, or the apply may fail with no matches for kind {kind:?}",
+                names.join(", ")
+            ));
+        }
+        ancestors.insert(me, mine);
     }
 }
 

@@ -253,6 +253,9 @@ impl<'a> Planner<'a> {
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()?;
         block_shared_creates(&mut plans);
+        super::crds::warn_unordered(&mut plans, |g, k| {
+            ctx.scopes.contains_key(&(g.to_string(), k.to_string()))
+        });
         let mut edges = Vec::new();
         for &i in &order {
             let r = &releases[i];
