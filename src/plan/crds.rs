@@ -834,6 +834,79 @@ mod tests {
                "schema": {"openAPIV3Schema": {"type": "object", "properties": props}}})
     }
 
+    fn desired(name: &str, needs: &[&str]) -> DesiredRelease {
+        let docs = std::collections::BTreeMap::from([(
+            "c.yaml".to_string(),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n".to_string(),
+        )]);
+        let chart = crate::chart::chart_from_manifests(name, "n", &docs).unwrap();
+        let mut d = DesiredRelease::new(name, "n", chart);
+        d.needs = needs
+            .iter()
+            .map(|n| crate::plan::Need {
+                release: ReleaseRef {
+                    namespace: "n".into(),
+                    name: n.to_string(),
+                },
+                reason: String::new(),
+            })
+            .collect();
+        d
+    }
+
+    #[test]
+    fn a_release_waits_for_the_crds_of_the_releases_it_needs_only() {
+        // c needs b needs a; d needs nothing. Input order d, c, b, a;
+        // plan order d, a, b, c.
+        let rels = [
+            desired("d", &[]),
+            desired("c", &["b"]),
+            desired("b", &["a"]),
+            desired("a", &[]),
+        ];
+        let order = crate::plan::order::release_order(&rels).unwrap();
+        assert_eq!(order, [0, 3, 2, 1]);
+        let board = Board::new(&rels, &order);
+        assert_eq!(board.ancestors, [vec![], vec![3, 2], vec![3], vec![]]);
+        let def = |rel: usize, kind: &str| {
+            let v = crd(json!([v("v1", true, json!({}))]), "Namespaced");
+            let mut d = CrdDef::of(&v, &rels[rel].reference(), false).unwrap();
+            d.kind = kind.into();
+            d
+        };
+        std::thread::scope(|s| {
+            // c asks first, on its own thread: it waits for a and b.
+            let c = s.spawn(|| board.kinds_for(1, Vec::new()));
+            // d needs nothing: it does not wait (nothing is published yet).
+            assert!(board.kinds_for(0, Vec::new()).is_empty());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(!c.is_finished());
+            board
+                .publisher(3)
+                .publish(vec![def(3, "Widget"), def(3, "Gadget")]);
+            // b publishes nothing (dropped unpublished), and redefines
+            // nothing; a's Gadget stays a's.
+            drop(board.publisher(2));
+            let kinds = c.join().unwrap();
+            let mut found: Vec<(&str, &str)> = kinds
+                .by_kind
+                .values()
+                .map(|d| (d.kind.as_str(), d.release.name.as_str()))
+                .collect();
+            found.sort();
+            assert_eq!(found, [("Gadget", "a"), ("Widget", "a")]);
+        });
+        // A later release's CRD of the same kind, and the release's own,
+        // win over earlier ones.
+        let board = Board::new(&rels, &order);
+        board.publisher(3).publish(vec![def(3, "Widget")]);
+        board.publisher(2).publish(vec![def(2, "Widget")]);
+        let kinds = board.kinds_for(1, Vec::new());
+        assert_eq!(kinds.by_kind.values().next().unwrap().release.name, "b");
+        let kinds = board.kinds_for(1, vec![def(1, "Widget")]);
+        assert_eq!(kinds.by_kind.values().next().unwrap().release.name, "c");
+    }
+
     #[test]
     fn a_crd_counts_when_absent_or_changed_for_the_version() {
         let r = ReleaseRef {
