@@ -174,7 +174,7 @@ fn releases_with(
     w.write(
         file,
         &format!(
-            "releases:\n- name: a\n  namespace: {}\n  chart: a\n- name: b\n  namespace: {}\n  chart: {b_chart}\n{}",
+            "releases:\n- name: a\n  namespace: {}\n  chart: a\n  atomic: false\n  wait: false\n- name: b\n  namespace: {}\n  chart: {b_chart}\n{}",
             w.ns_a,
             w.ns_b,
             if needs {
@@ -290,9 +290,13 @@ fn story(target: Target<'_>, ns_a: String, ns_b: String) {
     assert_eq!(gadget["action"], "create");
     assert_eq!(gadget["key"]["namespace"], "");
     assert_eq!(gadget["plannedCrd"]["name"], format!("gadgets.{g}"));
-    // a creates both CRDs: the one of its crds/ in stage crds.
+    // a creates both CRDs: the one of its crds/ in stage crds. a does not
+    // wait, so its plan has no wait rule for the CRD of its templates: the
+    // executor waits for it to be Established anyway, before b starts.
     let a = release(&plan, "a");
-    assert_eq!(crd_object(a, &format!("widgets.{g}"))["action"], "create");
+    let wcrd = crd_object(a, &format!("widgets.{g}"));
+    assert_eq!(wcrd["action"], "create");
+    assert!(wcrd.get("wait").is_none(), "{wcrd:#}");
     let gcrd = crd_object(a, &format!("gadgets.{g}"));
     assert_eq!(
         (&gcrd["action"], &gcrd["stage"]),
