@@ -1846,6 +1846,8 @@ impl<'a> Executor<'a> {
     ) -> Result<(), Failure> {
         let rref = format!("{}/{}", rp.namespace, rp.name);
         let mut waits: Vec<(ObjectKey, String)> = Vec::new();
+        // CRDs written among the objects that the wait does not cover.
+        let mut crds: Vec<(ObjectKey, String)> = Vec::new();
         // CRDs first (the namespace was created before the pending
         // record); they must be Established before the rest.
         for o in rp.objects.iter().filter(|o| o.stage == Stage::Crds) {
@@ -1902,8 +1904,16 @@ impl<'a> Executor<'a> {
             for ((o, _), w) in writes.iter().zip(&written) {
                 if o.wait.is_some() {
                     waits.push((o.key.object_key(), meta_str(w, "resourceVersion")));
+                } else if is_crd(&o.key) {
+                    crds.push((o.key.object_key(), meta_str(w, "resourceVersion")));
                 }
             }
+        }
+        // A CRD among the templates is Established before the release is
+        // done even when it does not wait: the releases that need it may
+        // hold its custom resources.
+        if !crds.is_empty() {
+            self.wait_for(&rref, &crds, WaitStrategy::Legacy, false, deadline)?;
         }
         let _ = self.phase(j, run, "objects-applied");
         for o in rp.objects.iter().filter(|o| o.stage == Stage::Prune) {
@@ -2920,6 +2930,11 @@ fn namespaced(k: &ObjectKey) -> String {
     } else {
         format!("{}/{}", k.namespace, k.name)
     }
+}
+
+/// Whether a plan key names a CustomResourceDefinition.
+fn is_crd(key: &crate::plan::model::PlanKey) -> bool {
+    key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition"
 }
 
 fn meta_str(v: &Value, f: &str) -> String {

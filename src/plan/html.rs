@@ -516,6 +516,7 @@ mod tests {
             diff: diff.into(),
             wait: None,
             desired: None,
+            planned_crd: None,
         }
     }
 

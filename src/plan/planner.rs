@@ -16,7 +16,10 @@
 //!    for a document of the same text as in the last successful apply
 //!    (the base is the last record, and deployed) whose live object
 //!    rudder applied, no other manager owns a field of, and that holds
-//!    every desired value already (see `provably_unchanged`);
+//!    every desired value already (see `provably_unchanged`); a custom
+//!    resource whose CRD this plan creates or changes first (in its own
+//!    chart or a release it needs) is planned against that CRD instead,
+//!    checked against its schema ([`super::crds`]);
 //! 4. objects of the last manifest that the new one lacks are deleted when
 //!    their live ownership metadata names this release, and kept otherwise.
 //!
@@ -239,16 +242,20 @@ impl<'a> Planner<'a> {
                     ),
                     source: Box::new(source),
                 })?;
-        let ctx = Context::new(self.cluster, &identity);
+        let mut ctx = Context::new(self.cluster, &identity);
+        ctx.crds = super::crds::Board::new(releases, &order);
         // Releases plan independently (what one plan says about another is
         // settled after, by `block_shared_creates`), so they share the
         // cores; the results come back in order, and the first error in
         // that order is the one reported, as a sequential loop would.
         let mut plans =
-            crate::par::map_claimed(&order, 2, |&i| self.plan_release(&releases[i], &ctx))
+            crate::par::map_claimed(&order, 2, |&i| self.plan_release(&releases[i], i, &ctx))
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()?;
         block_shared_creates(&mut plans);
+        super::crds::warn_unordered(&mut plans, |g, k| {
+            ctx.scopes.contains_key(&(g.to_string(), k.to_string()))
+        });
         let mut edges = Vec::new();
         for &i in &order {
             let r = &releases[i];
@@ -286,9 +293,13 @@ impl<'a> Planner<'a> {
     fn plan_release(
         &self,
         d: &DesiredRelease,
+        index: usize,
         ctx: &Context<'_>,
     ) -> Result<ReleasePlan, PlanError> {
         let rref = d.reference();
+        // This release's CRDs, for the releases that need it (published
+        // empty if it returns before they are known).
+        let mut publisher = ctx.crds.publisher(index);
         let store_err = |source| PlanError::Store {
             release: rref.clone(),
             source: Box::new(source),
@@ -492,6 +503,7 @@ impl<'a> Planner<'a> {
         // CRDs of crds/: created when missing, never updated or deleted.
         let mut objects = Vec::new();
         let mut new_kinds: HashMap<(String, String), Scope> = HashMap::new();
+        let mut own_crds = Vec::new();
         for crd in &rendered.crds {
             let text = String::from_utf8_lossy(&crd.content);
             for doc in crate::manifest::split::split_manifests(&text) {
@@ -507,6 +519,7 @@ impl<'a> Planner<'a> {
                     });
                 };
                 note_crd_kind(&value, &mut new_kinds);
+                own_crds.extend(super::crds::CrdDef::of(&value, &rref, true));
                 let pkey = plan_key(&value, &key);
                 let live = self.get(ctx, &rref, &key, &mut preconditions)?;
                 let (action, reason) = if live.is_some() {
@@ -529,6 +542,7 @@ impl<'a> Planner<'a> {
                         rule: "CustomResourceDefinition: condition Established=True".into(),
                     }),
                     desired: Some(value),
+                    planned_crd: None,
                 });
             }
         }
@@ -540,8 +554,14 @@ impl<'a> Planner<'a> {
                 continue;
             }
             note_crd_kind(&value, &mut new_kinds);
+            own_crds.extend(super::crds::CrdDef::of(&value, &rref, false));
             desired_docs.push((m.source.clone(), m.content.as_str(), value));
         }
+        // Kinds from CRDs this plan applies before these objects: the
+        // release's own, and those of the releases it needs (waited for).
+        publisher.publish(own_crds.clone());
+        let planned_kinds = ctx.crds.kinds_for(index, own_crds);
+        planned_kinds.add_scopes(&mut new_kinds);
         // The last manifest; documents that did not change are not parsed
         // again: the desired document of the same text stands for them.
         // foldhash: the keys are whole documents, SipHash is slow on them.
@@ -577,6 +597,7 @@ impl<'a> Planner<'a> {
                         diff: String::new(),
                         wait: None,
                         desired: Some(ns),
+                        planned_crd: None,
                     });
                 }
             }
@@ -636,6 +657,16 @@ impl<'a> Planner<'a> {
             })?;
         for ((text, value, pkey, key), live) in keyed.into_iter().zip(lives) {
             record_precondition(&mut preconditions, &key, live.as_deref());
+            let planned = if planned_kinds.is_empty() {
+                None
+            } else {
+                planned_kinds
+                    .planned(&ctx.reads, &pkey)
+                    .map_err(|source| PlanError::Cluster {
+                        release: rref.clone(),
+                        source: Box::new(source),
+                    })?
+            };
             let old = old_by_key.get(&key).copied();
             let wait = if opts.waits() {
                 wait_rule(&key.kind, opts.wait_strategy, opts.wait_for_jobs)
@@ -651,6 +682,7 @@ impl<'a> Planner<'a> {
                 diff: String::new(),
                 wait,
                 desired: None,
+                planned_crd: None,
             };
             match live {
                 None => {
@@ -721,13 +753,18 @@ impl<'a> Planner<'a> {
                         main.push((text, change));
                         continue;
                     }
+                    // An object whose CRD this plan applies first is
+                    // compared as rendered: the server cannot dry-run it.
                     let dry =
-                        self.cluster
-                            .dry_run(&value)
-                            .map_err(|source| PlanError::Cluster {
-                                release: rref.clone(),
-                                source: Box::new(source),
-                            })?;
+                        match planned {
+                            Some(_) => value.clone(),
+                            None => self.cluster.dry_run(&value).map_err(|source| {
+                                PlanError::Cluster {
+                                    release: rref.clone(),
+                                    source: Box::new(source),
+                                }
+                            })?,
+                        };
                     let changed = changed_fields(&dry, &value, &live, old_applied);
                     if change.action != ObjectAction::Adopt {
                         if changed.is_empty() {
@@ -755,6 +792,9 @@ impl<'a> Planner<'a> {
                     }
                     change.changed = changed;
                 }
+            }
+            if let Some(p) = &planned {
+                blocked.extend(p.annotate(&mut change, &value, &rref));
             }
             change.desired = Some(value);
             main.push((text, change));
@@ -1052,6 +1092,8 @@ fn record_precondition(pre: &mut Preconditions, key: &ObjectKey, live: Option<&V
 struct Context<'c> {
     /// Every live object the plan reads, read once, batched.
     reads: Reads<'c>,
+    /// The CRDs each release renders, for the releases that need it.
+    crds: super::crds::Board,
     server_version: String,
     api_versions: Vec<String>,
     scopes: HashMap<(String, String), Scope>,
@@ -1076,6 +1118,7 @@ impl<'c> Context<'c> {
         }
         Context {
             reads: Reads::new(cluster),
+            crds: super::crds::Board::new(&[], &[]),
             server_version: identity.server_version.clone(),
             api_versions: api_versions.into_iter().collect(),
             scopes,
@@ -1297,6 +1340,7 @@ fn removal(
         diff: String::new(),
         wait: None,
         desired: None,
+        planned_crd: None,
     }
 }
 
