@@ -135,6 +135,9 @@
 //! | 10 | [`Client`], [`blocking`] | the facade: one client over a store and a cluster, async and blocking |
 //! | 11 | [`upgrader`] | the bundled `rudder-upgrader`: Lokomotive's control-plane upgrade as plan-then-apply |
 //!
+//! [`fsutil`] (safe, owner-only file writes) and [`duration`] are used by
+//! every stage.
+//!
 //! The `rudder` binary is a thin shell over these modules.
 //!
 //! ## Example: a chart from manifests, rendered back
@@ -172,12 +175,15 @@ pub mod duration;
 mod env_faults;
 mod error_chain;
 pub mod exec;
+pub mod fsutil;
+pub mod input;
 pub mod jsonpath;
 pub mod manifest;
 mod par;
 pub mod plan;
 pub mod release;
 pub mod render;
+mod stack;
 pub mod targets;
 pub mod template;
 pub mod upgrader;

@@ -613,3 +613,150 @@ fn show_matches_helm_on_corpus_charts() {
     }
     eprintln!("{compared} show cases identical to helm show");
 }
+
+/// A chart directory whose symlinks (a file inside the chart, a file and a
+/// directory outside it) are followed with Helm's warning, line for line
+/// what helm v3 prints on stderr, for a relative, a dotted and an absolute
+/// chart path.
+#[test]
+fn symlinks_in_a_chart_directory_warn_as_helm_does() {
+    let Some(helm) = common::helm(3) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    let c = root.join("work/c");
+    write(
+        &c.join("Chart.yaml"),
+        "apiVersion: v2\nname: c\nversion: 1.0.0\n",
+    );
+    write(&c.join("inner.txt"), "a: 1\n");
+    write(
+        &root.join("outside/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+    );
+    write(&root.join("outdir/f.txt"), "k: v\n");
+    std::fs::create_dir_all(c.join("templates")).expect("mkdir");
+    std::os::unix::fs::symlink("inner.txt", c.join("link-inside.txt")).expect("symlink");
+    std::os::unix::fs::symlink("../../../outside/cm.yaml", c.join("templates/cm.yaml"))
+        .expect("symlink");
+    std::os::unix::fs::symlink("../../outdir", c.join("linkdir")).expect("symlink");
+    let abs = c.to_str().expect("utf-8").to_string();
+    for (cwd, chart) in [
+        (root.join("work"), "c"),
+        (root.join("work"), "./c/"),
+        (root.join("work"), "../work/c"),
+        (root.clone(), abs.as_str()),
+    ] {
+        for args in [vec!["template", "r", chart], vec!["show", "chart", chart]] {
+            let h = common::helm_command(&helm, tmp.path())
+                .args(&args)
+                .current_dir(&cwd)
+                .output()
+                .expect("helm runs");
+            let r = Command::new(env!("CARGO_BIN_EXE_rudder"))
+                .args(&args)
+                .current_dir(&cwd)
+                .output()
+                .expect("rudder runs");
+            assert!(h.status.success() && r.status.success(), "{}", stderr(&r));
+            assert_eq!(stderr(&r), stderr(&h), "{args:?} in {}", cwd.display());
+            assert_eq!(stderr(&r).lines().count(), 3, "{}", stderr(&r));
+            assert!(
+                stderr(&r).contains(&format!(
+                    "walk.go:75: found symbolic link in path: {abs}/templates/cm.yaml resolves to {}/outside/cm.yaml. Contents of linked file included and used\n",
+                    root.display()
+                )),
+                "{}",
+                stderr(&r)
+            );
+        }
+    }
+}
+
+/// `chart from-manifests` refuses to replace an existing archive or a
+/// non-empty directory unless `--force`; with it, an archive is replaced
+/// whole, and a directory only when it holds a chart.
+#[test]
+fn from_manifests_replaces_an_output_only_with_force() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("web.yaml");
+    write(&src, DEPLOY);
+    let build = |out: &Path, version: &str, force: bool| {
+        let mut args = vec![
+            "chart",
+            "from-manifests",
+            "--name",
+            "web",
+            "--namespace",
+            "apps",
+            "--version",
+            version,
+            src.to_str().expect("utf-8"),
+            "--output",
+            out.to_str().expect("utf-8"),
+        ];
+        if force {
+            args.push("--force");
+        }
+        rudder(&args)
+    };
+    let chart_version = |out: &Path| {
+        let o = rudder(&["show", "chart", out.to_str().expect("utf-8")]);
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("version: ").map(str::to_string))
+            .unwrap_or_default()
+    };
+
+    // An archive.
+    let pkg = tmp.path().join("out/web.tgz");
+    assert!(build(&pkg, "1.0.0", false).status.success());
+    let before = std::fs::read(&pkg).expect("read");
+    let o = build(&pkg, "2.0.0", false);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(&format!(
+            "output {} exists (--force replaces it)",
+            pkg.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&pkg).expect("read"), before, "left as it was");
+    let o = build(&pkg, "2.0.0", true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(chart_version(&pkg), "2.0.0");
+    // No temp file is left beside it.
+    let names: Vec<_> = std::fs::read_dir(tmp.path().join("out"))
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, ["web.tgz"]);
+
+    // A chart directory: refused without --force, replaced with it (no
+    // file of the old chart survives).
+    let dir = tmp.path().join("chart");
+    assert!(build(&dir, "1.0.0", false).status.success());
+    write(&dir.join("templates/stale.yaml"), "kind: ConfigMap\n");
+    let o = build(&dir, "2.0.0", false);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("is not empty (--force replaces a chart directory)"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(chart_version(&dir), "1.0.0");
+    let o = build(&dir, "2.0.0", true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(chart_version(&dir), "2.0.0");
+    assert!(!dir.join("templates/stale.yaml").exists());
+
+    // A directory that holds no chart is never replaced, even with --force.
+    let other = tmp.path().join("notes");
+    write(&other.join("todo.txt"), "keep me\n");
+    let o = build(&other, "1.0.0", true);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("holds no chart"), "{}", stderr(&o));
+    assert!(other.join("todo.txt").is_file());
+}

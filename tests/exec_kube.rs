@@ -2042,6 +2042,21 @@ fn a_no_change_plan_costs_requests_per_kind_and_namespace_not_per_object() {
         "install of {releases} x {per_release} objects: plan {:?}, apply {install:?}",
         request_counts(&err, "plan")
     );
+    // The apply reads by LIST too: its staleness check, the live objects
+    // before each group's writes and each round of the waits list a
+    // (kind, namespace) at a time; each object costs its one write.
+    let reads =
+        install.get("get").copied().unwrap_or(0) + install.get("list").copied().unwrap_or(0);
+    assert!(
+        reads < (releases * per_release / 2) as u64,
+        "{reads} reads for {} objects: {install:?}",
+        releases * per_release
+    );
+    assert_eq!(
+        install.get("patch").copied(),
+        Some((releases * per_release) as u64),
+        "{install:?}"
+    );
     let (out, err) = r.ok_counted(&["plan", path, "-o", "json"]);
     let plan: Value = serde_json::from_str(&out).unwrap();
     for rel in plan["releases"].as_array().unwrap() {

@@ -106,7 +106,9 @@ fn hostile_templates_fail_clearly_in_little_memory() {
         let clear = stderr.starts_with("Error: ")
             && stderr.contains("hostile/templates/x.yaml")
             && (stderr.contains("would exceed the limit of 104857600 bytes")
-                || stderr.contains("rendering output exceeded the limit of 104857600 bytes"));
+                || stderr.contains("rendering output exceeded the limit of 104857600 bytes")
+                || stderr
+                    .contains("rendering output exceeded the render's budget of 67108864 bytes"));
         if code != 1 || !clear || rss >= MAX_RSS_BYTES {
             bad.push(format!(
                 "{name}: exit {code}, peak {mib:.0} MiB, stderr {stderr:?}"

@@ -715,7 +715,9 @@ fn archive_files(
 }
 
 /// Loads a chart directory (Helm's `loader.LoadDir`): `.helmignore` plus the
-/// default `templates/.?*` rule, symlinks followed, byte-order walk.
+/// default `templates/.?*` rule, byte-order walk, symlinks followed, each
+/// with Helm's warning on stderr (`walk.go:75: found symbolic link in path:
+/// P resolves to R. Contents of linked file included and used`).
 pub fn load_dir(dir: impl AsRef<Path>) -> Result<Chart, LoadError> {
     let files = load_dir_files(dir)?;
     load_files(files)
@@ -829,6 +831,8 @@ fn list_files(
                     Some(t) if t.is_dir() => {
                         std::fs::metadata(&path).map_err(|e| io_err("lstat", &path, &e))?
                     }
+                    // Reported here, in walk order ([`walk_entry`] does
+                    // not report in this mode).
                     _ => entry_meta(&path)?,
                 };
                 meta.is_dir().then_some((path, meta))
@@ -877,16 +881,42 @@ fn sorted_entries(
     Ok(entries)
 }
 
-/// The metadata of a walked path, symlinks followed.
+/// The metadata of a walked path, symlinks followed (and reported with
+/// [`symlink_warning`]).
 fn entry_meta(path: &Path) -> Result<std::fs::Metadata, LoadError> {
+    entry_meta_quiet(path, true)
+}
+
+/// [`entry_meta`]; `warn`: whether a symlink is reported.
+fn entry_meta_quiet(path: &Path, warn: bool) -> Result<std::fs::Metadata, LoadError> {
     let lmeta = std::fs::symlink_metadata(path).map_err(|e| io_err("lstat", path, &e))?;
     if !lmeta.file_type().is_symlink() {
         return Ok(lmeta);
     }
-    std::fs::metadata(path).map_err(|e| LoadError::BrokenSymlink {
+    let meta = std::fs::metadata(path).map_err(|e| LoadError::BrokenSymlink {
         path: path.display().to_string(),
         message: io_message(&e),
-    })
+    })?;
+    if warn {
+        symlink_warning(path);
+    }
+    Ok(meta)
+}
+
+/// Says on stderr that a chart directory's symlink was followed, in Helm's
+/// words (its `sympath.Walk` logs the same line, whether the link points
+/// inside the chart or outside it): the linked file becomes part of the
+/// chart, and may come from anywhere.
+fn symlink_warning(path: &Path) {
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    // Helm's path is `filepath.Abs`'s: cleaned of `.` and `..`.
+    let shown = path
+        .to_str()
+        .map_or_else(|| path.display().to_string(), clean_path);
+    eprintln!(
+        "walk.go:75: found symbolic link in path: {shown} resolves to {}. Contents of linked file included and used",
+        resolved.display()
+    );
 }
 
 /// The directories above `path`'s entries: `stack` and `path` itself,
@@ -969,7 +999,8 @@ fn walk_entry(
 ) -> Result<(), LoadError> {
     let path = dir.join(name);
     let n = rel_name(rel, name);
-    let meta = entry_meta(&path)?;
+    // A mapped walk reported its symlinks as it listed them.
+    let meta = entry_meta_quiet(&path, mode == ReadMode::Read)?;
     if meta.is_dir() {
         if rules.ignore(&n, true) {
             return Ok(());

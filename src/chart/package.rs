@@ -13,7 +13,6 @@
 //! always gives the same bytes.
 use super::metadata::{lock_to_yaml, metadata_to_yaml, DecodeNotes, ValidationError};
 use super::model::Chart;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The timestamp of every entry (2000-01-01T00:00:00Z): fixed so archives
@@ -138,8 +137,9 @@ pub fn package_bytes(chart: &Chart) -> Result<Vec<u8>, PackageError> {
 
 /// Writes the chart's package, `<dest>/<name>-<version>.tgz` (creating
 /// `dest` if needed), as `helm package` does, and returns its path,
-/// lexically cleaned as Helm's (`./out/../pkg` gives `pkg/web-1.2.3.tgz`). A
-/// partial file is removed on failure. [`save_dir`] writes the chart as a
+/// lexically cleaned as Helm's (`./out/../pkg` gives `pkg/web-1.2.3.tgz`).
+/// The archive is written to a temp file and renamed into place, so an
+/// interrupted package never leaves a torn archive under the final name. [`save_dir`] writes the chart as a
 /// directory instead.
 ///
 /// ```
@@ -198,18 +198,27 @@ pub fn save_to_file(chart: &Chart, path: impl AsRef<Path>) -> Result<(), Package
     write_file(path.as_ref(), &bytes)
 }
 
+/// Writes a file with [`crate::fsutil::atomic_write`]: an interrupted
+/// write leaves the old file (or none), never a torn archive under the
+/// final name. The mode is 0666 less the umask, as Helm's `os.Create`.
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PackageError> {
-    let io = |op, e: std::io::Error| PackageError::Io {
-        op,
-        path: path.display().to_string(),
-        message: super::loader::io_message(&e),
-    };
-    let mut f = std::fs::File::create(path).map_err(|e| io("open", e))?;
-    if let Err(e) = f.write_all(bytes).and_then(|_| f.sync_all()) {
-        let _ = std::fs::remove_file(path);
-        return Err(io("write", e));
-    }
-    Ok(())
+    crate::fsutil::atomic_write(path, bytes, crate::fsutil::Mode::SHARED).map_err(|e| {
+        PackageError::Io {
+            // Helm's words for the file it cannot create; the temp file is
+            // an implementation detail.
+            op: if e.op == "create temp file" {
+                "open"
+            } else {
+                e.op
+            },
+            path: if e.op == "create temp file" {
+                path.display().to_string()
+            } else {
+                e.path.display().to_string()
+            },
+            message: super::loader::io_message(&e.error),
+        }
+    })
 }
 
 /// Writes a chart as a directory (Helm's `SaveDir`, but with subcharts

@@ -56,6 +56,10 @@ pub struct FromManifestsArgs {
     /// Output: a chart directory, or a `.tgz` file for a package.
     #[arg(long, short = 'o')]
     output: PathBuf,
+    /// Replace an existing output: a `.tgz` file, or a directory holding a
+    /// chart (one with a Chart.yaml). Without it both are refused.
+    #[arg(long)]
+    force: bool,
 }
 
 /// `rudder package`.
@@ -237,17 +241,28 @@ fn read_manifests(paths: &[PathBuf]) -> Result<BTreeMap<String, String>, Box<dyn
     Ok(out)
 }
 
-fn write_chart_dir(c: &Chart, dir: &Path) -> CliResult {
+fn write_chart_dir(c: &Chart, dir: &Path, force: bool) -> CliResult {
     if dir.exists() {
         let non_empty = std::fs::read_dir(dir)
             .map_err(|e| msg(format!("{}: {e}", dir.display())))?
             .next()
             .is_some();
         if non_empty {
-            return Err(msg(format!(
-                "output directory {} is not empty",
-                dir.display()
-            )));
+            // --force replaces a chart, never any other directory: its
+            // old files would otherwise become part of the new chart.
+            if !force {
+                return Err(msg(format!(
+                    "output directory {} is not empty (--force replaces a chart directory)",
+                    dir.display()
+                )));
+            }
+            if !dir.join("Chart.yaml").is_file() {
+                return Err(msg(format!(
+                    "output directory {} is not empty and holds no chart (no Chart.yaml): not replacing it, even with --force",
+                    dir.display()
+                )));
+            }
+            std::fs::remove_dir_all(dir).map_err(|e| msg(format!("{}: {e}", dir.display())))?;
         }
     }
     chart::save_dir(c, dir)?;
@@ -265,9 +280,15 @@ fn from_manifests(a: FromManifestsArgs) -> CliResult {
             std::fs::create_dir_all(parent)
                 .map_err(|e| msg(format!("{}: {e}", parent.display())))?;
         }
+        if !a.force && std::fs::symlink_metadata(&out).is_ok() {
+            return Err(msg(format!(
+                "output {} exists (--force replaces it)",
+                out.display()
+            )));
+        }
         chart::package::save_to_file(&c, &out)?;
     } else {
-        write_chart_dir(&c, &out)?;
+        write_chart_dir(&c, &out, a.force)?;
     }
     println!(
         "Built chart {} {} in {}",

@@ -3,9 +3,8 @@
 //! prints them.
 use clap::{Args, Subcommand};
 use rudder::cluster::{self, ApiResource, ApplyOptions, Cluster, ClusterError, ObjectKey};
-use serde::Deserialize;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 /// `rudder cluster ...`.
@@ -527,9 +526,12 @@ fn list(c: &dyn Cluster, a: &ListArgs) -> Outcome {
 /// expanded; empty documents skipped).
 fn parse_objects(text: &str, source: &str) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let v =
-            Value::deserialize(doc).map_err(|e| format!("error: error parsing {source}: {e}"))?;
+    // The guarded reader every YAML input goes through (alias bombs and
+    // nesting past Helm's 10,000 levels refused at once, in linear time).
+    let docs = rudder::yaml::parse_documents(text)
+        .map_err(|e| format!("error: error parsing {source}: {e}"))?;
+    for doc in &docs {
+        let v = rudder::yaml::to_json_value(doc);
         match v {
             Value::Null => {}
             Value::Object(ref m)
@@ -567,14 +569,19 @@ fn apply(c: &dyn Cluster, a: &ApplyArgs) -> Outcome {
     let mut applied = Vec::new();
     for f in &a.files {
         let text = if f == "-" {
-            let mut s = String::new();
-            if let Err(e) = std::io::stdin().read_to_string(&mut s) {
-                o.errors.push(format!("error: reading stdin: {e}"));
-                continue;
+            match rudder::input::read_from(std::io::stdin()).map(String::from_utf8) {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    o.errors.push(format!("error: reading stdin: {e}"));
+                    continue;
+                }
+                Err(e) => {
+                    o.errors.push(format!("error: reading stdin: {e}"));
+                    continue;
+                }
             }
-            s
         } else {
-            match std::fs::read_to_string(f) {
+            match rudder::input::read_to_string(f) {
                 Ok(s) => s,
                 Err(e) => {
                     o.errors

@@ -804,8 +804,9 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
         };
         let report = match (&a.plan, releases) {
             (Some(p), _) => {
-                let text = std::fs::read_to_string(p).map_err(|e| format!("open {p}: {e}"))?;
-                let plan: Plan = serde_json::from_str(&text)
+                let text =
+                    rudder::input::read_to_string(p).map_err(|e| format!("open {p}: {e}"))?;
+                let plan: Plan = rudder::yaml::json_from_str(&text)
                     .map_err(|e| format!("{p}: not a rudder plan: {e}"))?;
                 print_warnings(&plan);
                 print_preflight(&plan);

@@ -23,7 +23,7 @@ pub struct PlanArgs {
     /// Exit 0 when nothing changes and 2 when something does (errors exit 1).
     #[arg(long)]
     detailed_exitcode: bool,
-    /// Show secret values in diffs and output instead of their hashes.
+    /// Show secret values in diffs and output instead of `(redacted)`.
     #[arg(long)]
     show_secrets: bool,
     /// Plan one transaction (as `apply --atomic-plan`, or `atomicPlan:
@@ -61,7 +61,7 @@ pub struct DiffUpgradeArgs {
     /// Return a non-zero exit code (2) when there are changes.
     #[arg(long)]
     detailed_exitcode: bool,
-    /// Show secret values instead of their hashes.
+    /// Show secret values instead of `(redacted)`.
     #[arg(long)]
     show_secrets: bool,
     /// Lines of context around changes (helm-diff's default is -1: all).
@@ -114,31 +114,14 @@ fn make_plan(
     plan
 }
 
-/// Writes `text` to `path` with mode 0600, through a temporary file.
+/// Writes `text` to `path` with mode 0600, atomically.
 fn save_private(path: &str, text: &str) -> Result<(), String> {
-    let p = Path::new(path);
-    let dir = p
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        p.file_name().and_then(|n| n.to_str()).unwrap_or("plan"),
-        std::process::id()
-    ));
-    let err = |e: std::io::Error| format!("writing {path}: {e}");
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
-    }
-    let mut f = o.open(&tmp).map_err(err)?;
-    f.write_all(text.as_bytes()).map_err(err)?;
-    f.sync_all().map_err(err)?;
-    drop(f);
-    std::fs::rename(&tmp, p).map_err(err)
+    rudder::fsutil::atomic_write(
+        Path::new(path),
+        text.as_bytes(),
+        rudder::fsutil::Mode::PRIVATE,
+    )
+    .map_err(|e| format!("writing {path}: {}", rudder::error_chain(&e)))
 }
 
 /// Runs `rudder plan`.

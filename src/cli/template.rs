@@ -309,11 +309,11 @@ fn run_inner(a: &TemplateArgs, debug: bool, stdout: &mut String) -> Result<(), F
     // it parses the templates while the chart's values load, and can be
     // leaked with the chart and the result below.
     let mut engine = rudder::render::engine_for(&opts);
-    // SAFETY: this process only renders the chart and exits. It assumes
-    // nobody edits or truncates the chart's files during the few
-    // milliseconds that takes (an edit could change the output, a
-    // truncation would kill the process).
-    let chart = unsafe { rudder::render::load_mapped_for(&mut engine, &chart_path) }?;
+    // The chart's files are read, not mapped: a mapped file that another
+    // process truncates during the render kills the process with SIGBUS
+    // (issue 33), and reading costs no measurable time (the conformance
+    // charts render as fast either way; see the commit that made this change).
+    let chart = rudder::render::load_for(&mut engine, &chart_path)?;
     let result = rudder::render::render_with(&mut engine, &chart, &user, &opts);
     // Helm checks the name before processing dependencies and the labels
     // after the values' schema: errors of the steps before those win.

@@ -3,7 +3,6 @@
 use clap::Args;
 use rudder::render::strvals::{parse_into, parse_literal_into, Mode};
 use rudder::render::values::{merge_maps, Map};
-use std::io::Read;
 
 /// The values flags, with Helm's names and meaning.
 #[derive(Debug, Args, Default, Clone)]
@@ -31,14 +30,10 @@ pub struct ValuesArgs {
 /// Reads a file, or standard input for `-`, with Go's error wording.
 pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
     if path == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .map_err(|e| rudder::error_chain(&e))?;
-        return Ok(buf);
+        return rudder::input::read_from(std::io::stdin()).map_err(|e| rudder::error_chain(&e));
     }
     rudder::render::strvals::check_file_url(path).map_err(|e| rudder::error_chain(&e))?;
-    std::fs::read(path).map_err(|e| {
+    rudder::input::read(path).map_err(|e| {
         let reason = match e.kind() {
             std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
             _ => e.to_string(),

@@ -171,11 +171,12 @@ impl Resp {
         (200..300).contains(&self.code)
     }
     fn json(&self) -> Result<Value, String> {
-        serde_json::from_slice(&self.body).map_err(|e| format!("invalid JSON from the server: {e}"))
+        crate::yaml::json_from_slice(&self.body)
+            .map_err(|e| format!("invalid JSON from the server: {e}"))
     }
     /// The `Status` object of an error answer, if it is one.
     fn status(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+        crate::yaml::json_from_slice(&self.body).unwrap_or(Value::Null)
     }
     fn message(&self) -> String {
         let st = self.status();
@@ -804,35 +805,43 @@ impl KubeCluster {
                     .flatten()
                 {
                     let group = str_at(g, &["metadata", "name"]).unwrap_or("");
-                    // The first version listed is the preferred one.
-                    let Some(ver) = g
+                    // The first version listed is the preferred one; a kind
+                    // that only another version serves (a CRD's new version,
+                    // or a group whose kinds have versions of their own) is
+                    // taken from the first version that has it.
+                    let mut seen = std::collections::HashSet::new();
+                    for ver in g
                         .get("versions")
-                        .and_then(Value::as_array)
-                        .and_then(|a| a.first())
-                    else {
-                        continue;
-                    };
-                    let version = str_at(ver, &["version"]).unwrap_or("");
-                    for r in ver
-                        .get("resources")
                         .and_then(Value::as_array)
                         .into_iter()
                         .flatten()
                     {
-                        if let Some(res) = resource_from_discovery(group, version, r) {
-                            out.push(res);
+                        let version = str_at(ver, &["version"]).unwrap_or("");
+                        for r in ver
+                            .get("resources")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                        {
+                            if let Some(res) = resource_from_discovery(group, version, r) {
+                                if seen.insert(res.kind.clone()) {
+                                    out.push(res);
+                                }
+                            }
                         }
                     }
                 }
                 continue;
             }
             // Legacy discovery: one more request per group.
-            let versions: Vec<(String, String)> = if root == "/api" {
+            // Per group, the preferred version first, then the others (a
+            // kind only they serve is taken from the first that has it).
+            let versions: Vec<(String, Vec<String>)> = if root == "/api" {
                 v.get("versions")
                     .and_then(Value::as_array)
                     .and_then(|a| a.first())
                     .and_then(Value::as_str)
-                    .map(|ver| vec![(String::new(), ver.to_string())])
+                    .map(|ver| vec![(String::new(), vec![ver.to_string()])])
                     .unwrap_or_default()
             } else {
                 v.get("groups")
@@ -840,28 +849,41 @@ impl KubeCluster {
                     .into_iter()
                     .flatten()
                     .filter_map(|g| {
-                        Some((
-                            str_at(g, &["name"])?.to_string(),
-                            str_at(g, &["preferredVersion", "version"])?.to_string(),
-                        ))
+                        let preferred = str_at(g, &["preferredVersion", "version"])?.to_string();
+                        let mut all = vec![preferred.clone()];
+                        all.extend(
+                            g.get("versions")
+                                .and_then(Value::as_array)
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|x| str_at(x, &["version"]))
+                                .filter(|x| *x != preferred)
+                                .map(str::to_string),
+                        );
+                        Some((str_at(g, &["name"])?.to_string(), all))
                     })
                     .collect()
             };
-            for (group, version) in versions {
-                let path = if group.is_empty() {
-                    format!("/api/{version}")
-                } else {
-                    format!("/apis/{group}/{version}")
-                };
-                let rl = self.get_json(&path, None, "discover the API")?;
-                for r in rl
-                    .get("resources")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some(res) = resource_from_discovery(&group, &version, r) {
-                        out.push(res);
+            for (group, group_versions) in versions {
+                let mut seen = std::collections::HashSet::new();
+                for version in group_versions {
+                    let path = if group.is_empty() {
+                        format!("/api/{version}")
+                    } else {
+                        format!("/apis/{group}/{version}")
+                    };
+                    let rl = self.get_json(&path, None, "discover the API")?;
+                    for r in rl
+                        .get("resources")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Some(res) = resource_from_discovery(&group, &version, r) {
+                            if seen.insert(res.kind.clone()) {
+                                out.push(res);
+                            }
+                        }
                     }
                 }
             }
@@ -1047,7 +1069,19 @@ impl KubeCluster {
         let what = format!("{} {key}", verb.name());
         let r = self.send(verb, &path, Some(content_type), None, Some(data), &what)?;
         if !r.ok() {
-            return Err(self.error(verb, &res, &key, &r));
+            let e = self.error(verb, &res, &key, &r);
+            // A server-side apply creates a missing object: its 404 says
+            // the version is not served (a CRD's new version the server
+            // has not picked up yet, or none at all).
+            if content_type == "application/apply-patch+yaml"
+                && matches!(e, ClusterError::NotFound { .. })
+            {
+                return Err(ClusterError::UnknownKind {
+                    api_version: str_at(obj, &["apiVersion"]).unwrap_or("").to_string(),
+                    kind: key.kind.clone(),
+                });
+            }
+            return Err(e);
         }
         r.json().map_err(|e| self.unreadable(&what, e))
     }
@@ -1159,7 +1193,7 @@ impl Cluster for KubeCluster {
                     buf.extend_from_slice(&data);
                     while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
                         let line: Vec<u8> = buf.drain(..=nl).collect();
-                        let Ok(ev) = serde_json::from_slice::<Value>(&line) else {
+                        let Ok(ev) = crate::yaml::json_from_slice::<Value>(&line) else {
                             continue;
                         };
                         match ev["type"].as_str() {

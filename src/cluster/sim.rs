@@ -153,10 +153,15 @@
 //! [`ClusterError::Corrupt`], as is a `state.json` that does not parse, and
 //! both are left as they are.
 //!
+//! The state holds Secrets, so DIR is 0700 and every file in it 0600,
+//! whatever the umask; a wider mode found on a write is tightened, with a
+//! warning ([`crate::fsutil`]).
+//!
 //! The first write, a write that finds the log past 1,000 entries or
-//! 4 MiB, and [`Cluster::flush`] compact: they write the whole state to a
-//! fresh `DIR/.tmp-*` file, fsync it, rename it over `state.json`, fsync
-//! DIR, then put an empty log in place of `log.jsonl` the same way. A crash
+//! 4 MiB, and [`Cluster::flush`] compact: they write the whole state to
+//! `state.json` with [`crate::fsutil::atomic_write`] (a fresh `DIR/.tmp-*`
+//! file, fsynced, renamed over it, DIR fsynced), then put an empty log in
+//! place of `log.jsonl` the same way. A crash
 //! leaves the old files or the new ones (or the new snapshot with the old
 //! log, whose entries it skips), plus a stray temp file, removed by the next
 //! compaction. Readers that find the files changed re-read them under a
@@ -174,13 +179,13 @@ use super::{
     ApiResource, ApplyOptions, Cluster, ClusterError, ClusterIdentity, ObjectKey, RequestCounter,
     RequestCounts, RequestVerb, Scope,
 };
+use crate::fsutil::{self, AtomicWrite, Mode, Step};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read as _, Seek as _, Write as _};
+use std::io::{Seek as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -217,8 +222,6 @@ const CRD_KIND: &str = "CustomResourceDefinition";
 const COMPACT_ENTRIES: u64 = 1000;
 /// A write that would grow the log past this many bytes compacts.
 const COMPACT_BYTES: u64 = 4 << 20;
-
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 fn builtin() -> &'static [ApiResource] {
     static B: OnceLock<Vec<ApiResource>> = OnceLock::new();
@@ -510,7 +513,8 @@ impl State {
             path: path.display().to_string(),
             message,
         };
-        let v: Value = serde_json::from_slice(data).map_err(|e| corrupt(e.to_string()))?;
+        // Objects as deep as Helm's values may be (10,000 levels).
+        let v: Value = crate::yaml::json_from_slice(data).map_err(|e| corrupt(e.to_string()))?;
         let format = v.get("format").and_then(Value::as_str);
         if format != Some(FORMAT) {
             return Err(corrupt(format!(
@@ -1303,7 +1307,7 @@ impl State {
             path: path.display().to_string(),
             message: format!("line {n}: {message}"),
         };
-        let v: Value = serde_json::from_slice(line).map_err(|e| corrupt(e.to_string()))?;
+        let v: Value = crate::yaml::json_from_slice(line).map_err(|e| corrupt(e.to_string()))?;
         let seq = v
             .get("seq")
             .and_then(Value::as_u64)
@@ -1742,7 +1746,8 @@ impl SimCluster {
                     &canonical(dir).to_string_lossy(),
                 ])),
                 Some(_) => {
-                    let data = fs::read(&state_path).map_err(io_err("read", &state_path))?;
+                    let data =
+                        crate::input::read(&state_path).map_err(io_err("read", &state_path))?;
                     State::parse(&data, &state_path)?
                 }
             };
@@ -1762,9 +1767,15 @@ impl SimCluster {
             });
         };
         if let Some(f) = log.as_mut() {
-            let mut buf = Vec::new();
-            f.seek(std::io::SeekFrom::Start(l.log_pos))
-                .and_then(|_| f.read_to_end(&mut buf))
+            let unread = f
+                .metadata()
+                .map_or(0, |m| m.len().saturating_sub(l.log_pos));
+            if unread > crate::input::MAX_INPUT_BYTES {
+                return Err(io_err("read", &log_path)(crate::input::too_large()));
+            }
+            let buf = f
+                .seek(std::io::SeekFrom::Start(l.log_pos))
+                .and_then(|_| crate::input::read_from(&mut *f))
                 .map_err(io_err("read", &log_path))?;
             // Complete lines only: a torn last line is not there yet.
             let complete = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
@@ -1858,15 +1869,16 @@ impl SimCluster {
                 }
             }
         }
-        fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
+        fsutil::private_dir(&dir).map_err(write_err)?;
         let lock_path = dir.join(LOCK_FILE);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io_err("open lock", &lock_path))?;
+        let lock = fsutil::open_private(
+            &lock_path,
+            OpenOptions::new().create(true).truncate(false).write(true),
+        )
+        .map_err(write_err)?;
         lock.lock().map_err(io_err("lock", &lock_path))?;
+        // A state written by an older rudder may be readable by others.
+        fsutil::tighten_existing(&dir.join(STATE_FILE)).map_err(write_err)?;
         let loaded = self.refresh(&mut g, true)?;
         let mut plan = f(&loaded.state)?;
         if !plan.changes() {
@@ -1954,11 +1966,8 @@ fn lock_shared(dir: &Path) -> Result<Option<File>, ClusterError> {
 /// has `pos` good bytes); returns the log's new stamp.
 fn append(dir: &Path, pos: u64, line: &[u8]) -> Result<Stamp, ClusterError> {
     let path = dir.join(LOG_FILE);
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(&path)
-        .map_err(io_err("open", &path))?;
+    let mut f = fsutil::open_private(&path, OpenOptions::new().append(true).create(true))
+        .map_err(write_err)?;
     let len = f.metadata().map_err(io_err("stat", &path))?.len();
     if len > pos {
         f.set_len(pos).map_err(io_err("truncate", &path))?;
@@ -1968,12 +1977,28 @@ fn append(dir: &Path, pos: u64, line: &[u8]) -> Result<Stamp, ClusterError> {
     Ok(stamp_of(&meta))
 }
 
-fn tmp_path(dir: &Path) -> PathBuf {
-    dir.join(format!(
-        ".tmp-{}-{}",
-        std::process::id(),
-        TMP_COUNTER.fetch_add(1, Ordering::SeqCst)
-    ))
+/// Replaces `path` with `data` through [`fsutil::AtomicWrite`], owner-only,
+/// counting its fsyncs.
+fn write_private(path: &Path, data: &[u8], fsync: bool) -> Result<(), ClusterError> {
+    let count = |s: Step, _: &Path| {
+        if matches!(s, Step::SyncTemp | Step::SyncDir) {
+            counted_fsync();
+        }
+        Ok(())
+    };
+    AtomicWrite::new(Mode::PRIVATE)
+        .fsync(fsync)
+        .hook(&count)
+        .write(path, data)
+        .map_err(write_err)
+}
+
+fn write_err(e: fsutil::WriteError) -> ClusterError {
+    ClusterError::Io {
+        op: e.op,
+        path: e.path.display().to_string(),
+        source: e.error,
+    }
 }
 
 static FSYNCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -1998,29 +2023,7 @@ fn compact_files(
 ) -> Result<(Stamp, Stamp), ClusterError> {
     let stamp = persist(dir, state, fsync)?;
     let path = dir.join(LOG_FILE);
-    let tmp = tmp_path(dir);
-    let done = (|| {
-        let f = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&tmp)
-            .map_err(io_err("create temp file", &tmp))?;
-        if fsync {
-            counted_fsync();
-            f.sync_all().map_err(io_err("fsync temp file", &tmp))?;
-        }
-        fs::rename(&tmp, &path).map_err(io_err("rename", &path))
-    })();
-    if let Err(e) = done {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    if fsync {
-        counted_fsync();
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io_err("fsync directory", dir))?;
-    }
+    write_private(&path, b"", fsync)?;
     let log = stat(&path)?.ok_or_else(|| ClusterError::Corrupt {
         path: path.display().to_string(),
         message: "the log vanished while it was read".into(),
@@ -2043,31 +2046,7 @@ fn persist(dir: &Path, state: &mut State, fsync: bool) -> Result<Stamp, ClusterE
         path: path.display().to_string(),
         source: std::io::Error::other(e),
     })?;
-    let tmp = tmp_path(dir);
-    let written = (|| {
-        let mut f = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&tmp)
-            .map_err(io_err("create temp file", &tmp))?;
-        f.write_all(&data)
-            .map_err(io_err("write temp file", &tmp))?;
-        if fsync {
-            counted_fsync();
-            f.sync_all().map_err(io_err("fsync temp file", &tmp))?;
-        }
-        fs::rename(&tmp, &path).map_err(io_err("rename", &path))
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    if fsync {
-        counted_fsync();
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io_err("fsync directory", dir))?;
-    }
+    write_private(&path, &data, fsync)?;
     let meta = fs::metadata(&path).map_err(io_err("stat", &path))?;
     Ok(stamp_of(&meta))
 }
@@ -2305,12 +2284,11 @@ impl Cluster for SimCluster {
             }
         }
         let lock_path = dir.join(LOCK_FILE);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io_err("open lock", &lock_path))?;
+        let lock = fsutil::open_private(
+            &lock_path,
+            OpenOptions::new().create(true).truncate(false).write(true),
+        )
+        .map_err(write_err)?;
         #[allow(clippy::incompatible_msrv)]
         lock.lock().map_err(io_err("lock", &lock_path))?;
         let loaded = self.refresh(&mut g, true)?;
@@ -2833,7 +2811,7 @@ mod tests {
 #[cfg(test)]
 mod sim_tests {
     use super::*;
-    use std::sync::atomic::AtomicU64;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     fn opts(manager: &str) -> ApplyOptions {
         ApplyOptions {

@@ -16,7 +16,8 @@ use crate::plan::{
 use crate::release::{self, HistoryMax, OpError, Release, Releases, Status, Store};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Why an execution could not run or finish.
@@ -987,6 +988,9 @@ impl<'a> Executor<'a> {
 
     fn check_preconditions(&self, plan: &Plan) -> Result<(), ExecError> {
         let mut problems = Vec::new();
+        // One look at the cluster for every release: a LIST per kind and
+        // namespace where that is cheaper than a GET per object.
+        let reads = crate::cluster::reads::Reads::new(self.cluster);
         for rp in &plan.releases {
             if rp.action == ReleaseAction::Noop {
                 continue;
@@ -1025,13 +1029,10 @@ impl<'a> Executor<'a> {
                 .iter()
                 .map(|o| o.key.clone())
                 .collect();
-            let lives =
-                self.cluster
-                    .get_many_shared(&keys)
-                    .map_err(|source| ExecError::Cluster {
-                        release: rref.clone(),
-                        source: Box::new(source),
-                    })?;
+            let lives = reads.get_many(&keys).map_err(|source| ExecError::Cluster {
+                release: rref.clone(),
+                source: Box::new(source),
+            })?;
             for (o, live) in rp.preconditions.objects.iter().zip(lives) {
                 let meta = live.as_ref().and_then(|v| v.get("metadata"));
                 let f = |k: &str| {
@@ -1480,20 +1481,25 @@ impl<'a> Executor<'a> {
         obj: &Value,
         deadline: Duration,
     ) -> Result<Value, Failure> {
-        let (key, existed, r) = self.apply_write(obj, deadline)?;
+        let (key, existed, r) = self.apply_write(obj, None, deadline)?;
         self.note_apply(release, j, run, key, existed, r)
     }
 
     /// The cluster side of [`Self::apply_one`]: the object's key, whether
-    /// it existed, and the write's answer.
+    /// it existed, and the write's answer. `read` is the object as read
+    /// just before (by [`Self::read_live`]); `None` reads it now.
     #[allow(clippy::type_complexity)]
     fn apply_write(
         &self,
         obj: &Value,
+        read: Option<Option<Value>>,
         deadline: Duration,
     ) -> Result<(ObjectKey, bool, Result<Value, ClusterError>), Failure> {
         let key = ObjectKey::of(obj).ok_or_else(|| Failure("an object without identity".into()))?;
-        let live = self.cluster.get(&key).ok().flatten();
+        let live = match read {
+            Some(live) => live,
+            None => self.cluster.get(&key).ok().flatten(),
+        };
         let existed = live.is_some();
         if let Some(live) = &live {
             // An object Helm 3 wrote (client-side, manager `helm`) becomes
@@ -1585,14 +1591,40 @@ impl<'a> Executor<'a> {
         deadline: Duration,
     ) -> Result<Vec<Value>, Failure> {
         let workers = self.opts.concurrency.max(1).min(objs.len());
+        // The group's objects as they are now, listed where a LIST is
+        // cheaper than a GET of each (one per kind and namespace).
+        let keys: Vec<Option<ObjectKey>> = objs.iter().map(|o| ObjectKey::of(o)).collect();
+        let known: Vec<&ObjectKey> = keys.iter().flatten().collect();
+        let batched = self.cluster.list_batch_min().is_some();
+        let mut read = if batched {
+            self.read_live(&known)
+        } else {
+            Vec::new()
+        }
+        .into_iter();
+        let prefetched: Vec<Mutex<Option<Option<Value>>>> = keys
+            .iter()
+            .map(|k| {
+                let r = if k.is_some() { read.next() } else { None };
+                Mutex::new(r.and_then(Result::ok))
+            })
+            .collect();
+        let take = |i: usize| {
+            prefetched
+                .get(i)
+                .and_then(|m| m.lock().unwrap_or_else(|e| e.into_inner()).take())
+        };
         if workers <= 1 {
             return objs
                 .iter()
-                .map(|o| self.apply_one(release, j, run, o, deadline))
+                .enumerate()
+                .map(|(i, o)| {
+                    let (key, existed, r) = self.apply_write(o, take(i), deadline)?;
+                    self.note_apply(release, j, run, key, existed, r)
+                })
                 .collect();
         }
         use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-        use std::sync::Mutex;
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
         let left = AtomicUsize::new(workers);
@@ -1606,15 +1638,15 @@ impl<'a> Executor<'a> {
             let handles: Vec<_> = (0..workers)
                 .map(|_| {
                     let setting = setting.clone();
-                    let (next, failed, left, journal, results) =
-                        (&next, &failed, &left, &journal, &results);
+                    let (next, failed, left, journal, results, take) =
+                        (&next, &failed, &left, &journal, &results, &take);
                     s.spawn(move || {
                         faults::adopt(setting);
                         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             while !failed.load(Ordering::SeqCst) {
                                 let i = next.fetch_add(1, Ordering::SeqCst);
                                 let Some(obj) = objs.get(i) else { break };
-                                let out = self.apply_write(obj, deadline).and_then(
+                                let out = self.apply_write(obj, take(i), deadline).and_then(
                                     |(key, existed, r)| {
                                         let mut j =
                                             journal.lock().unwrap_or_else(|e| e.into_inner());
@@ -1850,6 +1882,8 @@ impl<'a> Executor<'a> {
     ) -> Result<(), Failure> {
         let rref = format!("{}/{}", rp.namespace, rp.name);
         let mut waits: Vec<(ObjectKey, String)> = Vec::new();
+        // CRDs written among the objects that the wait does not cover.
+        let mut crds: Vec<(ObjectKey, String)> = Vec::new();
         // CRDs first (the namespace was created before the pending
         // record); they must be Established before the rest.
         for o in rp.objects.iter().filter(|o| o.stage == Stage::Crds) {
@@ -1906,8 +1940,16 @@ impl<'a> Executor<'a> {
             for ((o, _), w) in writes.iter().zip(&written) {
                 if o.wait.is_some() {
                     waits.push((o.key.object_key(), meta_str(w, "resourceVersion")));
+                } else if is_crd(&o.key) {
+                    crds.push((o.key.object_key(), meta_str(w, "resourceVersion")));
                 }
             }
+        }
+        // A CRD among the templates is Established before the release is
+        // done even when it does not wait: the releases that need it may
+        // hold its custom resources.
+        if !crds.is_empty() {
+            self.wait_for(&rref, &crds, WaitStrategy::Legacy, false, deadline)?;
         }
         let _ = self.phase(j, run, "objects-applied");
         for o in rp.objects.iter().filter(|o| o.stage == Stage::Prune) {
@@ -1991,6 +2033,45 @@ impl<'a> Executor<'a> {
         Ok(())
     }
 
+    /// The objects of `keys` as they are now, one answer per key, in
+    /// order. Where the cluster says a LIST is cheaper
+    /// ([`Cluster::list_batch_min`]), the keys of one kind in one
+    /// namespace are answered from one LIST (with status, as a GET gives
+    /// it); a LIST that fails falls back to a GET per key.
+    fn read_live(&self, keys: &[&ObjectKey]) -> Vec<Result<Option<Value>, ClusterError>> {
+        let mut out: Vec<Option<Result<Option<Value>, ClusterError>>> =
+            keys.iter().map(|_| None).collect();
+        if let Some(min) = self.cluster.list_batch_min() {
+            let mut slots: BTreeMap<(&str, &str, &str), Vec<usize>> = BTreeMap::new();
+            for (i, k) in keys.iter().enumerate() {
+                slots
+                    .entry((&k.group, &k.kind, &k.namespace))
+                    .or_default()
+                    .push(i);
+            }
+            for ((group, kind, ns), idx) in slots {
+                if idx.len() < min.max(1) {
+                    continue;
+                }
+                let ns = (!ns.is_empty()).then_some(ns);
+                let Ok(items) = self.cluster.list(group, kind, ns, &[]) else {
+                    continue;
+                };
+                let mut by_name: HashMap<String, Value> = items
+                    .into_iter()
+                    .map(|o| (meta_str(&o, "name").to_string(), o))
+                    .collect();
+                for i in idx {
+                    out[i] = Some(Ok(by_name.remove(&keys[i].name)));
+                }
+            }
+        }
+        out.into_iter()
+            .zip(keys)
+            .map(|(o, k)| o.unwrap_or_else(|| self.cluster.get(k)))
+            .collect()
+    }
+
     /// Waits until every object is ready, or the deadline passes. Between
     /// two readiness checks it watches the first pending object and, where
     /// a pending object owns pods, the pods and events of its namespace, so
@@ -2007,7 +2088,6 @@ impl<'a> Executor<'a> {
         wait_for_jobs: bool,
         deadline: Duration,
     ) -> Result<(), Failure> {
-        use std::collections::HashMap;
         let diag = why::Diagnoser::new(self.cluster);
         let mut pending: Vec<&(ObjectKey, String)> = objs.iter().collect();
         let mut last_msg: HashMap<&ObjectKey, String> = Default::default();
@@ -2020,9 +2100,12 @@ impl<'a> Executor<'a> {
             diag.new_round();
             let mut still = Vec::new();
             let mut fatal: Option<(&ObjectKey, Reason)> = None;
-            for item in pending {
+            let keys: Vec<&ObjectKey> = pending.iter().map(|(k, _)| k).collect();
+            let lives = self.read_live(&keys);
+            let mut sets = ReplicaSets::default();
+            for (item, live) in pending.into_iter().zip(lives) {
                 let (key, written_rv) = item;
-                let live = match self.cluster.get(key) {
+                let live = match live {
                     Ok(live) => live,
                     // The API server restarting or out of reach for a moment:
                     // the wait goes on until its deadline.
@@ -2039,7 +2122,7 @@ impl<'a> Executor<'a> {
                     continue;
                 };
                 if strategy == WaitStrategy::Legacy {
-                    self.add_new_replica_set_status(key, &mut live)?;
+                    self.add_new_replica_set_status(key, &mut live, &mut sets, &keys)?;
                 }
                 // Only an observation at or after our write counts.
                 let rv = meta_str(&live, "resourceVersion");
@@ -2278,7 +2361,18 @@ impl<'a> Executor<'a> {
     /// read from the ReplicaSet that the Deployment owns at its current
     /// revision, and set as `status.updatedReadyReplicas` for the readiness
     /// rule. No such ReplicaSet yet counts as none ready.
-    fn add_new_replica_set_status(&self, key: &ObjectKey, live: &mut Value) -> Result<(), Failure> {
+    ///
+    /// `pending` are the objects of this round of the wait: where several
+    /// Deployments of one namespace are waited for, the namespace's
+    /// ReplicaSets are listed once for all of them (kept in `sets` for the
+    /// round) instead of once per Deployment.
+    fn add_new_replica_set_status(
+        &self,
+        key: &ObjectKey,
+        live: &mut Value,
+        sets: &mut ReplicaSets,
+        pending: &[&ObjectKey],
+    ) -> Result<(), Failure> {
         if key.group != "apps" || key.kind != "Deployment" {
             return Ok(());
         }
@@ -2307,11 +2401,36 @@ impl<'a> Executor<'a> {
         }
         let mut ready = 0;
         {
-            let sets = self
+            let listing_err = |e: ClusterError| {
+                Failure(format!("waiting for {key}: listing its ReplicaSets: {e}"))
+            };
+            let deployments_here = pending
+                .iter()
+                .filter(|k| k.group == "apps" && k.kind == "Deployment")
+                .filter(|k| k.namespace == key.namespace)
+                .count();
+            let shared = self
                 .cluster
-                .list("apps", "ReplicaSet", Some(&key.namespace), &selector)
-                .map_err(|e| Failure(format!("waiting for {key}: listing its ReplicaSets: {e}")))?;
-            for rs in &sets {
+                .list_batch_min()
+                .is_some_and(|m| deployments_here >= m.max(2));
+            let own;
+            let sets: &[Value] = if shared {
+                if !sets.0.contains_key(&key.namespace) {
+                    let all = self
+                        .cluster
+                        .list("apps", "ReplicaSet", Some(&key.namespace), &[])
+                        .map_err(listing_err)?;
+                    sets.0.insert(key.namespace.clone(), all);
+                }
+                sets.0.get(&key.namespace).map_or(&[], Vec::as_slice)
+            } else {
+                own = self
+                    .cluster
+                    .list("apps", "ReplicaSet", Some(&key.namespace), &selector)
+                    .map_err(listing_err)?;
+                &own
+            };
+            for rs in sets {
                 let owned = rs
                     .pointer("/metadata/ownerReferences")
                     .and_then(Value::as_array)
@@ -2944,6 +3063,10 @@ fn namespace_key(ns: &str) -> ObjectKey {
 /// ([`Cluster::upgrade_managed_fields`]): Helm 3's.
 const CSA_MANAGERS: &[&str] = &["helm"];
 
+/// The ReplicaSets of each namespace, listed once in a round of a wait.
+#[derive(Default)]
+struct ReplicaSets(HashMap<String, Vec<Value>>);
+
 /// The longest single watch of a wait; a quiet object is read again after it.
 const WATCH_MAX: Duration = Duration::from_secs(10);
 
@@ -2985,6 +3108,11 @@ fn namespaced(k: &ObjectKey) -> String {
     } else {
         format!("{}/{}", k.namespace, k.name)
     }
+}
+
+/// Whether a plan key names a CustomResourceDefinition.
+fn is_crd(key: &crate::plan::model::PlanKey) -> bool {
+    key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition"
 }
 
 fn meta_str(v: &Value, f: &str) -> String {

@@ -17,7 +17,13 @@
 //! A run starts with a `begin` entry that lists every write it intends
 //! (group commit: one fsync for all intents), appends a `write` entry after
 //! each write (buffered), and ends with an `end` entry (fsynced). A run
-//! whose `begin` has no `end` was interrupted. A torn last line is ignored.
+//! whose `begin` has no `end` was interrupted. A torn last line (one
+//! without its newline, which an interrupted append leaves) is ignored by
+//! readers and cut off when the journal is next opened for writing; any
+//! other line that is not an entry is an error naming the file and the
+//! line ([`JournalError::Garbled`]), never skipped: a journal edited by
+//! hand must not make rudder recover a run that ended, or miss one that
+//! did not. Journal files are 0600 and their directories 0700.
 //!
 //! An atomic plan (`--atomic-plan`) also keeps a transaction journal: a
 //! `begin` naming every release the apply may change and its rollback
@@ -28,9 +34,10 @@
 //! the releases not yet `unwound` ([`super::Executor::recover_transactions`]).
 use super::faults;
 use crate::cluster::ObjectKey;
+use crate::fsutil;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Why the journal could not be used.
@@ -47,6 +54,18 @@ pub enum JournalError {
         /// error's source).
         error: std::io::Error,
     },
+    /// A line other than a torn last one is not a journal entry: the
+    /// journal was changed by something other than rudder, and what it
+    /// says about the release cannot be trusted.
+    #[error("journal {path}: line {line} is not a journal entry ({reason}; only a torn last line is ignored): check the release's records and objects, then move the journal aside")]
+    Garbled {
+        /// The file.
+        path: String,
+        /// The line, counted from 1.
+        line: usize,
+        /// Why it does not parse (with the column in the line).
+        reason: String,
+    },
     /// Another process runs this release.
     #[error("release {release} is being changed by another process ({holder}); wait for it to finish, or stop it first")]
     Held {
@@ -62,6 +81,90 @@ fn io(op: &'static str, path: &Path, error: std::io::Error) -> JournalError {
         op,
         path: path.display().to_string(),
         error,
+    }
+}
+
+/// Reads a journal's entries. Every line must be an entry, except a torn
+/// last line (one without its newline, which an interrupted append
+/// leaves), which is ignored; anything else is [`JournalError::Garbled`].
+/// A missing file has no entries.
+fn read_entries<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, JournalError> {
+    let data = match fs::metadata(path) {
+        Ok(m) if m.len() > crate::input::MAX_INPUT_BYTES => {
+            return Err(io("read journal", path, crate::input::too_large()))
+        }
+        Ok(_) => fs::read(path),
+        Err(e) => Err(e),
+    };
+    let data = match data {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io("read journal", path, e)),
+    };
+    let complete = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let mut lines: Vec<&[u8]> = data[..complete].split(|&b| b == b'\n').collect();
+    // The empty piece after the last newline is no line.
+    lines.pop();
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.into_iter().enumerate() {
+        let e = serde_json::from_slice(line).map_err(|error| JournalError::Garbled {
+            path: path.display().to_string(),
+            line: i + 1,
+            // serde's position is within the line: keep only its column.
+            reason: error
+                .to_string()
+                .replace(" at line 1 column ", " at column "),
+        })?;
+        out.push(e);
+    }
+    Ok(out)
+}
+
+/// Cuts a torn last line (one without its newline, left by an interrupted
+/// append) off a journal its caller holds, so that the next entry starts
+/// a line of its own.
+fn cut_torn_tail(f: &File, path: &Path) -> Result<(), JournalError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let len = f.metadata().map_err(|e| io("stat journal", path, e))?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let mut r = f;
+    let mut last = [0u8];
+    r.seek(SeekFrom::Start(len - 1))
+        .and_then(|_| r.read_exact(&mut last))
+        .map_err(|e| io("read journal", path, e))?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    if len > crate::input::MAX_INPUT_BYTES {
+        return Err(io("read journal", path, crate::input::too_large()));
+    }
+    // The last newline, found by reading back from the end a block at a
+    // time (a torn line is short; the journal need not be read whole).
+    let mut end = len;
+    let mut block = vec![0u8; 64 * 1024];
+    let mut keep = 0;
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let chunk = &mut block[..(end - start) as usize];
+        r.seek(SeekFrom::Start(start))
+            .and_then(|_| r.read_exact(chunk))
+            .map_err(|e| io("read journal", path, e))?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            keep = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    f.set_len(keep).map_err(|e| io("truncate journal", path, e))
+}
+
+fn write_err(e: fsutil::WriteError) -> JournalError {
+    JournalError::Io {
+        op: e.op,
+        path: e.path.display().to_string(),
+        error: e.error,
     }
 }
 
@@ -286,16 +389,21 @@ impl Journal {
                 entries: Vec::new(),
             });
         };
-        if let Some(parent) = lpath.parent() {
-            fs::create_dir_all(parent).map_err(|e| io("create directory", parent, e))?;
+        if let Some(dir) = &self.dir {
+            fsutil::private_dir(dir).map_err(write_err)?;
         }
-        let mut lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&lpath)
-            .map_err(|e| io("open lock", &lpath, e))?;
+        if let Some(parent) = lpath.parent() {
+            fsutil::private_dir(parent).map_err(write_err)?;
+        }
+        let mut lock = fsutil::open_private(
+            &lpath,
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true),
+        )
+        .map_err(write_err)?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
@@ -321,11 +429,12 @@ impl Journal {
         );
         let _ = lock.set_len(0);
         let _ = lock.write_all(me.as_bytes());
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&jpath)
-            .map_err(|e| io("open journal", &jpath, e))?;
+        let file = fsutil::open_private(
+            &jpath,
+            OpenOptions::new().create(true).read(true).append(true),
+        )
+        .map_err(write_err)?;
+        cut_torn_tail(&file, &jpath)?;
         Ok(ReleaseJournal {
             path: Some(jpath),
             file: Some(file),
@@ -346,13 +455,15 @@ impl Journal {
             });
         };
         let d = dir.join(TRANSACTIONS);
-        fs::create_dir_all(&d).map_err(|e| io("create directory", &d, e))?;
+        fsutil::private_dir(dir).map_err(write_err)?;
+        fsutil::private_dir(&d).map_err(write_err)?;
         let path = d.join(format!("{id}.journal"));
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| io("open journal", &path, e))?;
+        let file = fsutil::open_private(
+            &path,
+            OpenOptions::new().create(true).read(true).append(true),
+        )
+        .map_err(write_err)?;
+        cut_torn_tail(&file, &path)?;
         Ok(TxJournal {
             path: Some(path),
             file: Some(file),
@@ -362,7 +473,8 @@ impl Journal {
     }
 
     /// The transactions that did not end: their ids and entries (a torn
-    /// last line skipped), oldest file name first.
+    /// last line ignored, any other garbled line an error), oldest file
+    /// name first.
     pub fn open_transactions(&self) -> Result<Vec<(String, Vec<TxEntry>)>, JournalError> {
         let Some(dir) = &self.dir else {
             return Ok(Vec::new());
@@ -382,14 +494,7 @@ impl Journal {
         let mut out = Vec::new();
         for id in names {
             let p = d.join(format!("{id}.journal"));
-            let f = File::open(&p).map_err(|e| io("open journal", &p, e))?;
-            let mut entries = Vec::new();
-            for line in BufReader::new(f).lines() {
-                let line = line.map_err(|e| io("read journal", &p, e))?;
-                if let Ok(e) = serde_json::from_str::<TxEntry>(&line) {
-                    entries.push(e);
-                }
-            }
+            let entries: Vec<TxEntry> = read_entries(&p)?;
             if !entries.iter().any(|e| matches!(e, TxEntry::End { .. })) {
                 out.push((id, entries));
             }
@@ -407,24 +512,14 @@ impl Journal {
 }
 
 impl ReleaseJournal {
-    /// Every entry on disk (all runs), skipping a torn last line.
+    /// Every entry on disk (all runs). A torn last line (one without its
+    /// newline) is ignored; any other line that is not an entry is
+    /// [`JournalError::Garbled`], naming the file and the line.
     pub fn read_all(&self) -> Result<Vec<Entry>, JournalError> {
         let Some(p) = &self.path else {
             return Ok(self.entries.clone());
         };
-        let f = match File::open(p) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io("open journal", p, e)),
-        };
-        let mut out = Vec::new();
-        for line in BufReader::new(f).lines() {
-            let line = line.map_err(|e| io("read journal", p, e))?;
-            if let Ok(e) = serde_json::from_str::<Entry>(&line) {
-                out.push(e);
-            }
-        }
-        Ok(out)
+        read_entries(p)
     }
 
     /// The entries of the last run when it did not end: `(begin, rest)`.
@@ -504,5 +599,127 @@ mod tests {
         let r = j.lock("ns", "web").unwrap();
         let run = r.interrupted().unwrap().unwrap();
         assert_eq!(run.len(), 1);
+    }
+
+    fn begin(run: &str) -> Entry {
+        Entry::Begin {
+            run: run.into(),
+            operation: "upgrade".into(),
+            plan_id: String::new(),
+            revision: 2,
+            rollback_revision: Some(1),
+            atomic: true,
+            intents: vec![],
+        }
+    }
+
+    fn end(run: &str) -> Entry {
+        Entry::End {
+            run: run.into(),
+            outcome: "deployed".into(),
+        }
+    }
+
+    /// Writes a journal of `lines` (each followed by a newline) for ns/web.
+    fn journal_of(lines: &[String]) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("ns/web.journal");
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(
+            &p,
+            lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+        )
+        .unwrap();
+        (d, p)
+    }
+
+    fn line(e: &Entry) -> String {
+        serde_json::to_string(e).unwrap()
+    }
+
+    #[test]
+    fn a_garbled_line_is_an_error_naming_the_file_and_the_line() {
+        for (lines, bad) in [
+            // In the middle.
+            (
+                vec![
+                    line(&begin("a")),
+                    "{\"event\":\"wri".into(),
+                    line(&end("a")),
+                ],
+                2,
+            ),
+            // Last, but whole (it has its newline): not torn.
+            (
+                vec![line(&begin("a")), line(&end("a")), "garbage".into()],
+                3,
+            ),
+            // A known shape with a field missing.
+            (vec![line(&begin("a")), "{\"event\":\"end\"}".into()], 2),
+            // An empty line.
+            (vec![line(&begin("a")), String::new(), line(&end("a"))], 2),
+        ] {
+            let (d, p) = journal_of(&lines);
+            let j = Journal::at(d.path());
+            let r = j.lock("ns", "web").unwrap();
+            match r.interrupted() {
+                Err(JournalError::Garbled { path, line, .. }) => {
+                    assert_eq!((path.as_str(), line), (p.to_str().unwrap(), bad));
+                }
+                other => panic!("{lines:?}: {other:?}"),
+            }
+            let msg = r.read_all().unwrap_err().to_string();
+            assert!(
+                msg.contains(&format!("{}: line {bad} ", p.display())),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_garbled_end_line_does_not_make_an_ended_run_look_interrupted() {
+        // The run ended; its `end` line was then edited.
+        let edited = line(&end("a")).replace("\"end\"", "\"ebd\"");
+        let (d, _) = journal_of(&[line(&begin("a")), edited]);
+        let j = Journal::at(d.path());
+        let r = j.lock("ns", "web").unwrap();
+        assert!(matches!(
+            r.interrupted(),
+            Err(JournalError::Garbled { line: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_before_the_next_append() {
+        let (d, p) = journal_of(&[line(&begin("a"))]);
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"event\":\"en").unwrap();
+        drop(f);
+        let j = Journal::at(d.path());
+        let mut r = j.lock("ns", "web").unwrap();
+        r.append(end("a"), true).unwrap();
+        drop(r);
+        let r = j.lock("ns", "web").unwrap();
+        assert_eq!(r.read_all().unwrap(), vec![begin("a"), end("a")]);
+        assert!(r.interrupted().unwrap().is_none());
+    }
+
+    #[test]
+    fn journals_are_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("journal");
+        let j = Journal::at(&root);
+        let mut r = j.lock("ns", "web").unwrap();
+        r.append(begin("a"), true).unwrap();
+        let mut t = j.transaction("t1").unwrap();
+        t.append(TxEntry::Commit).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        for dir in [root.clone(), root.join("ns"), root.join(TRANSACTIONS)] {
+            assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+        }
+        for f in ["ns/web.journal", "ns/web.lock", ".transactions/t1.journal"] {
+            assert_eq!(mode(&root.join(f)), 0o600, "{f}");
+        }
     }
 }

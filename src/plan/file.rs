@@ -492,6 +492,23 @@ struct Frame {
     node: MNode,
     anchor: usize,
     key: Option<MNode>,
+    /// Nodes in `node` so far, itself included.
+    size: usize,
+}
+
+/// Nodes that aliases may copy into the tree before the file is handed to
+/// the guarded parser ([`crate::yaml::parse_values`]), which refuses alias
+/// bombs and nesting past Helm's limit with Helm's errors. A releases file
+/// that uses aliases at all copies a few dozen nodes.
+const ALIAS_BUDGET: usize = 100_000;
+
+/// Why [`build_tree`] stopped.
+enum TreeFail {
+    /// A syntax error, at its place.
+    Syntax(FileError),
+    /// The aliases copy more than [`ALIAS_BUDGET`] nodes, or the nesting
+    /// passes [`crate::yaml`]'s limit: the guarded parser decides.
+    Guard,
 }
 
 /// A parser error at its real place. yaml-rust2 marks an unclosed flow
@@ -530,15 +547,28 @@ fn syntax_error(e: &yaml_rust2::ScanError, open: Option<&MNode>, file: &str) -> 
     }
 }
 
-/// The first document of `text` as a tree with 1-based positions.
-fn build_tree(text: &str, file: &str) -> Result<Option<MNode>, FileError> {
+/// The first document of `text` as a tree with 1-based positions. With
+/// `guarded`, stops (with [`TreeFail::Guard`]) where copying aliases or
+/// nesting would cost more than a releases file needs.
+fn build_tree(text: &str, file: &str, guarded: bool) -> Result<Option<MNode>, TreeFail> {
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, MNode> = HashMap::new();
+    let mut anchors: HashMap<usize, (MNode, usize)> = HashMap::new();
+    let mut copied = 0usize;
     loop {
-        let (ev, mark) = parser
-            .next_token()
-            .map_err(|e| syntax_error(&e, stack.last().map(|f| &f.node), file))?;
+        let (ev, mark) = parser.next_token().map_err(|e| {
+            if guarded && e.info() == "recursion limit exceeded" {
+                // Deep flow nesting: the guarded parser says it as Helm does.
+                return TreeFail::Guard;
+            }
+            TreeFail::Syntax(syntax_error(&e, stack.last().map(|f| &f.node), file))
+        })?;
+        if guarded
+            && matches!(ev, Event::SequenceStart(..) | Event::MappingStart(..))
+            && stack.len() >= crate::yaml::MAX_DEPTH
+        {
+            return Err(TreeFail::Guard);
+        }
         let (line, col) = (mark.line(), mark.col() + 1);
         let done = match ev {
             Event::StreamEnd => return Ok(None),
@@ -552,18 +582,25 @@ fn build_tree(text: &str, file: &str) -> Result<Option<MNode>, FileError> {
                     col,
                 },
                 anchor,
+                1,
             )),
             Event::Alias(id) => match anchors.get(&id) {
-                Some(n) => Some((n.clone(), 0)),
+                Some((n, size)) => {
+                    copied = copied.saturating_add(*size);
+                    if guarded && copied > ALIAS_BUDGET {
+                        return Err(TreeFail::Guard);
+                    }
+                    Some((n.clone(), 0, *size))
+                }
                 None => {
-                    return Err(FileError::Syntax {
+                    return Err(TreeFail::Syntax(FileError::Syntax {
                         at: Pos {
                             file: file.to_string(),
                             line,
                             col,
                         },
                         message: "unknown anchor".into(),
-                    })
+                    }))
                 }
             },
             Event::SequenceStart(anchor, _) => {
@@ -575,6 +612,7 @@ fn build_tree(text: &str, file: &str) -> Result<Option<MNode>, FileError> {
                     },
                     anchor,
                     key: None,
+                    size: 1,
                 });
                 None
             }
@@ -587,17 +625,20 @@ fn build_tree(text: &str, file: &str) -> Result<Option<MNode>, FileError> {
                     },
                     anchor,
                     key: None,
+                    size: 1,
                 });
                 None
             }
-            Event::SequenceEnd | Event::MappingEnd => stack.pop().map(|f| (f.node, f.anchor)),
+            Event::SequenceEnd | Event::MappingEnd => {
+                stack.pop().map(|f| (f.node, f.anchor, f.size))
+            }
             _ => None,
         };
-        let Some((node, anchor)) = done else {
+        let Some((node, anchor, size)) = done else {
             continue;
         };
         if anchor > 0 {
-            anchors.insert(anchor, node.clone());
+            anchors.insert(anchor, (node.clone(), size));
         }
         match stack.last_mut() {
             None => return Ok(Some(node)),
@@ -617,6 +658,9 @@ fn build_tree(text: &str, file: &str) -> Result<Option<MNode>, FileError> {
                 },
                 Kind::Scalar { .. } => {}
             },
+        }
+        if let Some(f) = stack.last_mut() {
+            f.size = f.size.saturating_add(size);
         }
     }
 }
@@ -945,13 +989,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<ReleasesFile, FileError> {
         releases: Vec::new(),
         atomic_plan: false,
     };
-    let Some(root) = build_tree(text, &file)? else {
-        return Ok(empty);
-    };
-    if root.is_null() {
-        return Ok(empty);
-    }
-    let typed_root = crate::yaml::parse_values(text).map_err(|e| {
+    let typed_error = |e: crate::yaml::YamlError, root_line: usize| {
         let (line, col) = match &e {
             crate::yaml::YamlError::Syntax { line, column, .. }
             | crate::yaml::YamlError::Decode { line, column, .. }
@@ -959,7 +997,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<ReleasesFile, FileError> {
             {
                 (*line, *column)
             }
-            _ => (root.line, 0),
+            _ => (root_line, 0),
         };
         FileError::Syntax {
             at: Pos {
@@ -969,7 +1007,37 @@ pub fn parse(text: &str, origin: &Path) -> Result<ReleasesFile, FileError> {
             },
             message: e.to_string(),
         }
-    })?;
+    };
+    // The tree is built first for its syntax errors, which name the place
+    // better; an alias bomb or nesting past the limit goes to the guarded
+    // parser before it can cost anything.
+    let tree = match build_tree(text, &file, true) {
+        Ok(t) => t,
+        Err(TreeFail::Syntax(e)) => return Err(e),
+        Err(TreeFail::Guard) => {
+            crate::yaml::parse_values(text).map_err(|e| typed_error(e, 1))?;
+            // Heavy but accepted: as Helm reads it.
+            build_tree(text, &file, false).map_err(|f| match f {
+                TreeFail::Syntax(e) => e,
+                // An unguarded build never stops for the guard.
+                TreeFail::Guard => FileError::Syntax {
+                    at: Pos {
+                        file: file.clone(),
+                        line: 1,
+                        col: 1,
+                    },
+                    message: "document too large".into(),
+                },
+            })?
+        }
+    };
+    let Some(root) = tree else {
+        return Ok(empty);
+    };
+    if root.is_null() {
+        return Ok(empty);
+    }
+    let typed_root = crate::yaml::parse_values(text).map_err(|e| typed_error(e, root.line))?;
     let top = map_entries(&ctx, &root, "the file", "the file", TOP_KEYS)?;
     let mut defaults: Vec<(&str, Field<'_>)> = Vec::new();
     let mut releases_node = None;
@@ -1329,7 +1397,7 @@ fn load_entry(e: &ReleaseEntry) -> Result<DesiredRelease, FileError> {
                 path,
             });
         }
-        let text = std::fs::read_to_string(&v.path).map_err(|err| FileError::Read {
+        let text = crate::input::read_to_string(&v.path).map_err(|err| FileError::Read {
             path: path.clone(),
             message: crate::chart::loader::io_message(&err),
         })?;
@@ -1362,7 +1430,7 @@ pub fn load(path: &Path) -> Result<Vec<DesiredRelease>, FileError> {
 
 /// Reads and checks a releases file ([`parse`]), loading nothing else.
 pub fn read(path: &Path) -> Result<ReleasesFile, FileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| FileError::Read {
+    let text = crate::input::read_to_string(path).map_err(|e| FileError::Read {
         path: path.display().to_string(),
         message: crate::chart::loader::io_message(&e),
     })?;

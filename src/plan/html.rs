@@ -523,6 +523,7 @@ mod tests {
             diff: diff.into(),
             wait: None,
             desired: None,
+            planned_crd: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! A [`Plan`] is a value: print it, snapshot it, review it, save it and
 //! apply it later. The planner ([`planner`]) reads the release store and the
 //! cluster and never writes to either.
+pub mod crds;
 pub mod file;
 mod html;
 pub mod input;
@@ -17,6 +18,7 @@ pub use input::{DesiredRelease, Need, ReleaseOptions, ReleaseRef, WaitStrategy};
 // What a plan's reader meets; the rest of its parts (preconditions,
 // recovery, revisions) stay in [`model`].
 pub use model::{
-    Counts, HookPlan, ObjectAction, ObjectChange, Plan, ReleaseAction, ReleasePlan, Stage, WaitRule,
+    Counts, HookPlan, ObjectAction, ObjectChange, Plan, PlannedCrd, ReleaseAction, ReleasePlan,
+    Stage, WaitRule,
 };
 pub use planner::{PlanError, PlanOptions, Planner};

@@ -68,7 +68,8 @@ pub struct Plan {
     pub releases: Vec<ReleasePlan>,
     /// The `needs` edges: `from` is ready before `to` starts.
     pub release_edges: Vec<ReleaseEdge>,
-    /// Whether secret values in this serialisation are replaced by hashes.
+    /// Whether secret values in this serialisation are replaced by
+    /// `(redacted)` (`(redacted, changed)` in diffs where they change).
     #[serde(skip_serializing_if = "skip_in_hash")]
     pub redacted: bool,
 }
@@ -356,6 +357,35 @@ pub struct ObjectChange {
     /// secret values redacted in redacted plans). `None` for deletes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desired: Option<Value>,
+    /// Set when the object's kind comes from a CRD that this plan creates
+    /// or changes first (in an earlier release it needs, or in its own
+    /// chart): the object is planned against that CRD, not dry-run on the
+    /// server, which does not serve it yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_crd: Option<PlannedCrd>,
+}
+
+/// The CRD of the plan a custom resource is planned against (see
+/// [`ObjectChange::planned_crd`] and [`crate::plan::crds`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedCrd {
+    /// The CRD's name (`widgets.example.com`).
+    pub name: String,
+    /// The release that applies it (this release, for its own CRDs).
+    pub release: ReleaseRef,
+    /// What that release does to it: `create` (absent live) or `update`
+    /// (its entry for the object's version changes).
+    pub action: ObjectAction,
+    /// The object's version.
+    pub version: String,
+    /// Whether the object was checked against the CRD's schema for that
+    /// version (the CRD has one).
+    pub schema_checked: bool,
+    /// What the check found, in the API server's words; any makes the
+    /// object `skip` and blocks the release.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
 }
 
 /// A hook the release runs.

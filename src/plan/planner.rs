@@ -16,7 +16,10 @@
 //!    for a document of the same text as in the last successful apply
 //!    (the base is the last record, and deployed) whose live object
 //!    rudder applied, no other manager owns a field of, and that holds
-//!    every desired value already (see `provably_unchanged`);
+//!    every desired value already (see `provably_unchanged`); a custom
+//!    resource whose CRD this plan creates or changes first (in its own
+//!    chart or a release it needs) is planned against that CRD instead,
+//!    checked against its schema ([`super::crds`]);
 //! 4. objects of the last manifest that the new one lacks are deleted when
 //!    their live ownership metadata names this release, and kept otherwise.
 //!
@@ -239,16 +242,20 @@ impl<'a> Planner<'a> {
                     ),
                     source: Box::new(source),
                 })?;
-        let ctx = Context::new(self.cluster, &identity);
+        let mut ctx = Context::new(self.cluster, &identity);
+        ctx.crds = super::crds::Board::new(releases, &order);
         // Releases plan independently (what one plan says about another is
         // settled after, by `block_shared_creates`), so they share the
         // cores; the results come back in order, and the first error in
         // that order is the one reported, as a sequential loop would.
         let mut plans =
-            crate::par::map_claimed(&order, 2, |&i| self.plan_release(&releases[i], &ctx))
+            crate::par::map_claimed(&order, 2, |&i| self.plan_release(&releases[i], i, &ctx))
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()?;
         block_shared_creates(&mut plans);
+        super::crds::warn_unordered(&mut plans, |g, k| {
+            ctx.scopes.contains_key(&(g.to_string(), k.to_string()))
+        });
         super::preflight::check(&mut plans, self.cluster);
         let mut edges = Vec::new();
         for &i in &order {
@@ -287,9 +294,13 @@ impl<'a> Planner<'a> {
     fn plan_release(
         &self,
         d: &DesiredRelease,
+        index: usize,
         ctx: &Context<'_>,
     ) -> Result<ReleasePlan, PlanError> {
         let rref = d.reference();
+        // This release's CRDs, for the releases that need it (published
+        // empty if it returns before they are known).
+        let mut publisher = ctx.crds.publisher(index);
         let store_err = |source| PlanError::Store {
             release: rref.clone(),
             source: Box::new(source),
@@ -309,6 +320,14 @@ impl<'a> Planner<'a> {
             .rev()
             .find(|r| r.info.status == Status::Deployed);
         let next = last.map_or(1, |l| l.version + 1);
+        // A revision no store may hold could never be finished: refuse the
+        // plan rather than leave a pending record behind.
+        if let Some(l) = last.filter(|l| release::store::check_revision(l.version + 1).is_err()) {
+            return Err(store_err(release::OpError::NoNextRevision {
+                name: l.name.clone(),
+                last: l.version,
+            }));
+        }
 
         // The release action and the revision the diff starts from.
         let (mut action, reason, base): (ReleaseAction, String, Option<&Release>) = match last {
@@ -486,6 +505,7 @@ impl<'a> Planner<'a> {
         // CRDs of crds/: created when missing, never updated or deleted.
         let mut objects = Vec::new();
         let mut new_kinds: HashMap<(String, String), Scope> = HashMap::new();
+        let mut own_crds = Vec::new();
         for crd in &rendered.crds {
             let text = String::from_utf8_lossy(&crd.content);
             for doc in crate::manifest::split::split_manifests(&text) {
@@ -501,6 +521,7 @@ impl<'a> Planner<'a> {
                     });
                 };
                 note_crd_kind(&value, &mut new_kinds);
+                own_crds.extend(super::crds::CrdDef::of(&value, &rref, true));
                 let pkey = plan_key(&value, &key);
                 let live = self.get(ctx, &rref, &key, &mut preconditions)?;
                 let (action, reason) = if live.is_some() {
@@ -523,6 +544,7 @@ impl<'a> Planner<'a> {
                         rule: "CustomResourceDefinition: condition Established=True".into(),
                     }),
                     desired: Some(value),
+                    planned_crd: None,
                 });
             }
         }
@@ -534,8 +556,14 @@ impl<'a> Planner<'a> {
                 continue;
             }
             note_crd_kind(&value, &mut new_kinds);
+            own_crds.extend(super::crds::CrdDef::of(&value, &rref, false));
             desired_docs.push((m.source.clone(), m.content.as_str(), value));
         }
+        // Kinds from CRDs this plan applies before these objects: the
+        // release's own, and those of the releases it needs (waited for).
+        publisher.publish(own_crds.clone());
+        let planned_kinds = ctx.crds.kinds_for(index, own_crds);
+        planned_kinds.add_scopes(&mut new_kinds);
         // The last manifest; documents that did not change are not parsed
         // again: the desired document of the same text stands for them.
         // foldhash: the keys are whole documents, SipHash is slow on them.
@@ -571,6 +599,7 @@ impl<'a> Planner<'a> {
                         diff: String::new(),
                         wait: None,
                         desired: Some(ns),
+                        planned_crd: None,
                     });
                 }
             }
@@ -630,6 +659,16 @@ impl<'a> Planner<'a> {
             })?;
         for ((text, value, pkey, key), live) in keyed.into_iter().zip(lives) {
             record_precondition(&mut preconditions, &key, live.as_deref());
+            let planned = if planned_kinds.is_empty() {
+                None
+            } else {
+                planned_kinds
+                    .planned(&ctx.reads, &pkey)
+                    .map_err(|source| PlanError::Cluster {
+                        release: rref.clone(),
+                        source: Box::new(source),
+                    })?
+            };
             let old = old_by_key.get(&key).copied();
             let wait = if opts.waits() {
                 wait_rule(&key.kind, opts.wait_strategy, opts.wait_for_jobs)
@@ -645,6 +684,7 @@ impl<'a> Planner<'a> {
                 diff: String::new(),
                 wait,
                 desired: None,
+                planned_crd: None,
             };
             match live {
                 None => {
@@ -715,13 +755,18 @@ impl<'a> Planner<'a> {
                         main.push((text, change));
                         continue;
                     }
+                    // An object whose CRD this plan applies first is
+                    // compared as rendered: the server cannot dry-run it.
                     let dry =
-                        self.cluster
-                            .dry_run(&value)
-                            .map_err(|source| PlanError::Cluster {
-                                release: rref.clone(),
-                                source: Box::new(source),
-                            })?;
+                        match planned {
+                            Some(_) => value.clone(),
+                            None => self.cluster.dry_run(&value).map_err(|source| {
+                                PlanError::Cluster {
+                                    release: rref.clone(),
+                                    source: Box::new(source),
+                                }
+                            })?,
+                        };
                     let changed = changed_fields(&dry, &value, &live, old_applied);
                     if change.action != ObjectAction::Adopt {
                         if changed.is_empty() {
@@ -749,6 +794,9 @@ impl<'a> Planner<'a> {
                     }
                     change.changed = changed;
                 }
+            }
+            if let Some(p) = &planned {
+                blocked.extend(p.annotate(&mut change, &value, &rref));
             }
             change.desired = Some(value);
             main.push((text, change));
@@ -1047,6 +1095,8 @@ fn record_precondition(pre: &mut Preconditions, key: &ObjectKey, live: Option<&V
 struct Context<'c> {
     /// Every live object the plan reads, read once, batched.
     reads: Reads<'c>,
+    /// The CRDs each release renders, for the releases that need it.
+    crds: super::crds::Board,
     server_version: String,
     api_versions: Vec<String>,
     scopes: HashMap<(String, String), Scope>,
@@ -1071,6 +1121,7 @@ impl<'c> Context<'c> {
         }
         Context {
             reads: Reads::new(cluster),
+            crds: super::crds::Board::new(&[], &[]),
             server_version: identity.server_version.clone(),
             api_versions: api_versions.into_iter().collect(),
             scopes,
@@ -1292,6 +1343,7 @@ fn removal(
         diff: String::new(),
         wait: None,
         desired: None,
+        planned_crd: None,
     }
 }
 
@@ -1865,40 +1917,25 @@ fn dry_projection(dry: &Value, desired: &Value) -> Value {
     project(dry, desired, dry, &mut ptr, &mut sink).unwrap_or(Value::Null)
 }
 
-/// The redaction marker for a secret value: a salted hash of its bytes,
-/// so changes still show but guessable values cannot be looked up. The
-/// salt is the Secret's identity (namespace, name, key).
-pub fn redact_bytes(salt: &str, bytes: &[u8]) -> Value {
-    let mut h = Sha256::new();
-    h.update(salt.as_bytes());
-    h.update([0]);
-    h.update(bytes);
-    let d = hex_digest(h.finalize().as_slice());
-    Value::String(format!("(redacted {})", &d[..23]))
-}
+/// What a redacted secret value shows. No digest of the value: a digest
+/// lets anyone who reads the plan check a guessed value offline, and a
+/// keyed one needs a key kept beside every store (the Secrets, ConfigMaps
+/// and SQL drivers have no such place). Diffs still say which values
+/// change ([`REDACTED_CHANGED`]).
+pub const REDACTED: &str = "(redacted)";
 
-/// Replaces a Secret's `data` and `stringData` values by salted hashes of
-/// their decoded bytes: the same value hashes alike in both fields.
-pub fn redact_secret(obj: &mut Value) {
+/// A redacted secret value that differs from the live one, in a diff.
+pub const REDACTED_CHANGED: &str = "(redacted, changed)";
+
+/// A Secret's values by key, as bytes: `data` base64-decoded, then
+/// `stringData` over it (as the API server folds it in).
+fn secret_values(obj: &Value) -> BTreeMap<String, Vec<u8>> {
     use base64::Engine;
-    if obj.get("kind").and_then(Value::as_str) != Some("Secret") {
-        return;
-    }
-    let meta = obj.get("metadata");
-    let ns = meta
-        .and_then(|m| m.get("namespace"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let name = meta
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let mut out = BTreeMap::new();
     for field in ["data", "stringData"] {
-        if let Some(m) = obj.get_mut(field).and_then(Value::as_object_mut) {
-            for (k, v) in m.iter_mut() {
-                let text = match &*v {
+        if let Some(m) = obj.get(field).and_then(Value::as_object) {
+            for (k, v) in m {
+                let text = match v {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
@@ -1909,10 +1946,34 @@ pub fn redact_secret(obj: &mut Value) {
                 } else {
                     text.into_bytes()
                 };
-                *v = redact_bytes(&format!("{ns}/{name}/{k}"), &bytes);
+                out.insert(k.clone(), bytes);
             }
         }
     }
+    out
+}
+
+/// Replaces a Secret's `data` and `stringData` values by [`REDACTED`], or
+/// by [`REDACTED_CHANGED`] where `live` (the other side of a diff) has no
+/// such value or another one.
+fn redact_against(obj: &mut Value, live: Option<&BTreeMap<String, Vec<u8>>>) {
+    if obj.get("kind").and_then(Value::as_str) != Some("Secret") {
+        return;
+    }
+    let mine = secret_values(obj);
+    for field in ["data", "stringData"] {
+        if let Some(m) = obj.get_mut(field).and_then(Value::as_object_mut) {
+            for (k, v) in m.iter_mut() {
+                let changed = live.is_some_and(|l| l.get(k) != mine.get(k));
+                *v = Value::String(if changed { REDACTED_CHANGED } else { REDACTED }.into());
+            }
+        }
+    }
+}
+
+/// Replaces a Secret's `data` and `stringData` values by [`REDACTED`].
+pub fn redact_secret(obj: &mut Value) {
+    redact_against(obj, None);
 }
 
 fn unified_diff(live: &Value, desired: &Value, key: &ObjectKey, show_secrets: bool) -> String {
@@ -1920,8 +1981,9 @@ fn unified_diff(live: &Value, desired: &Value, key: &ObjectKey, show_secrets: bo
     if !show_secrets && key.kind == "Secret" && key.group.is_empty() {
         a["kind"] = Value::String("Secret".into());
         b["kind"] = Value::String("Secret".into());
+        let live = secret_values(&a);
         redact_secret(&mut a);
-        redact_secret(&mut b);
+        redact_against(&mut b, Some(&live));
     }
     let ya = serde_yaml::to_string(&a).unwrap_or_default();
     let yb = serde_yaml::to_string(&b).unwrap_or_default();
@@ -2243,12 +2305,21 @@ mod tests {
     }
 
     #[test]
-    fn secrets_redact_with_hashes() {
+    fn secrets_redact_without_digests_and_diffs_mark_changes() {
         let mut s = json!({"kind": "Secret", "data": {"p": "c2VjcmV0"}});
         redact_secret(&mut s);
-        let v = s["data"]["p"].as_str().unwrap();
-        assert!(v.starts_with("(redacted sha256:"), "{v}");
-        assert!(!v.contains("c2VjcmV0"));
+        assert_eq!(s["data"]["p"], REDACTED);
+        // A diff: the same value in data (live) and stringData (desired)
+        // is unchanged; another value, or a new key, is changed.
+        let live = json!({"kind": "Secret", "metadata": {"name": "s"}, "data": {"p": "c2VjcmV0", "q": "YQ=="}});
+        let desired = json!({"kind": "Secret", "metadata": {"name": "s"}, "stringData": {"p": "secret", "q": "b", "r": "c"}});
+        let key = ObjectKey::new("", "Secret", "ns", "s");
+        let d = unified_diff(&live, &desired, &key, false);
+        assert!(!d.contains("secret\n") && !d.contains("c2VjcmV0"), "{d}");
+        assert!(d.contains("+  p: (redacted)\n"), "{d}");
+        assert!(d.contains("+  q: (redacted, changed)\n"), "{d}");
+        assert!(d.contains("+  r: (redacted, changed)\n"), "{d}");
+        assert!(d.contains("-  q: (redacted)\n"), "{d}");
     }
 
     #[test]

@@ -239,7 +239,8 @@ pub fn decode_bytes(raw: &[u8]) -> Result<Release, CodecError> {
     } else {
         raw.to_vec()
     };
-    Ok(serde_json::from_slice(&json)?)
+    // Values as deep as Helm reads (10,000 levels), not serde_json's 128.
+    Ok(crate::yaml::json_from_slice(&json)?)
 }
 
 /// Rejects user labels that use Helm's system label names.

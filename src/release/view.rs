@@ -76,7 +76,7 @@ pub fn go_json<T: Serialize + ?Sized>(v: &T) -> String {
 pub fn go_yaml<T: Serialize + ?Sized>(v: &T) -> String {
     let node: Node = super::codec::go_json(v)
         .ok()
-        .and_then(|s| serde_json::from_str(&s).ok())
+        .and_then(|s| crate::yaml::json_from_str(&s).ok())
         .unwrap_or(Node::Null);
     crate::yaml::to_yaml(&node)
 }

@@ -34,6 +34,9 @@ impl TemplateSet for Engine {
     fn parse_ahead(&mut self, likely: Vec<(String, Source)>) {
         Engine::parse_ahead(self, likely);
     }
+    fn begin_render(&mut self) {
+        self.reset_render_budget();
+    }
 }
 
 /// The template engine [`render`] uses for `opts`; build it yourself and

@@ -113,6 +113,10 @@ fn wrong_args(method: &str, want: usize, got: usize) -> Option<FuncResult> {
 /// float64, integers that kept their type (`--set`) are int64, maps are
 /// `map[string]interface {}`.
 pub fn node_to_value(n: &Node) -> Value {
+    crate::stack::deeper(|| node_to_value_inner(n))
+}
+
+fn node_to_value_inner(n: &Node) -> Value {
     match n {
         Node::Null => Value::Nil,
         Node::Bool(b) => Value::Bool(*b),

@@ -51,6 +51,11 @@ pub trait TemplateSet {
     fn parse_ahead(&mut self, likely: Vec<(String, Source)>) {
         let _ = likely;
     }
+    /// A render starts: its output budget starts anew (the crate's engine
+    /// caps a render's output, see
+    /// [`RENDER_BUDGET_BYTES`](crate::template::RENDER_BUDGET_BYTES)). The
+    /// default does nothing.
+    fn begin_render(&mut self) {}
     /// Adds `files` as `add_templates` does, then executes, in order, each
     /// file that `data` gives data for (`None`: the file is not executed),
     /// handing each output to `done`. The error is the one `add_templates`
@@ -713,6 +718,7 @@ pub fn render_with(
     user: &Map,
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderError> {
+    engine.begin_render();
     let (chart, mut files, mut warnings, decoded) = execute_and_decode(engine, chart, user, opts)?;
     let root_name = chart.metadata.name.clone();
     let root_notes = format!("{root_name}/templates/NOTES.txt");

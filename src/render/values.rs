@@ -109,6 +109,10 @@ pub fn parse_values_bytes(file: &str, data: &[u8]) -> Result<Map, ValuesFileErro
 /// Helm's `mergeMaps` for `-f` files: maps merge deeply, everything else
 /// (lists, scalars, null) replaces.
 pub fn merge_maps(base: &mut Map, new: Map) {
+    crate::stack::deeper(|| merge_maps_inner(base, new))
+}
+
+fn merge_maps_inner(base: &mut Map, new: Map) {
     for (k, v) in new {
         match (base.get_mut(&k), v) {
             (Some(Node::Map(b)), Node::Map(n)) => merge_maps(b, n),
@@ -156,6 +160,10 @@ fn show_t(n: &Node) -> String {
 
 /// `coalesceTablesFullKey`: `dst` has precedence; `merge` keeps nulls.
 pub fn coalesce_tables(w: &mut Warnings, dst: &mut Map, src: &Map, prefix: &str, merge: bool) {
+    crate::stack::deeper(|| coalesce_tables_inner(w, dst, src, prefix, merge))
+}
+
+fn coalesce_tables_inner(w: &mut Warnings, dst: &mut Map, src: &Map, prefix: &str, merge: bool) {
     for (key, val) in src {
         // The key's full path: only nested tables and warnings need it.
         let full = || concat_prefix(prefix, key);

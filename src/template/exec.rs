@@ -86,17 +86,21 @@ pub(crate) struct Shared<'e> {
     pub(crate) engine: &'e Engine,
     included: RefCell<HashMap<String, usize>>,
     written: Cell<usize>,
+    /// The most bytes this execution may write: the per-execution cap, or
+    /// what is left of the engine's render budget when that is less.
+    pub(crate) limit: usize,
     nesting: Cell<usize>,
     steps: Cell<u64>,
     limit_hit: Cell<bool>,
 }
 
 impl<'e> Shared<'e> {
-    pub(crate) fn new(engine: &'e Engine) -> Self {
+    pub(crate) fn new(engine: &'e Engine, limit: usize) -> Self {
         Shared {
             engine,
             included: RefCell::new(HashMap::default()),
             written: Cell::new(0),
+            limit,
             nesting: Cell::new(0),
             steps: Cell::new(0),
             limit_hit: Cell::new(false),
@@ -251,12 +255,19 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
 
     fn write(&self, out: &mut String, s: &str) -> R<()> {
         let total = self.sh.written.get() + s.len();
-        let max = self.sh.engine.options.max_output_bytes;
+        let max = self.sh.limit;
         if total > max {
             self.sh.limit_hit.set(true);
             return Err(ExecErr::Limit(max));
         }
         self.sh.written.set(total);
+        if out.capacity() - out.len() < s.len() {
+            // Grow by doubling, but never past the limit: a buffer near the
+            // limit must not double to twice its size.
+            let need = out.len() + s.len();
+            let want = out.capacity().saturating_mul(2).clamp(need, need.max(max));
+            out.reserve_exact(want - out.len());
+        }
         out.push_str(s);
         Ok(())
     }
@@ -920,7 +931,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             }),
             Err(_) if self.sh.limit_hit.get() => {
                 // The output limit stops everything, even inside include/tpl.
-                Err(ExecErr::Limit(self.sh.engine.options.max_output_bytes))
+                Err(ExecErr::Limit(self.sh.limit))
             }
             Err(e) => {
                 self.cur = err_node;

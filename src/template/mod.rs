@@ -13,7 +13,7 @@ pub mod funcs;
 pub mod gofmt;
 pub mod lexer;
 pub mod parse;
-mod stack;
+use crate::stack;
 pub mod value;
 
 pub use ast::Source;
@@ -53,7 +53,20 @@ pub struct EngineOptions {
     /// the render; they log an `[INFO]` line (see [`Engine::take_log`]) and
     /// yield an empty string.
     pub lint_mode: bool,
+    /// The most bytes all executions together may write, a render's output
+    /// budget (since [`Engine::reset_render_budget`]). Default
+    /// [`RENDER_BUDGET_BYTES`].
+    pub max_render_bytes: usize,
 }
+
+/// A render's output budget, all templates together: 64 MiB. Helm has no
+/// such limit (only rudder's per-execution cap stops one template), so 12
+/// templates of 90 MB each take Helm 9 GB. No real chart comes near it:
+/// Helm stores a release's whole manifest, gzipped, in one Secret of at
+/// most 1 MiB, and the largest common charts render a few MiB. A render that
+/// crosses it stops in the template that crossed it, with peak memory a
+/// small multiple of the budget.
+pub const RENDER_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 
 impl Default for EngineOptions {
     fn default() -> Self {
@@ -63,6 +76,7 @@ impl Default for EngineOptions {
             max_include_depth: 1000,
             enable_dns: false,
             lint_mode: false,
+            max_render_bytes: RENDER_BUDGET_BYTES,
         }
     }
 }
@@ -130,6 +144,12 @@ pub enum TemplateErrorKind {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// The render's output budget ([`EngineOptions::max_render_bytes`]) was
+    /// crossed, in this template.
+    RenderBudget {
+        /// The budget, in bytes.
+        budget: usize,
+    },
 }
 
 impl TemplateError {
@@ -165,6 +185,21 @@ impl TemplateError {
         );
         TemplateError {
             kind: TemplateErrorKind::NotFound,
+            template: name.to_string(),
+            line: None,
+            column: None,
+            go: text.clone(),
+            message: text,
+        }
+    }
+
+    /// The render's output budget was crossed while executing `name`.
+    fn render_budget(name: &str, budget: usize) -> Self {
+        let text = format!(
+            "template: {name}: rendering output exceeded the render's budget of {budget} bytes (all templates together)"
+        );
+        TemplateError {
+            kind: TemplateErrorKind::RenderBudget { budget },
             template: name.to_string(),
             line: None,
             column: None,
@@ -236,6 +271,8 @@ pub struct Engine {
     /// Files being parsed ahead ([`Engine::parse_ahead`]) for the next
     /// [`Engine::add_templates_visiting`].
     ahead: Option<ahead::Ahead>,
+    /// Bytes written by executions since the budget was reset.
+    render_spent: std::cell::Cell<usize>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -269,6 +306,7 @@ impl Engine {
             lookup: None,
             log: RefCell::new(Vec::new()),
             ahead: None,
+            render_spent: std::cell::Cell::new(0),
         }
     }
 
@@ -470,6 +508,13 @@ impl Engine {
         self.log.borrow_mut().push(line);
     }
 
+    /// Starts a new render's output budget
+    /// ([`EngineOptions::max_render_bytes`]): what earlier executions wrote
+    /// no longer counts.
+    pub fn reset_render_budget(&self) {
+        self.render_spent.set(0);
+    }
+
     /// Whether a template (file or define) of this name exists.
     pub fn has_template(&self, name: &str) -> bool {
         self.templates.contains_key(name)
@@ -501,7 +546,10 @@ impl Engine {
     /// a missing value prints `<no value>` (what Helm's own uses of plain
     /// `text/template`, such as `--name-template`, print).
     pub fn execute_plain(&self, name: &str, data: &Value) -> Result<String, TemplateError> {
-        let shared = exec::Shared::new(self);
+        let budget = self.options.max_render_bytes;
+        let left = budget.saturating_sub(self.render_spent.get());
+        let by_budget = left < self.options.max_output_bytes;
+        let shared = exec::Shared::new(self, left.min(self.options.max_output_bytes));
         let set = Rc::new(exec::Set {
             local: HashMap::default(),
             parent: None,
@@ -510,8 +558,15 @@ impl Engine {
             return Err(TemplateError::not_found(name));
         }
         match shared.execute_named(&set, name, data.clone()) {
-            Ok(s) => Ok(s),
+            Ok(s) => {
+                self.render_spent
+                    .set(self.render_spent.get().saturating_add(s.len()));
+                Ok(s)
+            }
             Err(exec::ExecErr::Go(e)) => Err(TemplateError::from_exec(name, *e)),
+            Err(exec::ExecErr::Limit(_)) if by_budget => {
+                Err(TemplateError::render_budget(name, budget))
+            }
             Err(exec::ExecErr::Limit(limit)) => Err(TemplateError::output_limit(name, limit)),
             Err(_) => Ok(String::new()),
         }

@@ -145,6 +145,45 @@ fn no_value_grows_past_the_output_limit() {
     assert_eq!(e("{{ repeat 3 \"ab\" | len }}").expect("renders"), "6");
 }
 
+/// A render's budget counts every execution until it is reset, and the
+/// error names the template that crossed it.
+#[test]
+fn render_budget_spans_executions() {
+    let mut e = Engine::new(EngineOptions {
+        max_output_bytes: 100,
+        max_render_bytes: 25,
+        ..EngineOptions::default()
+    });
+    e.add_template("a", "0123456789").expect("parses");
+    e.add_template("b", "{{ range until 3 }}0123456789{{ end }}")
+        .expect("parses");
+    assert_eq!(e.execute("a", &Value::Nil).expect("renders").len(), 10);
+    assert_eq!(e.execute("a", &Value::Nil).expect("renders").len(), 10);
+    let err = e.execute("b", &Value::Nil).unwrap_err();
+    assert_eq!(err.kind, TemplateErrorKind::RenderBudget { budget: 25 });
+    assert_eq!(
+        err.to_string(),
+        "template: b: rendering output exceeded the render's budget of 25 bytes (all templates together)"
+    );
+    // 20 bytes spent: 10 more cross the budget too.
+    let err = e.execute("a", &Value::Nil).unwrap_err();
+    assert_eq!(err.kind, TemplateErrorKind::RenderBudget { budget: 25 });
+    // A new render starts with the whole budget; one execution past the
+    // per-execution cap gives that cap's error.
+    e.reset_render_budget();
+    assert_eq!(e.execute("a", &Value::Nil).expect("renders").len(), 10);
+    let mut small = Engine::new(EngineOptions {
+        max_output_bytes: 10,
+        max_render_bytes: 1000,
+        ..EngineOptions::default()
+    });
+    small
+        .add_template("b", "01234567890123456789")
+        .expect("parses");
+    let err = small.execute("b", &Value::Nil).unwrap_err();
+    assert_eq!(err.kind, TemplateErrorKind::OutputLimit { limit: 10 });
+}
+
 #[test]
 fn output_limit_and_strict_mode() {
     let mut e = Engine::new(EngineOptions {

@@ -238,6 +238,10 @@ impl Value {
     /// Converts a parsed YAML/JSON node: integers become `int64`, floats
     /// `float64`, mappings `map[string]interface {}`, sequences `[]interface {}`.
     pub fn from_node(node: &crate::yaml::Node) -> Value {
+        crate::stack::deeper(|| Value::from_node_inner(node))
+    }
+
+    fn from_node_inner(node: &crate::yaml::Node) -> Value {
         use crate::yaml::Node;
         match node {
             Node::Null => Value::Nil,

@@ -270,6 +270,10 @@ impl Emitter {
     }
 
     fn node(&mut self, v: &V, mapping: bool, simple_key: bool) {
+        crate::stack::deeper(|| self.node_inner(v, mapping, simple_key))
+    }
+
+    fn node_inner(&mut self, v: &V, mapping: bool, simple_key: bool) {
         match v {
             V::Seq(items) if !items.is_empty() => {
                 let indentless = self.flavor == Flavor::V2 && mapping && !self.indention;
@@ -793,6 +797,10 @@ fn json_string_through_yaml(s: &str) -> Result<String, EmitError> {
 
 /// A node after `json.Marshal` and yaml.v2's `Unmarshal` of the JSON.
 fn through_json(n: &Node) -> Result<V, EmitError> {
+    crate::stack::deeper(|| through_json_inner(n))
+}
+
+fn through_json_inner(n: &Node) -> Result<V, EmitError> {
     Ok(match n {
         Node::Null => V::Null,
         Node::Bool(b) => V::Bool(*b),
@@ -834,6 +842,10 @@ fn through_json(n: &Node) -> Result<V, EmitError> {
 }
 
 fn direct(n: &Node) -> V {
+    crate::stack::deeper(|| direct_inner(n))
+}
+
+fn direct_inner(n: &Node) -> V {
     match n {
         Node::Null => V::Null,
         Node::Bool(b) => V::Bool(*b),

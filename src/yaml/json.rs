@@ -89,6 +89,16 @@ fn encode(
     indent: Option<&str>,
     depth: usize,
 ) -> Result<(), JsonEncodeError> {
+    crate::stack::deeper(|| encode_inner(out, n, escape_html, indent, depth))
+}
+
+fn encode_inner(
+    out: &mut String,
+    n: &Node,
+    escape_html: bool,
+    indent: Option<&str>,
+    depth: usize,
+) -> Result<(), JsonEncodeError> {
     let newline = |out: &mut String, d: usize| {
         if let Some(ind) = indent {
             out.push('\n');
@@ -236,7 +246,7 @@ impl Dec<'_> {
                     offset: self.i,
                 });
             }
-            let r = self.scalar_or_collection(ctx);
+            let r = crate::stack::deeper(|| self.scalar_or_collection(ctx));
             self.depth -= 1;
             return r;
         }
@@ -558,4 +568,121 @@ mod tests {
         );
         assert_eq!(to_json(&n, false), "\"<a&b>\\u2028\\u0001\\bé\"");
     }
+}
+
+/// The nesting of a JSON text: the most `[`/`{` open at once outside strings
+/// (a linear scan that parses nothing; malformed text is the decoder's
+/// business).
+fn json_nesting(b: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
+    for &c in b {
+        if in_str {
+            match c {
+                _ if esc => esc = false,
+                b'\\' => esc = true,
+                b'"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Stack one nesting level of a serde_json decode may take, debug builds
+/// included, with room to spare.
+const JSON_LEVEL_STACK: usize = 8 * 1024;
+
+/// `serde_json::from_slice` with Go's `encoding/json` nesting limit (10,000
+/// levels, `exceeded max depth of 10000`) in place of serde_json's 128: a
+/// release record or a simulated cluster's state holds values as deep as
+/// Helm accepts. Text nested deeper than serde_json's own limit is decoded
+/// on a stack segment sized for its depth.
+pub fn json_from_slice<T: serde::de::DeserializeOwned>(b: &[u8]) -> serde_json::Result<T> {
+    let depth = json_nesting(b);
+    if depth > super::parse::MAX_DEPTH {
+        return Err(serde::de::Error::custom(format!(
+            "exceeded max depth of {}",
+            super::parse::MAX_DEPTH
+        )));
+    }
+    if depth <= 100 {
+        return serde_json::from_slice(b);
+    }
+    let decode = || {
+        let mut de = serde_json::Deserializer::from_slice(b);
+        de.disable_recursion_limit();
+        let v = T::deserialize(&mut de)?;
+        de.end()?;
+        Ok(v)
+    };
+    stacker::grow(depth * JSON_LEVEL_STACK + (1 << 20), decode)
+}
+
+/// [`json_from_slice`] for text.
+pub fn json_from_str<T: serde::de::DeserializeOwned>(s: &str) -> serde_json::Result<T> {
+    json_from_slice(s.as_bytes())
+}
+
+#[cfg(test)]
+mod deep_tests {
+    use super::*;
+
+    #[test]
+    fn json_from_slice_reads_helms_depth_on_a_small_stack() {
+        let ok = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+        let bad = format!("{}1{}", "[".repeat(10_001), "]".repeat(10_001));
+        let r = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let v: serde_json::Result<Node> = json_from_str(&ok);
+                let deep_ok = v.is_ok();
+                // The value is dropped here, on this thread, too.
+                drop(v);
+                let e = json_from_str::<Node>(&bad).unwrap_err().to_string();
+                (deep_ok, e)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(r.0);
+        assert_eq!(r.1, "exceeded max depth of 10000");
+        assert_eq!(json_nesting(br#"{"a":"[[[{","b":[{}]}"#), 3);
+        assert_eq!(
+            json_from_str::<Node>("[1,2]").unwrap(),
+            Node::Seq(vec![Node::Int(1), Node::Int(2)])
+        );
+    }
+}
+
+/// A node as a `serde_json::Value` (what `kubectl` sends for a YAML
+/// object): integers stay integers, an integral float64 below 2^63 becomes
+/// an integer as Go's JSON writes it, other floats stay floats (a
+/// non-finite one, which JSON cannot hold, becomes `null`). Deep nodes are
+/// walked on a growing stack.
+pub fn to_json_value(n: &Node) -> serde_json::Value {
+    use serde_json::Value;
+    crate::stack::deeper(|| match n {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(*b),
+        Node::Int(i) => Value::from(*i),
+        Node::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Value::from(*f as i64),
+        Node::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        Node::Str(s) => Value::String(super::gostr::to_valid(s).into_owned()),
+        Node::Seq(items) => Value::Array(items.iter().map(to_json_value).collect()),
+        Node::Map(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), to_json_value(v)))
+                .collect(),
+        ),
+    })
 }

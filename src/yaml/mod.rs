@@ -39,9 +39,10 @@ mod yaml_tests;
 pub use emit::{to_yaml, to_yaml_pretty, try_to_yaml, yaml_key_cmp, EmitError};
 pub use error::YamlError;
 pub use json::{
-    format_json_float, parse_json, parse_json_partial, to_json, to_json_pretty, try_to_json,
-    try_to_json_pretty, JsonEncodeError, JsonError,
+    format_json_float, json_from_slice, json_from_str, parse_json, parse_json_partial, to_json,
+    to_json_pretty, to_json_value, try_to_json, try_to_json_pretty, JsonEncodeError, JsonError,
 };
+pub(crate) use parse::MAX_DEPTH;
 pub use parse::{
     parse_document, parse_documents, parse_values, parse_values_array, parse_yaml_to_json,
     parse_yaml_to_json_keys,

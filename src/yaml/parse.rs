@@ -358,22 +358,99 @@ fn block_scalar_value<C: Ch>(chars: &[C], start: usize, value: String) -> String
     "\n".repeat(breaks)
 }
 
-/// Nesting deeper than this is refused, so that decoding, converting,
-/// emitting and dropping the tree (all recursive) stay inside a 2 MiB thread
-/// stack even in debug builds. Go has no such limit for YAML (its stacks
-/// grow) and 10000 for JSON; real charts stay far below (a few dozen levels).
-pub(crate) const MAX_DEPTH: usize = 200;
+/// Helm's nesting limit: libyaml (go-yaml's scanner) refuses more than
+/// 10,000 nested block collections, or 10,000 nested flow collections, with
+/// `exceeded max depth of 10000`, and Go's `encoding/json` more than 10,000
+/// levels in all. rudder refuses more than 10,000 levels in all with
+/// libyaml's message (Helm gives `encoding/json`'s `exceeded max depth` for
+/// the few documents that nest block and flow collections past 10,000
+/// together but neither kind past it). yaml-rust2 reads flow collections
+/// only 255 deep, so deeper ones are refused (see [`flow_depth_error`]).
+///
+/// The walkers over a document (decoding, converting, emitting, JSON
+/// reading) grow their stack on demand ([`crate::stack`]). Dropping a deep
+/// mapping is Rust's own recursion: 10,000 levels fit a main thread's 8 MiB
+/// stack in debug builds, not a 2 MiB one (sequences do).
+pub(crate) const MAX_DEPTH: usize = 10_000;
 
+/// Refuses a collection that starts `depth` levels deep (the first level is
+/// 1), as libyaml does: a scanner error at the collection's line.
 fn check_depth(depth: usize, mark: &Marker, document: usize) -> Result<(), LoadFail> {
-    if depth >= MAX_DEPTH {
-        return Err(LoadFail::Yaml(YamlError::Decode {
-            message: format!("exceeded max depth of {MAX_DEPTH}"),
-            line: mark.line(),
-            column: mark.col() + 1,
+    if depth > MAX_DEPTH {
+        return Err(LoadFail::Yaml(depth_error(
+            mark.line(),
+            mark.col() + 1,
             document,
-        }));
+        )));
     }
     Ok(())
+}
+
+/// How deeply flow collections nest yaml-rust2 reads: it counts their
+/// levels in a byte and stops at 256 with `recursion limit exceeded`.
+const PARSER_FLOW_DEPTH: usize = 255;
+
+/// The error for flow collections nested past what yaml-rust2 reads
+/// ([`PARSER_FLOW_DEPTH`]): Helm's, at the line where the nesting passes
+/// [`MAX_DEPTH`], when it does; else rudder's own (Helm would read such a
+/// document).
+fn flow_depth_error<C: Ch>(chars: &[C], e: &ScanError, document: usize) -> YamlError {
+    // Brackets outside quoted scalars and comments, from the refusal on:
+    // nesting there only grows until the collections close.
+    let mut depth = PARSER_FLOW_DEPTH + 1;
+    let mut line = e.marker().line();
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut i = e.marker().index() + 1;
+    while i < chars.len() {
+        let c = chars[i].ch();
+        i += 1;
+        if c == '\n' {
+            line += 1;
+            comment = false;
+            continue;
+        }
+        if comment {
+            continue;
+        }
+        match quote {
+            Some('"') if c == '\\' => i += 1,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '#' => comment = true,
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return depth_error(line, 1, document);
+                    }
+                }
+                ']' | '}' => break,
+                _ => {}
+            },
+        }
+    }
+    YamlError::Decode {
+        message: format!(
+            "flow collections ([...], {{...}}) nested more than {PARSER_FLOW_DEPTH} deep are not supported (Helm reads up to {MAX_DEPTH})"
+        ),
+        line: e.marker().line(),
+        column: e.marker().col() + 1,
+        document,
+    }
+}
+
+/// libyaml's error for nesting past [`MAX_DEPTH`] at a 1-based line.
+pub(crate) fn depth_error(line: usize, column: usize, document: usize) -> YamlError {
+    YamlError::Syntax {
+        problem: format!("exceeded max depth of {MAX_DEPTH}"),
+        line,
+        column,
+        // Scanner errors print the 1-based line, none on the first line.
+        go_line: if line <= 1 { 0 } else { line },
+        document,
+    }
 }
 
 /// A character of the text as yaml-rust2's marks index it: a `char`, or a
@@ -433,6 +510,10 @@ fn load_chars<C: Ch>(
     let mut root: Option<Raw> = None;
     let mut doc_index = 0usize;
     let mut in_doc = false;
+    // Open flow collections (`[`, `{`) on the stack: asking the stack on
+    // every scalar would cost time quadratic in the nesting.
+    let mut flow_open = 0usize;
+    let is_flow = |m: &Marker| matches!(at(chars, m.index()), Some('[' | '{'));
     loop {
         let (ev, mark) = match parser.next_token() {
             Ok(x) => x,
@@ -485,6 +566,9 @@ fn load_chars<C: Ch>(
                         return Err(LoadFail::FlowIndent(e.marker().line(), start));
                     }
                 }
+                if e.info() == "recursion limit exceeded" {
+                    return Err(LoadFail::Yaml(flow_depth_error(chars, &e, doc_index)));
+                }
                 return Err(LoadFail::Yaml(syntax_error(text, &e, doc_index)));
             }
         };
@@ -507,11 +591,7 @@ fn load_chars<C: Ch>(
             }));
         }
         if let Event::Scalar(value, TScalarStyle::Plain, _, _) = &ev {
-            let in_flow = stack.iter().any(|f| {
-                let (Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = f;
-                matches!(at(chars, m.index()), Some('[' | '{'))
-            });
-            if !in_flow {
+            if flow_open == 0 {
                 if let Some(line) = tab_in_plain_continuation(chars, mark.index(), value) {
                     // libyaml's plain scalar reads on over the following
                     // blank lines and refuses a tab left of its indentation.
@@ -530,11 +610,7 @@ fn load_chars<C: Ch>(
                 // libyaml needs a key before ':' (only an explicit `?` may
                 // leave it empty): a block mapping wants a key, a flow
                 // collection a node.
-                let in_flow = stack.iter().any(|f| {
-                    let (Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = f;
-                    matches!(at(chars, m.index()), Some('[' | '{'))
-                });
-                let problem = if in_flow {
+                let problem = if flow_open > 0 {
                     "did not find expected node content"
                 } else {
                     "did not find expected key"
@@ -550,6 +626,9 @@ fn load_chars<C: Ch>(
         }
         if matches!(ev, Event::SequenceEnd | Event::MappingEnd) {
             counts.pop();
+            if let Some(Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = stack.last() {
+                flow_open -= usize::from(is_flow(m));
+            }
         }
         let is_map_start = matches!(ev, Event::MappingStart(..));
         let done: Option<(Raw, usize)> = match ev {
@@ -620,7 +699,8 @@ fn load_chars<C: Ch>(
                 anchor,
             )),
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
-                check_depth(stack.len(), &mark, doc_index)?;
+                check_depth(stack.len() + 1, &mark, doc_index)?;
+                flow_open += usize::from(is_flow(&mark));
                 if skip_from.is_none() && skipped_root_value(&stack, &counts, keep) {
                     skip_from = Some(stack.len());
                 }
@@ -827,9 +907,14 @@ fn tag_name(t: &Tag) -> String {
 
 /// The name of the alias or anchor that starts at `mark` (`*name`).
 fn anchor_name_at(text: &str, mark: &Marker) -> String {
-    let rest: String = text.chars().skip(mark.index()).collect();
-    let rest = rest.trim_start_matches(['*', '&']);
-    rest.chars()
+    // Marks count characters: in an ASCII text they are byte offsets, and
+    // only the name is read (not the rest of the text, once per alias).
+    let rest: Box<dyn Iterator<Item = char>> = if text.is_ascii() {
+        Box::new(text.get(mark.index()..).unwrap_or("").chars())
+    } else {
+        Box::new(text.chars().skip(mark.index()))
+    };
+    rest.skip_while(|c| matches!(c, '*' | '&'))
         .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | '[' | ']' | '{' | '}'))
         .collect()
 }
@@ -985,12 +1070,13 @@ impl Decoder {
     }
 
     fn decode(&mut self, raw: &Raw) -> Result<V, YamlError> {
-        // Alias chains can nest deeper than the text does.
-        if self.depth >= 2 * MAX_DEPTH {
-            return Err(self.fail(raw, format!("exceeded max depth of {MAX_DEPTH}")));
+        // Alias chains can nest deeper than the text does: the value must
+        // not nest deeper than a text may.
+        if self.depth >= MAX_DEPTH && !matches!(raw.kind, RawKind::Scalar { .. }) {
+            return Err(depth_error(raw.line, raw.col, self.document));
         }
         self.depth += 1;
-        let r = self.decode_inner(raw);
+        let r = crate::stack::deeper(|| self.decode_inner(raw));
         self.depth -= 1;
         r
     }
@@ -1019,13 +1105,17 @@ impl Decoder {
                 Ok(V::Seq(out))
             }
             RawKind::Map(pairs) => {
-                let mut out = Vec::with_capacity(pairs.len());
+                let mut out = MapOut {
+                    pairs: Vec::with_capacity(pairs.len()),
+                    index: HashMap::new(),
+                };
                 self.mapping_into(pairs, &mut out)?;
-                Ok(V::Map(out))
+                Ok(V::Map(out.pairs))
             }
             RawKind::Alias(target, name) => {
                 if name.is_empty() {
-                    return self.decode(target);
+                    // An anchored node: one level, not two.
+                    return crate::stack::deeper(|| self.decode_inner(target));
                 }
                 self.alias_depth += 1;
                 let r = self.decode(target);
@@ -1095,11 +1185,7 @@ impl Decoder {
         }
     }
 
-    fn mapping_into(
-        &mut self,
-        pairs: &[(Raw, Raw)],
-        out: &mut Vec<(V, V)>,
-    ) -> Result<(), YamlError> {
+    fn mapping_into(&mut self, pairs: &[(Raw, Raw)], out: &mut MapOut) -> Result<(), YamlError> {
         for (k, v) in pairs {
             if is_merge_key(k) {
                 self.merge(v, out)?;
@@ -1110,12 +1196,12 @@ impl Decoder {
                 return Err(self.fail(k, format!("invalid map key: {}", go_syntax(&key, true))));
             }
             let val = self.decode(v)?;
-            insert(out, key, val);
+            out.insert(key, val);
         }
         Ok(())
     }
 
-    fn merge(&mut self, v: &Raw, out: &mut Vec<(V, V)>) -> Result<(), YamlError> {
+    fn merge(&mut self, v: &Raw, out: &mut MapOut) -> Result<(), YamlError> {
         let want_map = |d: &Decoder| {
             d.fail(
                 v,
@@ -1225,12 +1311,39 @@ fn scalar_value(s: Scalar, text: &str) -> V {
     }
 }
 
-/// Go map assignment: replaces an equal key in place, else appends.
-fn insert(out: &mut Vec<(V, V)>, key: V, val: V) {
-    if let Some(slot) = out.iter_mut().find(|(k, _)| go_key_eq(k, &key)) {
-        slot.1 = val;
-    } else {
-        out.push((key, val));
+/// A mapping being decoded: its entries in insertion order, and where each
+/// key is, so that assigning a key costs the same however many there are
+/// (a linear search made a 100,000-key flow mapping take minutes).
+struct MapOut {
+    pairs: Vec<(V, V)>,
+    index: HashMap<KeyId, usize>,
+}
+
+/// A scalar key as Go's map compares it (`==` on the dynamic type and
+/// value): floats by value (`-0 == 0`), NaN equal to nothing.
+#[derive(PartialEq, Eq, Hash)]
+enum KeyId {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(u64),
+    Str(String),
+}
+
+impl KeyId {
+    fn of(k: &V) -> Option<KeyId> {
+        Some(match k {
+            V::Null => KeyId::Null,
+            V::Bool(b) => KeyId::Bool(*b),
+            V::Int(i) => KeyId::Int(*i),
+            V::Uint(u) => KeyId::Uint(*u),
+            V::Float(f) if f.is_nan() => return None,
+            V::Float(f) => KeyId::Float(if *f == 0.0 { 0 } else { f.to_bits() }),
+            V::Str(s) => KeyId::Str(s.clone()),
+            // Refused before they are assigned.
+            V::Seq(_) | V::Map(_) => return None,
+        })
     }
 }
 
@@ -1238,6 +1351,40 @@ fn go_key_eq(a: &V, b: &V) -> bool {
     match (a, b) {
         (V::Float(x), V::Float(y)) => x == y,
         _ => a == b,
+    }
+}
+
+/// Mappings with fewer entries are searched, not indexed.
+const INDEX_FROM: usize = 16;
+
+impl MapOut {
+    /// Go map assignment: replaces an equal key in place, else appends.
+    fn insert(&mut self, key: V, val: V) {
+        let Some(id) = KeyId::of(&key) else {
+            self.pairs.push((key, val));
+            return;
+        };
+        if self.pairs.len() < INDEX_FROM {
+            match self.pairs.iter_mut().find(|(k, _)| go_key_eq(k, &key)) {
+                Some(slot) => slot.1 = val,
+                None => self.pairs.push((key, val)),
+            }
+            return;
+        }
+        if self.index.is_empty() {
+            for (i, (k, _)) in self.pairs.iter().enumerate() {
+                if let Some(kid) = KeyId::of(k) {
+                    self.index.insert(kid, i);
+                }
+            }
+        }
+        match self.index.get(&id) {
+            Some(&i) => self.pairs[i].1 = val,
+            None => {
+                self.index.insert(id, self.pairs.len());
+                self.pairs.push((key, val));
+            }
+        }
     }
 }
 
@@ -1345,6 +1492,10 @@ fn to_jsonable(v: V, numbers: Numbers, document: usize) -> Result<Node, YamlErro
 }
 
 fn convert(v: V, numbers: Numbers, document: usize) -> Result<Node, YamlError> {
+    crate::stack::deeper(|| convert_inner(v, numbers, document))
+}
+
+fn convert_inner(v: V, numbers: Numbers, document: usize) -> Result<Node, YamlError> {
     Ok(match v {
         V::Null => Node::Null,
         V::Bool(b) => Node::Bool(b),
@@ -1402,6 +1553,10 @@ fn convert(v: V, numbers: Numbers, document: usize) -> Result<Node, YamlError> {
 }
 
 fn check_finite(n: &Node, document: usize) -> Result<(), YamlError> {
+    crate::stack::deeper(|| check_finite_inner(n, document))
+}
+
+fn check_finite_inner(n: &Node, document: usize) -> Result<(), YamlError> {
     match n {
         Node::Float(f) if !f.is_finite() => Err(YamlError::UnsupportedValue {
             value: format_go_float(*f),
@@ -1439,6 +1594,10 @@ fn decode_docs(text: &str, first_only: bool) -> Result<Vec<Option<V>>, YamlError
 /// anchors or aliases, no tags, no merge keys, every key a string and no
 /// non-finite float. Conservative: `false` only means "take the full path".
 fn surely_plain(raw: &Raw) -> bool {
+    crate::stack::deeper(|| surely_plain_inner(raw))
+}
+
+fn surely_plain_inner(raw: &Raw) -> bool {
     match &raw.kind {
         RawKind::Scalar { value, style, tag } => {
             tag.is_none() && (*style != TScalarStyle::Plain || !maybe_non_finite(value))

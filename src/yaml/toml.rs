@@ -12,6 +12,10 @@
 use super::Node;
 use std::collections::BTreeMap;
 
+/// Nesting deeper than this is refused (`exceeded max depth`): the TOML
+/// reader and writer recurse per level, on the caller's stack.
+const MAX_TOML_DEPTH: usize = 200;
+
 /// Why a value cannot be written as TOML.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TomlEncodeError {
@@ -470,7 +474,7 @@ impl P<'_> {
                 }
             };
             parts.push(part);
-            if parts.len() + self.table.len() > super::parse::MAX_DEPTH {
+            if parts.len() + self.table.len() > MAX_TOML_DEPTH {
                 return Err(self.err("exceeded max depth"));
             }
             self.ws();
@@ -621,7 +625,7 @@ impl P<'_> {
     fn value(&mut self) -> R<Node> {
         if matches!(self.peek(), Some('[' | '{')) {
             self.depth += 1;
-            if self.depth > super::parse::MAX_DEPTH {
+            if self.depth > MAX_TOML_DEPTH {
                 return Err(self.err("exceeded max depth"));
             }
             let r = self.value_inner();

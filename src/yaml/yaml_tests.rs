@@ -343,6 +343,59 @@ fn keep_chomped_block_without_text() {
     }
 }
 
+/// Helm's depth limit and messages (helm v3.17.2): 10,000 levels read,
+/// deeper flow collections refused with libyaml's message at their line (no
+/// line on the first). Deeper block collections are refused with the same
+/// message (Helm gives `encoding/json`'s `exceeded max depth` for some).
+#[test]
+fn depth_limit_is_helms() {
+    // A deep mapping is dropped recursively (BTreeMap's own drop): 8 MiB,
+    // a main thread's stack, holds 10,000 levels in debug builds.
+    let stack = 8 << 20;
+    let r = std::thread::Builder::new()
+        .stack_size(stack)
+        .spawn(move || {
+            let msg = |t: String| parse_values(&t).map(|_| ()).map_err(|e| e.to_string());
+            (
+                msg(format!("a:\n{}x\n", "- ".repeat(9_998))),
+                msg(format!("a:\n{}x\n", "- ".repeat(10_000))),
+                msg(format!("{}1{}", "[".repeat(10_001), "]".repeat(10_001))),
+                msg(format!(
+                    "x: 1\ny: 2\nz: {}1{}",
+                    "[".repeat(10_001),
+                    "]".repeat(10_001)
+                )),
+                msg(format!("a: {}1{}", "[".repeat(255), "]".repeat(255))),
+                msg(format!("a: {}1{}", "[".repeat(300), "]".repeat(300))),
+                msg(format!("a: {}1{}", "{a: ".repeat(250), "}".repeat(250))),
+            )
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(r.0, Ok(()));
+    assert_eq!(
+        r.1,
+        Err("error converting YAML to JSON: yaml: line 2: exceeded max depth of 10000".into())
+    );
+    assert_eq!(
+        r.2,
+        Err("error converting YAML to JSON: yaml: exceeded max depth of 10000".into())
+    );
+    assert_eq!(
+        r.3,
+        Err("error converting YAML to JSON: yaml: line 3: exceeded max depth of 10000".into())
+    );
+    assert_eq!(r.4, Ok(()));
+    // yaml-rust2 reads flow collections 255 deep at most: deeper ones that
+    // Helm reads are refused with rudder's own message.
+    assert_eq!(
+        r.5,
+        Err("error converting YAML to JSON: yaml: flow collections ([...], {...}) nested more than 255 deep are not supported (Helm reads up to 10000)".into())
+    );
+    assert_eq!(r.6, Ok(()));
+}
+
 #[test]
 fn deep_nesting_does_not_overflow_the_stack() {
     let deep_yaml = format!("{}x", "- ".repeat(100_000));
@@ -383,9 +436,10 @@ fn alias_chains_and_limits() {
         .unwrap();
     // Refused (by the alias budget or the depth limit), without a crash.
     assert!(r.is_err());
-    // Deep but allowed, then written back.
-    let json = "[".repeat(199) + &"]".repeat(199);
-    let yaml = format!("{}x", "- ".repeat(199));
+    // Deep but allowed (Helm's limit is 10,000 levels), written back and
+    // dropped on a 2 MiB stack.
+    let json = "[".repeat(10_000) + &"]".repeat(10_000);
+    let yaml = format!("{}x", "- ".repeat(10_000));
     let r = std::thread::Builder::new()
         .stack_size(2 * 1024 * 1024)
         .spawn(move || {
@@ -400,10 +454,10 @@ fn alias_chains_and_limits() {
         .unwrap()
         .join()
         .unwrap();
-    assert_eq!(r.0, 398);
+    assert_eq!(r.0, 20_000);
     assert!(r.1 > 0 && r.2 > 0);
     assert_eq!(
-        parse_json(&"[".repeat(201)).unwrap_err().to_string(),
+        parse_json(&"[".repeat(10_001)).unwrap_err().to_string(),
         "exceeded max depth"
     );
 }
@@ -588,4 +642,38 @@ fn unicode_line_separators_fold_like_libyaml() {
         to_json(&n, true),
         "{\"a\":\"x\\u2028y\",\"b\":\"p\\u2029q\"}"
     );
+}
+
+/// A wide mapping decodes with Go's map assignment (a repeated key
+/// replaces the value in place), indexed past a few entries: 100,000 keys in
+/// a flow mapping, which the full parser reads, took minutes when every
+/// assignment searched the keys before it.
+#[test]
+fn wide_mappings_keep_go_assignment() {
+    let mut text = String::from("{");
+    for i in 0..100 {
+        text.push_str(&format!("k{i}: {i}, "));
+    }
+    text.push_str("k5: x, 1: a, 1.0: b, 0.0: c, -0.0: d, .nan: e, .nan: f, k99: last}");
+    let docs = parse_documents(&text).unwrap();
+    let Node::Map(m) = &docs[0] else {
+        panic!("{docs:?}")
+    };
+    assert_eq!(m["k5"], Node::Str("x".into()));
+    assert_eq!(m["k99"], Node::Str("last".into()));
+    assert_eq!(m["k0"], Node::Int(0));
+    // 1 (int) and 1.0 (float) are different keys in Go, as 0.0 and -0.0 are
+    // the same; the stringified keys then collide as sigs.k8s.io/yaml's do.
+    assert_eq!(m.len(), 100 + 3);
+    let wide: String = format!(
+        "{{{}}}",
+        (0..100_000)
+            .map(|i| format!("k{i}: {i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let Node::Map(m) = parse_values(&wide).unwrap() else {
+        panic!("not a map")
+    };
+    assert_eq!(m.len(), 100_000);
 }

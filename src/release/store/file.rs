@@ -37,16 +37,28 @@
 //! writer removes. Writers of a namespace serialise on `.lock`, so an update
 //! compares the stored record with the caller's copy and swaps it atomically
 //! with respect to other processes.
-use super::{check_name, same_record, sort_by_version, Store, StoreError};
+//!
+//! # Privacy and integrity
+//!
+//! Records hold the release's values, Secrets included: the store's
+//! directories are 0700 and its files 0600, whatever the umask, and an
+//! older store's wider modes are tightened on the next write, with a
+//! warning ([`crate::fsutil`]). Each record is checked against its file
+//! name and directory when read ([`super::check_record`]): one that holds
+//! another release, namespace or revision, or a revision out of Helm's
+//! range, is reported naming the file, and nothing builds on it.
+use super::{
+    check_name, check_record, check_revision, same_record, sort_by_version, Store, StoreError,
+};
+use crate::fsutil::{self, AtomicWrite, Mode, Step};
 use crate::release::codec::{self, Write};
 use crate::release::model::Release;
 use crate::release::time::HelmTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The JSON object stored in each record file.
@@ -88,14 +100,10 @@ impl FaultInjector {
         self.step.load(Ordering::SeqCst)
     }
 
-    fn check(&self, what: &'static str, path: &Path) -> Result<(), StoreError> {
+    fn check(&self) -> std::io::Result<()> {
         let n = self.step.fetch_add(1, Ordering::SeqCst);
         if n >= self.fail_at.load(Ordering::SeqCst) {
-            return Err(StoreError::io(
-                what,
-                path,
-                std::io::Error::other("injected crash"),
-            ));
+            return Err(std::io::Error::other("injected crash"));
         }
         Ok(())
     }
@@ -128,14 +136,22 @@ impl std::fmt::Display for Skipped {
     }
 }
 
+/// A record file name whose revision has more digits than any `u64`
+/// (`sh.helm.release.v1.web.v99999999999999999999`): (name, `u64::MAX`),
+/// so that it is reported as out of range rather than ignored.
+pub(crate) fn overflowing_key(key: &str) -> Option<(&str, u64)> {
+    let rest = key.strip_prefix("sh.helm.release.v1.")?;
+    let (name, v) = rest.rsplit_once(".v")?;
+    (!name.is_empty() && !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .then_some((name, u64::MAX))
+}
+
 /// The file store. See the module documentation for the format.
 #[derive(Debug)]
 pub struct FileStore {
     root: PathBuf,
     faults: Option<Arc<FaultInjector>>,
 }
-
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl FileStore {
     /// Opens a store directory. Nothing is created until the first write:
@@ -162,7 +178,7 @@ impl FileStore {
 
     fn step(&self, what: &'static str, path: &Path) -> Result<(), StoreError> {
         match &self.faults {
-            Some(f) => f.check(what, path),
+            Some(f) => f.check().map_err(|e| StoreError::io(what, path, e)),
             None => Ok(()),
         }
     }
@@ -182,17 +198,22 @@ impl FileStore {
         Ok(self.ns_dir(namespace)?.join(codec::key(name, version)))
     }
 
-    /// Takes the namespace's writer lock (released when the file is dropped).
+    /// Takes the namespace's writer lock (released when the file is
+    /// dropped), creating the store and namespace directories owner-only
+    /// (or tightening the namespace's).
     #[allow(clippy::incompatible_msrv)]
     fn lock(&self, dir: &Path) -> Result<File, StoreError> {
-        fs::create_dir_all(dir).map_err(|e| StoreError::io("create directory", dir, e))?;
+        // The root may be a directory the user keeps other things in: it is
+        // created private, but an existing one keeps its mode (what lies
+        // in it is private).
+        fsutil::create_private_dir(&self.root).map_err(StoreError::write)?;
+        fsutil::private_dir(dir).map_err(StoreError::write)?;
         let p = dir.join(".lock");
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&p)
-            .map_err(|e| StoreError::io("open lock", &p, e))?;
+        let f = fsutil::open_private(
+            &p,
+            OpenOptions::new().create(true).truncate(false).write(true),
+        )
+        .map_err(StoreError::write)?;
         f.lock().map_err(|e| StoreError::io("lock", &p, e))?;
         Ok(f)
     }
@@ -210,26 +231,28 @@ impl FileStore {
         Ok(out)
     }
 
-    /// Writes `data` to a new temp file in `dir` and fsyncs it.
-    fn write_tmp(&self, dir: &Path, data: &[u8]) -> Result<PathBuf, StoreError> {
-        let tmp = dir.join(format!(
-            ".tmp-{}-{}",
-            std::process::id(),
-            TMP_COUNTER.fetch_add(1, Ordering::SeqCst)
-        ));
-        self.step("create temp file", &tmp)?;
-        let mut f = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&tmp)
-            .map_err(|e| StoreError::io("create temp file", &tmp, e))?;
-        self.step("write temp file", &tmp)?;
-        f.write_all(data)
-            .map_err(|e| StoreError::io("write temp file", &tmp, e))?;
-        self.step("fsync temp file", &tmp)?;
-        f.sync_all()
-            .map_err(|e| StoreError::io("fsync temp file", &tmp, e))?;
-        Ok(tmp)
+    /// Writes a record file owner-only and atomically: linked when it must
+    /// not exist yet (`create`), renamed over the old one otherwise.
+    fn write_record(&self, path: &Path, data: &[u8], create: bool) -> Result<(), StoreError> {
+        let hook = |_: Step, _: &Path| match &self.faults {
+            Some(f) => f.check(),
+            None => Ok(()),
+        };
+        let mut w = AtomicWrite::new(Mode::PRIVATE).hook(&hook);
+        if create {
+            w = w.no_replace();
+        }
+        match w.write(path, data) {
+            Ok(()) => Ok(()),
+            Err(e)
+                if create
+                    && e.op == "link"
+                    && e.error.kind() == std::io::ErrorKind::AlreadyExists =>
+            {
+                Err(StoreError::AlreadyExists)
+            }
+            Err(e) => Err(StoreError::write(e)),
+        }
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<(), StoreError> {
@@ -240,7 +263,7 @@ impl FileStore {
     }
 
     fn read_record(path: &Path) -> Result<Option<Release>, StoreError> {
-        let data = match fs::read(path) {
+        let data = match crate::input::read(path) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(StoreError::io("read", path, e)),
@@ -254,6 +277,26 @@ impl FileStore {
             serde_json::from_slice(&data).map_err(|e| undecodable(e.to_string()))?;
         let mut rel = codec::decode(&rec.body).map_err(|e| undecodable(e.to_string()))?;
         rel.labels = rec.labels;
+        Ok(Some(rel))
+    }
+
+    /// Reads the record at `path`, stored under `namespace` and the key of
+    /// (`name`, `version`), and checks it against that key
+    /// ([`super::check_record`]); a mismatch is [`StoreError::Invalid`]
+    /// naming the file.
+    fn read_checked(
+        path: &Path,
+        namespace: &str,
+        name: &str,
+        version: u64,
+    ) -> Result<Option<Release>, StoreError> {
+        let Some(rel) = Self::read_record(path)? else {
+            return Ok(None);
+        };
+        check_record(&rel, namespace, name, version).map_err(|reason| StoreError::Invalid {
+            location: path.display().to_string(),
+            reason,
+        })?;
         Ok(Some(rel))
     }
 
@@ -287,7 +330,8 @@ impl FileStore {
         for e in rd {
             let e = e.map_err(|err| StoreError::io("read directory", dir, err))?;
             let fname = e.file_name().to_string_lossy().into_owned();
-            let Some((n, version)) = codec::parse_key(&fname) else {
+            let Some((n, version)) = codec::parse_key(&fname).or_else(|| overflowing_key(&fname))
+            else {
                 continue;
             };
             if name.is_some_and(|want| want != n) {
@@ -297,7 +341,7 @@ impl FileStore {
             // in listings rather than hiding every other release, but it is
             // reported to the caller.
             let path = e.path();
-            match Self::read_record(&path) {
+            match Self::read_checked(&path, &namespace, n, version) {
                 Ok(Some(r)) => out.push(r),
                 Ok(None) => {}
                 Err(err) => skipped.push(Skipped {
@@ -308,6 +352,7 @@ impl FileStore {
                     location: path.display().to_string(),
                     reason: match err {
                         StoreError::Io { error, .. } => error.to_string(),
+                        StoreError::Invalid { reason, .. } => reason.to_string(),
                         other => other.to_string(),
                     },
                 }),
@@ -323,22 +368,15 @@ impl FileStore {
 impl Store for FileStore {
     fn create(&self, rel: &Release) -> Result<(), StoreError> {
         let path = self.record_path(&rel.namespace, &rel.name, rel.version)?;
+        check_revision(rel.version).map_err(|reason| StoreError::Invalid {
+            location: path.display().to_string(),
+            reason,
+        })?;
         let dir = self.ns_dir(&rel.namespace)?;
         let data = self.encode_file(rel, Write::Create)?;
         let _lock = self.lock(&dir)?;
         Self::clean_tmp(&dir);
-        let tmp = self.write_tmp(&dir, &data)?;
-        self.step("link record", &path)?;
-        let linked = fs::hard_link(&tmp, &path);
-        let _ = fs::remove_file(&tmp);
-        match linked {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(StoreError::AlreadyExists)
-            }
-            Err(e) => return Err(StoreError::io("link record", &path, e)),
-        }
-        self.sync_dir(&dir)
+        self.write_record(&path, &data, true)
     }
 
     fn update(&self, expected: &Release, new: &Release) -> Result<(), StoreError> {
@@ -346,7 +384,8 @@ impl Store for FileStore {
         let dir = self.ns_dir(&new.namespace)?;
         let data = self.encode_file(new, Write::Update)?;
         let _lock = self.lock(&dir)?;
-        let cur = Self::read_record(&path)?.ok_or(StoreError::NotFound)?;
+        let cur = Self::read_checked(&path, &new.namespace, &new.name, new.version)?
+            .ok_or(StoreError::NotFound)?;
         if !same_record(&cur, expected) {
             return Err(StoreError::Conflict {
                 key: codec::key(&new.name, new.version),
@@ -354,18 +393,12 @@ impl Store for FileStore {
             });
         }
         Self::clean_tmp(&dir);
-        let tmp = self.write_tmp(&dir, &data)?;
-        self.step("rename record", &path)?;
-        if let Err(e) = fs::rename(&tmp, &path) {
-            let _ = fs::remove_file(&tmp);
-            return Err(StoreError::io("rename record", &path, e));
-        }
-        self.sync_dir(&dir)
+        self.write_record(&path, &data, false)
     }
 
     fn get(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {
         let path = self.record_path(namespace, name, version)?;
-        Self::read_record(&path)?.ok_or(StoreError::NotFound)
+        Self::read_checked(&path, namespace, name, version)?.ok_or(StoreError::NotFound)
     }
 
     fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
@@ -427,7 +460,8 @@ impl Store for FileStore {
         let path = self.record_path(namespace, name, version)?;
         let dir = self.ns_dir(namespace)?;
         let _lock = self.lock(&dir)?;
-        let rel = Self::read_record(&path)?.ok_or(StoreError::NotFound)?;
+        let rel =
+            Self::read_checked(&path, namespace, name, version)?.ok_or(StoreError::NotFound)?;
         self.step("remove record", &path)?;
         fs::remove_file(&path).map_err(|e| StoreError::io("remove record", &path, e))?;
         self.sync_dir(&dir)?;

@@ -67,9 +67,105 @@ pub enum StoreError {
     /// A name or namespace cannot be stored (empty, or contains `/`).
     #[error("invalid release name or namespace {0:?}")]
     InvalidName(String),
+    /// A stored record does not belong under its key, or a revision is
+    /// out of Helm's range: nothing is read from it or written over it.
+    #[error("release record {location}: {reason}")]
+    Invalid {
+        /// The file, object or row (its text names it).
+        location: String,
+        /// What is wrong (its text ends the message).
+        reason: RecordMismatch,
+    },
+}
+
+/// The highest revision: Helm's SQL driver keeps revisions in an
+/// `INTEGER` (int32) column, and Helm counts from 1, so every store keeps
+/// revisions within 1 to 2147483647. A record beyond it is refused when
+/// read, and no revision beyond it is ever written.
+pub const MAX_REVISION: u64 = i32::MAX as u64;
+
+/// Why a record does not belong under the key it is stored under.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordMismatch {
+    /// A revision outside 1 to [`MAX_REVISION`].
+    #[error("revision {0} is out of range (revisions are 1 to 2147483647)")]
+    Revision(u64),
+    /// The record is another release's.
+    #[error("it holds release {found:?}, but its key is release {expected:?}'s")]
+    Name {
+        /// The name in the key.
+        expected: String,
+        /// The name in the record.
+        found: String,
+    },
+    /// The record is another namespace's.
+    #[error("it holds namespace {found:?}, but it is stored in namespace {expected:?}")]
+    Namespace {
+        /// The namespace it is stored in.
+        expected: String,
+        /// The namespace in the record.
+        found: String,
+    },
+    /// The record is another revision's.
+    #[error("it holds revision {found}, but its key is revision {expected}")]
+    Version {
+        /// The revision in the key.
+        expected: u64,
+        /// The revision in the record.
+        found: u64,
+    },
+}
+
+/// Checks a record read under `namespace` and the key of (`name`,
+/// `version`) against that key: the release name, the namespace and the
+/// revision must be the key's, and the revision within 1 to
+/// [`MAX_REVISION`]. A record copied or edited by hand fails here, so no
+/// plan or write builds on it.
+pub fn check_record(
+    rel: &Release,
+    namespace: &str,
+    name: &str,
+    version: u64,
+) -> Result<(), RecordMismatch> {
+    check_revision(version)?;
+    if rel.name != name {
+        return Err(RecordMismatch::Name {
+            expected: name.to_string(),
+            found: rel.name.clone(),
+        });
+    }
+    if rel.namespace != namespace {
+        return Err(RecordMismatch::Namespace {
+            expected: namespace.to_string(),
+            found: rel.namespace.clone(),
+        });
+    }
+    if rel.version != version {
+        return Err(RecordMismatch::Version {
+            expected: version,
+            found: rel.version,
+        });
+    }
+    Ok(())
+}
+
+/// Whether `version` is a revision a store may hold (1 to [`MAX_REVISION`]).
+pub fn check_revision(version: u64) -> Result<(), RecordMismatch> {
+    if version == 0 || version > MAX_REVISION {
+        return Err(RecordMismatch::Revision(version));
+    }
+    Ok(())
 }
 
 impl StoreError {
+    pub(crate) fn write(e: crate::fsutil::WriteError) -> Self {
+        StoreError::Io {
+            op: e.op,
+            path: e.path.display().to_string(),
+            error: e.error,
+        }
+    }
+
     pub(crate) fn io(op: &'static str, path: &std::path::Path, error: std::io::Error) -> Self {
         StoreError::Io {
             op,

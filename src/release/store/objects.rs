@@ -17,7 +17,7 @@
 //! resourceVersion it read, so a writer that lost a race gets 409
 //! ([`StoreError::Conflict`]) instead of overwriting the winner. Records
 //! over the 1 MiB object limit are refused before anything is written.
-use super::{check_name, same_record, sort_by_version, Store, StoreError};
+use super::{check_name, check_record, same_record, sort_by_version, Skipped, Store, StoreError};
 use crate::cluster::{Cluster, ClusterError, ObjectKey};
 use crate::release::codec::{self, Write};
 use crate::release::model::Release;
@@ -149,11 +149,43 @@ impl ObjectStore {
         Ok(rel)
     }
 
+    /// Decodes a listed object and checks it against its name and
+    /// namespace ([`super::check_record`]).
+    fn checked(&self, obj: &Value) -> Result<Release, Box<Skipped>> {
+        let meta = |f: &str| {
+            obj.get("metadata")
+                .and_then(|m| m.get(f))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let (key, namespace) = (meta("name"), meta("namespace"));
+        let (name, version) = codec::parse_key(&key)
+            .or_else(|| super::file::overflowing_key(&key))
+            .map_or((String::new(), u64::MAX), |(n, v)| (n.to_string(), v));
+        let skipped = |reason: String| {
+            Box::new(Skipped {
+                key: key.clone(),
+                namespace: namespace.clone(),
+                name: name.clone(),
+                version,
+                location: format!("{} {namespace}/{key}", self.driver.kind()),
+                reason,
+            })
+        };
+        let rel = self.from_object(obj).map_err(|e| skipped(e.to_string()))?;
+        check_record(&rel, &namespace, &name, version).map_err(|e| skipped(e.to_string()))?;
+        Ok(rel)
+    }
+
+    /// The records listed, and those that do not decode or do not match
+    /// their object's name and namespace (skipped, as Helm's drivers skip
+    /// what does not decode, and reported to the caller).
     fn query(
         &self,
         namespace: Option<&str>,
         name: Option<&str>,
-    ) -> Result<Vec<Release>, StoreError> {
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
         let mut labels = vec![("owner".to_string(), codec::OWNER.to_string())];
         if let Some(n) = name {
             labels.push(("name".to_string(), n.to_string()));
@@ -173,19 +205,17 @@ impl ObjectStore {
                 )
             })?;
         let mut out = Vec::new();
+        let mut skipped = Vec::new();
         for o in &objs {
-            match self.from_object(o) {
+            match self.checked(o) {
                 Ok(r) => out.push(r),
-                Err(e) => {
-                    // As Helm's drivers: an undecodable record is skipped
-                    // rather than hiding every other release.
-                    let what =
-                        ObjectKey::of(o).map_or_else(|| "an object".to_string(), |k| k.to_string());
-                    eprintln!("warning: skipping release object {what}: {e}");
-                }
+                Err(s) => skipped.push(*s),
             }
         }
-        Ok(out)
+        skipped.sort_by(|a, b| {
+            (&a.namespace, &a.name, a.version).cmp(&(&b.namespace, &b.name, b.version))
+        });
+        Ok((out, skipped))
     }
 
     fn live(&self, key: &ObjectKey) -> Result<Option<Value>, StoreError> {
@@ -244,25 +274,47 @@ impl Store for ObjectStore {
         let key = self.key(namespace, name, version);
         let obj = self.live(&key)?.ok_or(StoreError::NotFound)?;
         let mut rel = self.from_object(&obj)?;
+        check_record(&rel, namespace, name, version).map_err(|reason| StoreError::Invalid {
+            location: format!("{} {namespace}/{}", self.driver.kind(), key.name),
+            reason,
+        })?;
         // Helm's drivers' Get leaves only the custom labels on the record.
         rel.labels = codec::user_labels(&rel.labels);
         Ok(rel)
     }
 
     fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
-        check_name(namespace)?;
-        check_name(name)?;
-        let mut v = self.query(Some(namespace), Some(name))?;
-        v.retain(|r| r.name == name);
-        sort_by_version(&mut v);
-        Ok(v)
+        Ok(self.history_reporting(namespace, name)?.0)
     }
 
     fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
+        Ok(self.list_all_reporting(namespace)?.0)
+    }
+
+    fn history_reporting(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        check_name(namespace)?;
+        check_name(name)?;
+        // The `name` label selects; a record that is not its object's
+        // (another release's copied under this one's key) was skipped
+        // above, naming the object.
+        let (mut v, skipped) = self.query(Some(namespace), Some(name))?;
+        v.retain(|r| r.name == name);
+        sort_by_version(&mut v);
+        Ok((v, skipped))
+    }
+
+    fn list_all_reporting(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
         if let Some(ns) = namespace {
             check_name(ns)?;
         }
-        let mut v = self.query(namespace, None)?;
+        let (mut v, skipped) = self.query(namespace, None)?;
         v.sort_by(|a, b| {
             (a.namespace.as_str(), a.name.as_str(), a.version).cmp(&(
                 b.namespace.as_str(),
@@ -270,7 +322,7 @@ impl Store for ObjectStore {
                 b.version,
             ))
         });
-        Ok(v)
+        Ok((v, skipped))
     }
 
     fn delete(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {
@@ -311,6 +363,50 @@ mod tests {
         };
         r.info.status = status;
         r
+    }
+
+    #[test]
+    fn an_object_copied_under_another_key_or_past_int32_is_refused_naming_it() {
+        use crate::release::Releases;
+        for driver in [Driver::Secret, Driver::ConfigMap] {
+            let c: Arc<dyn Cluster> = Arc::new(SimCluster::in_memory());
+            let s = ObjectStore::new(c.clone(), driver);
+            s.create(&rel("web", 1, Status::Deployed)).unwrap();
+            // web's record as api's revision 1 (name and labels say api).
+            let mut copy = s
+                .to_object(&rel("web", 1, Status::Deployed), Write::Create)
+                .unwrap();
+            copy["metadata"]["name"] = "sh.helm.release.v1.api.v1".into();
+            copy["metadata"]["labels"]["name"] = "api".into();
+            c.create(&copy).unwrap();
+            let kind = driver.kind();
+            let e = Releases::new(&s)
+                .history_checked("default", "api")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("{kind} default/sh.helm.release.v1.api.v1")),
+                "{e}"
+            );
+            assert!(e.contains("it holds release \"web\""), "{e}");
+            let e = s.get("default", "api", 1).unwrap_err().to_string();
+            assert!(e.contains("it holds release \"web\""), "{e}");
+            // A revision past int32, consistently in name and body.
+            let big = rel("web", 9_223_372_036_854_775_808, Status::Deployed);
+            c.create(&s.to_object(&big, Write::Create).unwrap())
+                .unwrap();
+            let e = Releases::new(&s)
+                .history_checked("default", "web")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!(
+                    "{kind} default/sh.helm.release.v1.web.v9223372036854775808"
+                )),
+                "{e}"
+            );
+            assert!(e.contains("is out of range"), "{e}");
+        }
     }
 
     #[test]

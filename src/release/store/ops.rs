@@ -53,6 +53,16 @@ pub enum OpError {
     /// one asked for by number).
     #[error("release record {} ({}) cannot be read: {}", .0.key, .0.location, .0.reason)]
     Unreadable(Box<Skipped>),
+    /// The release is at the highest revision a store keeps
+    /// ([`super::MAX_REVISION`]): a new one could not be finished, so none
+    /// is written.
+    #[error("release {name:?} is at revision {last}, the highest there is: no new revision can be recorded")]
+    NoNextRevision {
+        /// The release.
+        name: String,
+        /// Its newest revision.
+        last: u64,
+    },
     /// Pruning old revisions failed.
     #[error("encountered {count} deletion errors. First is: {first}")]
     Prune {
@@ -201,6 +211,17 @@ impl Default for HistoryMax {
     fn default() -> Self {
         HistoryMax(10)
     }
+}
+
+/// The revision after `last`, when a store may hold it.
+fn next_revision(last: &Release) -> Result<u64, OpError> {
+    last.version
+        .checked_add(1)
+        .filter(|&v| super::check_revision(v).is_ok())
+        .ok_or_else(|| OpError::NoNextRevision {
+            name: last.name.clone(),
+            last: last.version,
+        })
 }
 
 /// The skipped record with the highest revision.
@@ -450,7 +471,7 @@ impl<'a> Releases<'a> {
             if !(replace && reusable) {
                 return Err(OpError::NameInUse);
             }
-            version = last.version + 1;
+            version = next_revision(last)?;
             if last.info.status != Status::Failed {
                 let mut s = last.clone();
                 s.info.status = Status::Superseded;
@@ -565,7 +586,7 @@ impl<'a> Releases<'a> {
             config: r.config,
             manifest: r.manifest,
             hooks: r.hooks,
-            version: base.last.version + 1,
+            version: next_revision(&base.last)?,
             namespace: ns.clone(),
             apply_method: String::new(),
             labels,
@@ -643,7 +664,7 @@ impl<'a> Releases<'a> {
             config: prev.config.clone(),
             manifest: prev.manifest.clone(),
             hooks: prev.hooks.clone(),
-            version: last.version + 1,
+            version: next_revision(&last)?,
             namespace: last.namespace.clone(),
             apply_method: prev.apply_method.clone(),
             labels: codec::user_labels(&prev.labels),

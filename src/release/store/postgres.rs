@@ -8,7 +8,7 @@
 //! that fails on the existing key; an update locks the row (`SELECT ... FOR
 //! UPDATE`) and compares it with the caller's copy before writing; schema
 //! setup runs under an advisory lock so concurrent first users do not race.
-use super::{same_record, with_system_labels, Store, StoreError};
+use super::{check_record, same_record, with_system_labels, Skipped, Store, StoreError};
 use crate::release::codec;
 use crate::release::model::Release;
 use crate::release::time::HelmTime;
@@ -116,6 +116,22 @@ fn config(url: &str) -> Result<postgres::Config, StoreError> {
     Ok(cfg)
 }
 
+/// [`check_record`] for a row: a record with no namespace was written
+/// under `default` (as [`PgStore`]'s create does).
+fn check_row(
+    rel: &Release,
+    namespace: &str,
+    name: &str,
+    version: u64,
+) -> Result<(), super::RecordMismatch> {
+    if rel.namespace.is_empty() && namespace == "default" {
+        let mut r = rel.clone();
+        r.namespace = namespace.to_string();
+        return check_record(&r, namespace, name, version);
+    }
+    check_record(rel, namespace, name, version)
+}
+
 impl PgStore {
     /// Connects and makes sure Helm's schema is present (creating it, with
     /// Helm's migration bookkeeping, when it is not).
@@ -189,11 +205,15 @@ fn version_i32(v: u64) -> i32 {
 }
 
 impl PgStore {
-    fn select(
+    /// The rows selected, decoded and checked against their key and
+    /// namespace ([`super::check_record`]); those that fail are skipped,
+    /// as Helm skips rows that do not decode, and returned for the caller
+    /// to report.
+    fn select_reporting(
         &self,
         where_: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
-    ) -> Result<Vec<Release>, StoreError> {
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
         let mut c = self.client();
         let rows = c
             .query(
@@ -202,18 +222,36 @@ impl PgStore {
             )
             .map_err(sql)?;
         let mut out = Vec::new();
+        let mut skipped = Vec::new();
         for r in rows {
             let key: String = r.get(0);
             let ns: String = r.get(1);
             let body: String = r.get(2);
-            // Helm skips records that do not decode; so does rudder.
-            let Ok(mut rel) = codec::decode(&body) else {
-                continue;
-            };
-            rel.labels = custom_labels(&mut *c, &key, &ns)?;
-            out.push(rel);
+            let (name, version) = codec::parse_key(&key)
+                .or_else(|| super::file::overflowing_key(&key))
+                .map_or((String::new(), u64::MAX), |(n, v)| (n.to_string(), v));
+            let checked = codec::decode(&body)
+                .map_err(|e| e.to_string())
+                .and_then(|rel| {
+                    check_row(&rel, &ns, &name, version).map_err(|e| e.to_string())?;
+                    Ok(rel)
+                });
+            match checked {
+                Ok(mut rel) => {
+                    rel.labels = custom_labels(&mut *c, &key, &ns)?;
+                    out.push(rel);
+                }
+                Err(reason) => skipped.push(Skipped {
+                    location: format!("postgresql releases_v1 row (key {key:?}, namespace {ns:?})"),
+                    key,
+                    namespace: ns,
+                    name,
+                    version,
+                    reason,
+                }),
+            }
         }
-        Ok(out)
+        Ok((out, skipped))
     }
 }
 
@@ -304,27 +342,55 @@ impl Store for PgStore {
 
     fn get(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {
         let key = codec::key(name, version);
-        self.select("key = $1 AND namespace = $2", &[&key, &namespace])?
-            .into_iter()
-            .next()
-            .ok_or(StoreError::NotFound)
+        let mut c = self.client();
+        let row = c
+            .query_opt(
+                "SELECT body FROM releases_v1 WHERE key = $1 AND namespace = $2",
+                &[&key, &namespace],
+            )
+            .map_err(sql)?
+            .ok_or(StoreError::NotFound)?;
+        let mut rel = codec::decode(row.get::<_, &str>(0))?;
+        check_row(&rel, namespace, name, version).map_err(|reason| StoreError::Invalid {
+            location: format!("postgresql releases_v1 row (key {key:?}, namespace {namespace:?})"),
+            reason,
+        })?;
+        rel.labels = custom_labels(&mut *c, &key, namespace)?;
+        Ok(rel)
     }
 
     fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
-        let mut v = self.select(
+        Ok(self.history_reporting(namespace, name)?.0)
+    }
+
+    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
+        Ok(self.list_all_reporting(namespace)?.0)
+    }
+
+    fn history_reporting(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        let (mut v, skipped) = self.select_reporting(
             "name = $1 AND owner = $2 AND namespace = $3",
             &[&name, &codec::OWNER, &namespace],
         )?;
         super::sort_by_version(&mut v);
-        Ok(v)
+        Ok((v, skipped))
     }
 
-    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
-        let v = match namespace {
-            Some(ns) => self.select("owner = $1 AND namespace = $2", &[&codec::OWNER, &ns])?,
-            None => self.select("owner = $1", &[&codec::OWNER])?,
+    fn list_all_reporting(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        let (v, skipped) = match namespace {
+            Some(ns) => {
+                self.select_reporting("owner = $1 AND namespace = $2", &[&codec::OWNER, &ns])?
+            }
+            None => self.select_reporting("owner = $1", &[&codec::OWNER])?,
         };
-        Ok(v.into_iter().map(with_system_labels).collect())
+        Ok((v.into_iter().map(with_system_labels).collect(), skipped))
     }
 
     fn delete(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {

@@ -52,6 +52,10 @@ pub fn register_sprig(r: &mut Registry) {
 /// as integers, `[]byte` as base64 text, objects through their
 /// `to_json_value` (a `time.Time` becomes its RFC 3339 text).
 pub fn value_to_node(v: &Value) -> Node {
+    crate::stack::deeper(|| value_to_node_inner(v))
+}
+
+fn value_to_node_inner(v: &Value) -> Node {
     match v {
         Value::Nil => Node::Null,
         Value::Bool(b) => Node::Bool(*b),
@@ -105,6 +109,10 @@ fn to_yaml(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
 /// The value yaml.v3 sees (`toYamlPretty` encodes the Go value itself, not
 /// its JSON): a `[]byte` is a list of numbers.
 fn value_to_node_v3(v: &Value) -> Node {
+    crate::stack::deeper(|| value_to_node_v3_inner(v))
+}
+
+fn value_to_node_v3_inner(v: &Value) -> Node {
     match v {
         Value::Bytes(b) => Node::Seq(b.iter().map(|x| Node::Int(i64::from(*x))).collect()),
         Value::List(items, _) => Node::Seq(items.iter().map(value_to_node_v3).collect()),

@@ -1,8 +1,9 @@
-//! Stack growth for the parser's and the executor's recursion.
+//! Stack growth for deep recursion: the template parser and executor, and
+//! the YAML and JSON readers and writers on deeply nested documents.
 //!
-//! Both recurse once per nesting level of the template text (and per
-//! `include`/`template`/`tpl` call), which hostile input can make deep, so
-//! deep recursion runs on stack segments that `stacker` allocates on demand.
+//! They recurse once per nesting level of the template text (and per
+//! `include`/`template`/`tpl` call) or of the document (Helm's limit is
+//! 10,000 levels), which hostile input can make deep, so deep recursion runs on stack segments that `stacker` allocates on demand.
 //! Asking `stacker` how much stack is left costs a one-time probe of the
 //! thread's stack bounds, which on a process's main thread means glibc
 //! reading and parsing `/proc/self/maps` (about 0.1 ms, several percent of a
@@ -44,6 +45,12 @@ pub(crate) fn grow<R>(red_zone: usize, segment: usize, f: impl FnOnce() -> R) ->
     } else {
         stacker::maybe_grow(red_zone, segment, f)
     }
+}
+
+/// [`grow`] with the red zone and segment the document walkers use: a
+/// level of theirs takes well under a KiB, even in debug builds.
+pub(crate) fn deeper<R>(f: impl FnOnce() -> R) -> R {
+    grow(64 * 1024, 1024 * 1024, f)
 }
 
 #[cfg(test)]
