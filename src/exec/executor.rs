@@ -2296,7 +2296,17 @@ impl<'a> Executor<'a> {
         };
         let t0 = self.clock.now();
         match self.cluster.watch_any(targets, left.min(cap)) {
-            Ok(Watched::Changed) | Ok(Watched::Quiet) => {}
+            // A rollout changes its pods and events many times a second:
+            // a round (a LIST of each pending kind, of pods and events)
+            // per change would cost more requests than it tells. Rounds
+            // start at most every ROUND_MIN.
+            Ok(Watched::Changed) => {
+                let spent = self.clock.now().saturating_sub(t0);
+                if spent < ROUND_MIN {
+                    self.clock.sleep((ROUND_MIN - spent).min(left));
+                }
+            }
+            Ok(Watched::Quiet) => {}
             // A compacted resourceVersion or an unreachable server: poll
             // for this round (the next check reads the object again).
             Ok(Watched::Expired) | Ok(Watched::Unsupported) | Err(_) => {
@@ -3072,7 +3082,10 @@ const WATCH_MAX: Duration = Duration::from_secs(10);
 
 /// How often a wait reads an object's pods and events again at most (it
 /// reads them after each change a watch reports).
-const DIAGNOSE_EVERY: Duration = Duration::from_millis(200);
+const DIAGNOSE_EVERY: Duration = Duration::from_secs(1);
+
+/// The shortest time between two rounds of a wait that a watch ended.
+const ROUND_MIN: Duration = Duration::from_millis(250);
 
 /// ` (why: ...)` naming the first reasons, for error messages.
 fn why_suffix(reasons: &[Reason]) -> String {
