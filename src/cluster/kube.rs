@@ -1111,7 +1111,7 @@ async fn watch_one(
         buf.extend_from_slice(&data);
         while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = buf.drain(..=nl).collect();
-            let Ok(ev) = serde_json::from_slice::<Value>(&line) else {
+            let Ok(ev) = crate::yaml::json_from_slice::<Value>(&line) else {
                 continue;
             };
             match ev["type"].as_str() {
@@ -1174,40 +1174,7 @@ impl Cluster for KubeCluster {
         let what = format!("watch {key}");
         self.requests.count(RequestVerb::Watch);
         let outcome = self.driver.run(async move {
-            let run = async {
-                let res = client.send(req.map(kube::client::Body::from)).await?;
-                let code = res.status().as_u16();
-                if code == 410 {
-                    return Ok(Err(Watched::Expired));
-                }
-                if !(200..300).contains(&code) {
-                    return Ok(Ok(code));
-                }
-                let mut body = res.into_body();
-                let mut buf: Vec<u8> = Vec::new();
-                while let Some(frame) = body.frame().await {
-                    let frame = frame.map_err(|e| kube::Error::Service(Box::new(e)))?;
-                    let Ok(data) = frame.into_data() else {
-                        continue;
-                    };
-                    buf.extend_from_slice(&data);
-                    while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
-                        let line: Vec<u8> = buf.drain(..=nl).collect();
-                        let Ok(ev) = crate::yaml::json_from_slice::<Value>(&line) else {
-                            continue;
-                        };
-                        match ev["type"].as_str() {
-                            Some("BOOKMARK") => {}
-                            Some("ERROR") if ev["object"]["code"] == 410 => {
-                                return Ok(Err(Watched::Expired));
-                            }
-                            Some(_) => return Ok(Err(Watched::Changed)),
-                            None => {}
-                        }
-                    }
-                }
-                Ok::<_, kube::Error>(Err(Watched::Quiet))
-            };
+            let run = watch_one(client, req);
             match tokio::time::timeout(max, run).await {
                 Ok(r) => r,
                 Err(_) => Ok(Err(Watched::Quiet)),
