@@ -2132,12 +2132,15 @@ impl<'a> Executor<'a> {
                 if fresh && v.ready {
                     continue;
                 }
-                // Why: read again at most every DIAGNOSE_EVERY per object.
+                // Why: read again at most every DIAGNOSE_EVERY per object,
+                // and always when the object has just failed (a failed Job
+                // ends the wait at once: its last reasons must be fresh).
                 let now = self.clock.now();
                 if why::explains(key)
-                    && diagnosed_at
-                        .get(key)
-                        .is_none_or(|t| now.saturating_sub(*t) >= DIAGNOSE_EVERY)
+                    && (v.failed
+                        || diagnosed_at
+                            .get(key)
+                            .is_none_or(|t| now.saturating_sub(*t) >= DIAGNOSE_EVERY))
                 {
                     diagnosed_at.insert(key, now);
                     if let Ok(f) = diag.diagnose(key, &live) {

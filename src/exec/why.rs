@@ -711,14 +711,7 @@ impl<'a> Diagnoser<'a> {
                 reasons.extend(create_refusals(live, &key.kind, events));
             }
             ("batch", "Job") => {
-                if let Some(("True", r, m)) = super::ready::condition(live, "Failed") {
-                    let msg = match (r, m) {
-                        ("", m) => m.to_string(),
-                        (r, "") => r.to_string(),
-                        (r, m) => format!("{r}: {m}"),
-                    };
-                    reasons.push(Reason::new(ReasonKind::JobFailed, shown("Job", live), msg));
-                }
+                reasons.extend(job_failure(live));
                 reasons.extend(create_refusals(live, "Job", events));
             }
             ("", "PersistentVolumeClaim") => {
@@ -864,10 +857,45 @@ impl<'a> Diagnoser<'a> {
     }
 }
 
+/// Why a Job failed, from its conditions. Since Kubernetes 1.31 the Job
+/// controller sets `FailureTarget` first and `Failed` only once its pods
+/// are gone; both carry the same reason, and the wait may end on the first.
+fn job_failure(live: &Value) -> Option<Reason> {
+    let (_, r, m) = ["Failed", "FailureTarget"].into_iter().find_map(|c| {
+        super::ready::condition(live, c).filter(|(status, _, _)| *status == "True")
+    })?;
+    let msg = match (r, m) {
+        ("", m) => m.to_string(),
+        (r, "") => r.to_string(),
+        (r, m) => format!("{r}: {m}"),
+    };
+    Some(Reason::new(ReasonKind::JobFailed, shown("Job", live), msg))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_job_failing_says_why_before_its_failed_condition() {
+        let cond = |ty: &str| {
+            json!({"metadata": {"name": "m", "namespace": "n"},
+                "status": {"failed": 1, "conditions": [{"type": ty, "status": "True",
+                  "reason": "BackoffLimitExceeded",
+                  "message": "Job has reached the specified backoff limit"}]}})
+        };
+        for ty in ["FailureTarget", "Failed"] {
+            let r = job_failure(&cond(ty)).expect(ty);
+            assert_eq!(r.kind, ReasonKind::JobFailed);
+            assert_eq!(
+                r.message,
+                "BackoffLimitExceeded: Job has reached the specified backoff limit"
+            );
+        }
+        assert!(job_failure(&cond("Complete")).is_none());
+        assert!(job_failure(&json!({"status": {"active": 1}})).is_none());
+    }
 
     #[test]
     fn an_unschedulable_pod_says_what_the_scheduler_said() {
