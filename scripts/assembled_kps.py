@@ -1,5 +1,4 @@
-"""The assembled kube-prometheus-stack that scripts/bench-vs-helm and
-scripts/gen-link-order render.
+"""The assembled kube-prometheus-stack that scripts/bench-vs-helm renders.
 
 The corpus copy of kube-prometheus-stack lacks its vendored subcharts, so
 both tools fail on it as shipped. The assembled copy adds the corpus's own
