@@ -5,11 +5,11 @@
 //! Sprig is lenient with types: `date` formats the current time for anything
 //! that is not a `time.Time` or a Go integer (so a values number, a float64,
 //! means "now"), and `duration` reads only strings and int64.
-use super::gotime::{
-    as_time, format_duration, parse_duration, parse_in_location, round_duration, time_value,
-    GoTime, Location, SECOND,
-};
+use super::gotime::{as_time, time_value};
 use super::{CallContext, FuncError, FuncResult, Param, Registry};
+use crate::gostd::time::{
+    format_duration, parse_duration, parse_in_location, round_duration, GoTime, Location, SECOND,
+};
 use crate::template::value::Value;
 
 /// Adds this family's functions to the registry.
@@ -123,7 +123,7 @@ fn must_date_modify(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let t = time_param(args, 1)?;
     parse_duration(str_arg(args, 0))
         .map(|d| time_value(t.add(d)))
-        .map_err(FuncError::msg)
+        .map_err(|e| FuncError::msg(e.to_string()))
 }
 
 fn ago(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
