@@ -13,8 +13,9 @@ pub enum DurationError {
     /// `--timeout` flag reports it.
     #[error(transparent)]
     Go(#[from] crate::gostd::time::DurationError),
-    /// A Go duration below zero (`-5s`), which no wait can last.
-    #[error("duration {input:?} is negative: a timeout is zero or more")]
+    /// A Go duration below zero (`-5s`), which no wait can last. The
+    /// message leaves the text to the caller, which names the flag or field.
+    #[error("a negative duration: rudder's timeouts and delays are zero or more")]
     Negative {
         /// The text.
         input: String,
@@ -65,8 +66,10 @@ mod tests {
     #[test]
     fn a_negative_timeout_is_refused_by_the_timeout_rule() {
         assert_eq!(
-            parse("-5s").unwrap_err().to_string(),
-            "duration \"-5s\" is negative: a timeout is zero or more"
+            parse("-5s"),
+            Err(DurationError::Negative {
+                input: "-5s".into()
+            })
         );
         assert_eq!(parse("-0").unwrap(), Duration::ZERO);
     }
