@@ -1,119 +1,51 @@
-//! Go's durations (`time.ParseDuration`, `Duration.String`), as Helm's
-//! `--timeout` and the releases file write them.
+//! Go durations as rudder's own timeouts use them: Helm's `--timeout`, a
+//! plan's `timeout` and the releases file. Parsing and printing are Go's
+//! ([`crate::gostd::time::parse_duration`] and
+//! [`crate::gostd::time::format_duration`], exact to the nanosecond); this
+//! module only adds the rule of a timeout: it is not negative.
+use crate::gostd::time::{format_duration, parse_duration};
 use std::time::Duration;
 
-/// Why a duration did not parse. It prints Go's `time.ParseDuration`
-/// error, as Helm's `--timeout` flag reports it.
+/// Why a timeout did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
-    /// Not a duration at all (`5x5`, an empty text, too large).
-    #[error("time: invalid duration {input:?}")]
-    Invalid {
-        /// The text.
-        input: String,
-    },
-    /// A number without a unit (`20`).
-    #[error("time: missing unit in duration {input:?}")]
-    MissingUnit {
-        /// The text.
-        input: String,
-    },
-    /// A unit Go does not know (`20d`).
-    #[error("time: unknown unit {unit:?} in duration {input:?}")]
-    UnknownUnit {
-        /// The unit.
-        unit: String,
+    /// Not a Go duration; prints Go's `time.ParseDuration` error, as Helm's
+    /// `--timeout` flag reports it.
+    #[error(transparent)]
+    Go(#[from] crate::gostd::time::DurationError),
+    /// A Go duration below zero (`-5s`), which no wait can last. The
+    /// message leaves the text to the caller, which names the flag or field.
+    #[error("a negative duration: rudder's timeouts and delays are zero or more")]
+    Negative {
         /// The text.
         input: String,
     },
 }
 
-/// Go's `time.ParseDuration` for the units a timeout uses: `20s`, `1m30s`,
-/// `500ms`, `2h`, `1.5s`. A bare `0` is zero.
+/// Go's `time.ParseDuration` for a timeout: `20s`, `1m30s`, `500ms`, `2h`,
+/// `1.5s`, `0`; a negative duration is refused.
 ///
 /// ```
 /// use rudder::duration::{parse, DurationError};
+/// use rudder::gostd::time::DurationError as Go;
 /// assert_eq!(parse("1m30s"), Ok(std::time::Duration::from_secs(90)));
-/// assert!(matches!(parse("20d"), Err(DurationError::UnknownUnit { unit, .. }) if unit == "d"));
+/// assert!(matches!(parse("20d"), Err(DurationError::Go(Go::UnknownUnit { unit, .. })) if unit == "d"));
 /// assert_eq!(parse("20").unwrap_err().to_string(), "time: missing unit in duration \"20\"");
+/// assert!(matches!(parse("-1s"), Err(DurationError::Negative { .. })));
 /// ```
 pub fn parse(s: &str) -> Result<Duration, DurationError> {
-    let bad = || DurationError::Invalid {
-        input: s.to_string(),
-    };
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if s.is_empty() {
-        return Err(bad());
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| DurationError::MissingUnit {
-                input: s.to_string(),
-            })?;
-        if num_len == 0 {
-            return Err(bad());
-        }
-        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            u => {
-                return Err(DurationError::UnknownUnit {
-                    unit: u.to_string(),
-                    input: s.to_string(),
-                })
-            }
-        };
-        total += n * unit;
-        rest = &rest[unit_len..];
-    }
-    if !total.is_finite() || total > 1e12 {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(total))
+    let nanos = parse_duration(s)?;
+    u64::try_from(nanos)
+        .map(Duration::from_nanos)
+        .map_err(|_| DurationError::Negative {
+            input: s.to_string(),
+        })
 }
 
-/// Go's `Duration.String()` for whole and fractional seconds: `5m0s`, `20s`,
-/// `1h0m0s`, `1.5s`, `0s`.
+/// Go's `Duration.String()`: `5m0s`, `20s`, `1h0m0s`, `1.5s`, `250µs`, `0s`.
+/// Durations past Go's range (about 292 years) print as its largest.
 pub fn format(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms == 0 {
-        return "0s".into();
-    }
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let secs_total = d.as_secs();
-    let frac = d.subsec_millis();
-    let h = secs_total / 3600;
-    let m = (secs_total % 3600) / 60;
-    let s = secs_total % 60;
-    let sec = if frac == 0 {
-        format!("{s}s")
-    } else {
-        let f = format!("{:03}", frac);
-        format!("{s}.{}s", f.trim_end_matches('0'))
-    };
-    if h > 0 {
-        format!("{h}h{m}m{sec}")
-    } else if m > 0 {
-        format!("{m}m{sec}")
-    } else {
-        sec
-    }
+    format_duration(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]
@@ -124,5 +56,21 @@ mod tests {
     fn go_durations_round_trip() {
         assert_eq!(parse("1m30s").unwrap(), Duration::from_secs(90));
         assert_eq!(format(Duration::from_secs(90)), "1m30s");
+        // Exact to the nanosecond, both ways (the f64 parser was not).
+        assert_eq!(parse("1.000000001s").unwrap(), Duration::new(1, 1));
+        assert_eq!(format(Duration::new(1, 1)), "1.000000001s");
+        assert_eq!(format(Duration::from_micros(250)), "250µs");
+        assert_eq!(parse("0.1s").unwrap(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_negative_timeout_is_refused_by_the_timeout_rule() {
+        assert_eq!(
+            parse("-5s"),
+            Err(DurationError::Negative {
+                input: "-5s".into()
+            })
+        );
+        assert_eq!(parse("-0").unwrap(), Duration::ZERO);
     }
 }

@@ -590,7 +590,7 @@ fn show(v: &Node) -> String {
 fn print(v: &Node) -> Result<String, EvalError> {
     Ok(match v {
         Node::Map(_) | Node::Seq(_) => {
-            crate::release::codec::go_json(v).map_err(|e| EvalError(e.to_string()))?
+            crate::gostd::json::marshal(v).map_err(|e| EvalError(e.to_string()))?
         }
         Node::Null => "null".into(),
         Node::Bool(b) => b.to_string(),

@@ -190,7 +190,7 @@ fn check_rows(db: &TestDb, writer_major: u8, failures: &mut Vec<String>) -> usiz
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&raw[..]), &mut json).unwrap();
         let mut theirs: serde_json::Value = serde_json::from_slice(&json).unwrap();
         let mut ours: serde_json::Value =
-            serde_json::from_str(&codec::go_json(&rel).unwrap()).unwrap();
+            serde_json::from_str(&rudder::gostd::json::marshal(&rel).unwrap()).unwrap();
         if writer_major == 4 {
             // Helm 4 additions rudder does not model in the chart, and its
             // omitzero times (rudder writes v3's `""`).

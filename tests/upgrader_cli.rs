@@ -129,6 +129,12 @@ fn bad_input_fails_before_any_write() {
     let e = apply(&["--timeout", "soon"]);
     assert!(e.contains("--timeout"), "{e}");
     assert_nothing_written(d.path());
+    let e = apply(&["--timeout=-5s"]);
+    assert!(
+        e.contains("invalid argument \"-5s\" for \"--timeout\" flag: a negative duration"),
+        "{e}"
+    );
+    assert_nothing_written(d.path());
 
     let o = upgrader(
         d.path(),

@@ -104,106 +104,8 @@ pub fn parse_key(key: &str) -> Option<(&str, u64)> {
 
 /// Encodes a release as Helm does: JSON, gzip (best compression), base64.
 pub fn encode(rel: &Release) -> Result<String, CodecError> {
-    let json = go_json(rel)?;
+    let json = crate::gostd::json::marshal(rel)?;
     Ok(base64::engine::general_purpose::STANDARD.encode(gzip(json.as_bytes())))
-}
-
-/// Go's `json.Marshal`: compact, `<`, `>`, `&`, U+2028 and U+2029 escaped
-/// as `\u003c`-style sequences, and numbers spelled as Go spells a float64
-/// (every number in Helm's values is one): `12345678901234567000`, not the
-/// exact integer; `0.000001`; `1e-7`; `1e+21`.
-pub fn go_json<T: Serialize + ?Sized>(v: &T) -> Result<String, CodecError> {
-    let s = serde_json::to_string(v)?;
-    Ok(rewrite_go_json(&s))
-}
-
-/// Rewrites serde_json's compact output into Go's spelling (escapes and numbers).
-fn rewrite_go_json(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 16);
-    let mut chars = s.char_indices().peekable();
-    let mut in_str = false;
-    while let Some((i, ch)) = chars.next() {
-        if in_str {
-            match ch {
-                '\\' => {
-                    out.push(ch);
-                    if let Some((_, e)) = chars.next() {
-                        out.push(e);
-                    }
-                }
-                '"' => {
-                    in_str = false;
-                    out.push(ch);
-                }
-                '<' => out.push_str("\\u003c"),
-                '>' => out.push_str("\\u003e"),
-                '&' => out.push_str("\\u0026"),
-                '\u{2028}' => out.push_str("\\u2028"),
-                '\u{2029}' => out.push_str("\\u2029"),
-                c => out.push(c),
-            }
-            continue;
-        }
-        match ch {
-            '"' => {
-                in_str = true;
-                out.push(ch);
-            }
-            '-' | '0'..='9' => {
-                let mut end = i + ch.len_utf8();
-                while let Some(&(j, c)) = chars.peek() {
-                    if c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-') {
-                        end = j + 1;
-                        chars.next();
-                    } else {
-                        break;
-                    }
-                }
-                out.push_str(&go_number(&s[i..end]));
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// One JSON number token as Go's `encoding/json` writes the float64 it denotes.
-fn go_number(tok: &str) -> String {
-    let is_int = !tok.contains(['.', 'e', 'E']);
-    if is_int {
-        // Integers a float64 holds exactly print the same either way.
-        if let Ok(i) = tok.parse::<i64>() {
-            if i.unsigned_abs() <= 1 << 53 {
-                return tok.to_string();
-            }
-        }
-    }
-    match tok.parse::<f64>() {
-        Ok(f) if f.is_finite() => go_float(f),
-        _ => tok.to_string(),
-    }
-}
-
-/// Go's `encoding/json` float64 format: `'f'` unless the magnitude is below
-/// 1e-6 or at least 1e21, then `'e'` with a cleaned-up exponent.
-pub fn go_float(f: f64) -> String {
-    let a = f.abs();
-    if a != 0.0 && !(1e-6..1e21).contains(&a) {
-        let e = format!("{f:e}");
-        match e.split_once('e') {
-            Some((m, x)) => {
-                let x: i32 = x.parse().unwrap_or(0);
-                if x < 0 {
-                    format!("{m}e-{}", -x)
-                } else {
-                    format!("{m}e+{x:02}")
-                }
-            }
-            None => e,
-        }
-    } else {
-        format!("{f}")
-    }
 }
 
 /// gzip with Go's `compress/gzip` header at best compression.
@@ -409,22 +311,12 @@ mod tests {
     use crate::release::model::Status;
 
     #[test]
-    fn go_json_spelling() {
-        let v = serde_json::json!({"a": "<&>", "b": 12345678901234567890u64, "c": 0.000001,
-            "d": 1e-7, "e": 1e21, "f": 1.5, "g": -3, "h": "\\\"1e5\"", "i": 9007199254740993u64});
-        assert_eq!(
-            go_json(&v).unwrap(),
-            r#"{"a":"\u003c\u0026\u003e","b":12345678901234567000,"c":0.000001,"d":1e-7,"e":1e+21,"f":1.5,"g":-3,"h":"\\\"1e5\"","i":9007199254740992}"#
-        );
-    }
-
-    #[test]
     fn helm_record_of_a_chart_without_templates() {
         // Written by helm v3.17.2 for a chart with only Chart.yaml.
         let json = r#"{"name":"empty","info":{"first_deployed":"2026-11-30T00:43:41.283240785Z","last_deployed":"2026-11-30T00:43:41.283240785Z","deleted":"","description":"Install complete","status":"deployed"},"chart":{"metadata":{"name":"empty","version":"0.1.0","apiVersion":"v2"},"lock":null,"templates":null,"values":null,"schema":null,"files":null},"version":1,"namespace":"default"}"#;
         let r = decode_bytes(json.as_bytes()).unwrap();
         assert_eq!(r.chart_label(), "empty-0.1.0");
-        assert_eq!(go_json(&r).unwrap(), json);
+        assert_eq!(crate::gostd::json::marshal(&r).unwrap(), json);
     }
 
     #[test]

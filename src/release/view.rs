@@ -66,7 +66,7 @@ pub fn table(rows: &[Vec<String>]) -> String {
 /// Go's `json.Encoder.Encode`: compact JSON with `<`, `>`, `&`, U+2028 and
 /// U+2029 escaped, and a trailing newline.
 pub fn go_json<T: Serialize + ?Sized>(v: &T) -> String {
-    let mut s = super::codec::go_json(v).unwrap_or_else(|_| "null".into());
+    let mut s = crate::gostd::json::marshal(v).unwrap_or_else(|_| "null".into());
     s.push('\n');
     s
 }
@@ -74,7 +74,7 @@ pub fn go_json<T: Serialize + ?Sized>(v: &T) -> String {
 /// `sigs.k8s.io/yaml.Marshal`: the value's JSON (Go's spelling), read into
 /// a [`Node`] and emitted by [`crate::yaml::to_yaml`] as yaml.v2 does.
 pub fn go_yaml<T: Serialize + ?Sized>(v: &T) -> String {
-    let node: Node = super::codec::go_json(v)
+    let node: Node = crate::gostd::json::marshal(v)
         .ok()
         .and_then(|s| crate::yaml::json_from_str(&s).ok())
         .unwrap_or(Node::Null);

@@ -5,6 +5,7 @@ use super::ast::{
     Pipe, Source, StringLit, TemplateCall, TextSpan, Tree,
 };
 use super::lexer::{lex, Item, Lexed, Tok};
+use crate::gostd::num::{parse_float, parse_int, parse_uint};
 use std::sync::Arc;
 
 /// How deeply parentheses and control structures may nest. Real templates
@@ -264,109 +265,6 @@ pub(crate) fn unquote_go(s: &str) -> Result<String, String> {
     Ok(out)
 }
 
-fn parse_go_int(text: &str) -> Option<(bool, u64)> {
-    let (neg, body) = match text.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, text.strip_prefix('+').unwrap_or(text)),
-    };
-    let (radix, digits, prefixed) =
-        if let Some(d) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-            (16, d, true)
-        } else if let Some(d) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
-            (8, d, true)
-        } else if let Some(d) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
-            (2, d, true)
-        } else if body.len() > 1 && body.starts_with('0') {
-            (8, &body[1..], true)
-        } else {
-            (10, body, false)
-        };
-    if body.contains('_') && !underscore_ok(body) {
-        return None;
-    }
-    let _ = prefixed;
-    let clean: String = digits.chars().filter(|&c| c != '_').collect();
-    if clean.is_empty() {
-        return None;
-    }
-    let v = u64::from_str_radix(&clean, radix).ok()?;
-    Some((neg, v))
-}
-
-/// Go's rule for `_` in number literals: only between digits or after a base prefix.
-fn underscore_ok(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut saw = '^';
-    let mut i = 0;
-    let mut hex = false;
-    if b.len() >= 2 && b[0] == b'0' {
-        let c = b[1].to_ascii_lowercase();
-        if c == b'x' || c == b'o' || c == b'b' {
-            hex = c == b'x';
-            i = 2;
-            saw = '0';
-        }
-    }
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
-            saw = '0';
-        } else if c == b'_' {
-            if saw != '0' {
-                return false;
-            }
-            saw = '_';
-        } else {
-            if saw == '_' {
-                return false;
-            }
-            saw = '!';
-        }
-        i += 1;
-    }
-    saw != '_'
-}
-
-fn parse_go_float(text: &str) -> Option<f64> {
-    if text.contains('_') && !underscore_ok(text.trim_start_matches(['+', '-'])) {
-        return None;
-    }
-    let clean: String = text.chars().filter(|&c| c != '_').collect();
-    let lower = clean.to_ascii_lowercase();
-    let body = lower.trim_start_matches(['+', '-']);
-    if body.starts_with("0x") {
-        return parse_hex_float(&lower);
-    }
-    if body.contains("inf") || body.contains("nan") {
-        return None;
-    }
-    clean.parse::<f64>().ok()
-}
-
-fn parse_hex_float(s: &str) -> Option<f64> {
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let body = body.strip_prefix("0x")?;
-    let (mant, exp) = match body.split_once('p') {
-        Some((m, e)) => (m, e.parse::<i32>().ok()?),
-        None => (body, 0),
-    };
-    let (ip, fp) = mant.split_once('.').unwrap_or((mant, ""));
-    let mut v = 0f64;
-    for c in ip.chars() {
-        v = v * 16.0 + c.to_digit(16)? as f64;
-    }
-    let mut scale = 1.0 / 16.0;
-    for c in fp.chars() {
-        v += c.to_digit(16)? as f64 * scale;
-        scale /= 16.0;
-    }
-    let v = v * 2f64.powi(exp);
-    Some(if neg { -v } else { v })
-}
-
 /// Go's `parse.newNumber`.
 fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
     let text = tok.text(src);
@@ -426,7 +324,7 @@ fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
                     super::gofmt::quote_go(text)
                 ));
             };
-            match (parse_go_float(&body[..at]), parse_go_float(&body[at..])) {
+            match (parse_float(&body[..at]), parse_float(&body[at..])) {
                 (Some(re), Some(im)) => n.complex = (re, im),
                 _ => {
                     return Err(format!(
@@ -440,30 +338,18 @@ fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
         }
         _ => {}
     }
-    if let Some(im) = text.strip_suffix('i').and_then(parse_go_float) {
+    if let Some(im) = text.strip_suffix('i').and_then(parse_float) {
         n.is_complex = true;
         n.complex = (0.0, im);
         return Ok(n);
     }
-    let mut uval = None;
-    if let Some((neg, u)) = parse_go_int(text) {
-        // ParseUint rejects a sign
-        if !neg && !text.starts_with('+') {
-            n.is_uint = true;
-            uval = Some(u);
-        }
-        if neg {
-            if u <= 1u64 << 63 {
-                n.is_int = true;
-                n.int = (u as i128).wrapping_neg() as i64;
-                if u == 0 {
-                    n.is_uint = true;
-                }
-            }
-        } else if u <= i64::MAX as u64 {
-            n.is_int = true;
-            n.int = u as i64;
-        }
+    let uval = parse_uint(text, 0);
+    n.is_uint = uval.is_some();
+    if let Some(i) = parse_int(text, 0) {
+        n.is_int = true;
+        n.int = i;
+        // ParseUint refuses `-0`.
+        n.is_uint |= i == 0;
     }
     if n.is_int {
         n.is_float = true;
@@ -471,7 +357,7 @@ fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
     } else if n.is_uint {
         n.is_float = true;
         n.float = uval.unwrap_or(0) as f64;
-    } else if let Some(f) = parse_go_float(text) {
+    } else if let Some(f) = parse_float(text) {
         if !text.contains(['.', 'e', 'E', 'p', 'P']) {
             return Err(format!(
                 "integer overflow: {}",

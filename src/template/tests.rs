@@ -80,6 +80,20 @@ fn comparisons_and_errors() {
     assert_eq!(run("{{ 3-}}"), "ERR parse error at (t.txt:1): \"3-\"");
 }
 
+/// Go's number literals (`strconv` rules), as helm v3.17.2 renders them.
+#[test]
+fn number_literals_as_go_reads_them() {
+    assert_eq!(
+        run("{{ 0x1p-2 }} {{ 0b101 }} {{ 0o17 }} {{ 1_000 }} {{ -0 }} {{ 0x_1FFFp-16 }} {{ 017 }} {{ 1e3 }} {{ 0x10 }} {{ 1i }}"),
+        "0.25 5 15 1000 0 0.1249847412109375 15 1000 16 (0+1i)"
+    );
+    // A hex mantissa needs a `p` exponent.
+    assert_eq!(
+        run("{{ 0x1.8 }}"),
+        "ERR parse error at (t.txt:1): \"0x1.8\""
+    );
+}
+
 #[test]
 fn printf_matches_go() {
     assert_eq!(

@@ -34,28 +34,7 @@ pub struct JsonEncodeError {
     pub value: String,
 }
 
-/// Go's float64 JSON text: `'f'` format unless the exponent is < -6 or >= 21,
-/// then `'e'` with a one-digit negative exponent cleaned (`1e-7`).
-pub fn format_json_float(f: f64) -> String {
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let s = format!("{f:e}");
-        // Rust gives `1.5e-7`; Go gives `1.5e-07` then removes the zero.
-        match s.split_once('e') {
-            Some((m, e)) => {
-                let (sign, digits) = match e.strip_prefix('-') {
-                    Some(d) => ('-', d),
-                    None => ('+', e),
-                };
-                format!("{m}e{sign}{digits}")
-            }
-            None => s,
-        }
-    } else {
-        // Rust's Display is the shortest round-trip digits in plain notation.
-        format!("{f}")
-    }
-}
+pub use crate::gostd::json::format_float as format_json_float;
 
 /// Go's JSON string escaping.
 pub(crate) fn write_string(out: &mut String, s: &str, escape_html: bool) {
@@ -503,26 +482,6 @@ pub(crate) fn json_kind(n: &Node) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_go_way() {
-        let cases = [
-            (1e21, "1e+21"),
-            (1e20, "100000000000000000000"),
-            (0.000001, "0.000001"),
-            (1e-7, "1e-7"),
-            (1.5e-7, "1.5e-7"),
-            (1.0, "1"),
-            (-0.0, "-0"),
-            (12345678.9, "12345678.9"),
-            (12345678901234567890.0, "12345678901234567000"),
-            (0.00001, "0.00001"),
-            (1.5e300, "1.5e+300"),
-        ];
-        for (f, want) in cases {
-            assert_eq!(format_json_float(f), want, "{f}");
-        }
-    }
 
     #[test]
     fn go_syntax_errors() {

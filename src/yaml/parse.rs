@@ -1278,10 +1278,10 @@ fn is_merge_key(k: &Raw) -> bool {
 
 fn resolve_without_timestamp(value: &str) -> Scalar {
     let plain: String = value.chars().filter(|&c| c != '_').collect();
-    if let Some(i) = resolve::parse_go_int(&plain) {
+    if let Some(i) = crate::gostd::num::parse_int(&plain, 0) {
         return Scalar::Int(i);
     }
-    if let Some(u) = resolve::parse_go_uint(&plain) {
+    if let Some(u) = crate::gostd::num::parse_uint(&plain, 0) {
         return Scalar::Uint(u);
     }
     if resolve::is_yaml_style_float(&plain) {

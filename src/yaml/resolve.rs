@@ -12,6 +12,7 @@
 //! - `YYYY-M-D` dates and timestamps resolve to `!!timestamp`, which decoding into
 //!   `interface{}` turns back into the original string, but which the encoder
 //!   must quote.
+use crate::gostd::num::{parse_int, parse_uint};
 
 /// A scalar resolved the way yaml.v2 resolves it.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,10 +82,10 @@ pub(crate) fn resolve_plain(s: &str) -> Scalar {
                 return Scalar::Timestamp;
             }
             let plain: String = s.chars().filter(|&c| c != '_').collect();
-            if let Some(i) = parse_go_int(&plain) {
+            if let Some(i) = parse_int(&plain, 0) {
                 return Scalar::Int(i);
             }
-            if let Some(u) = parse_go_uint(&plain) {
+            if let Some(u) = parse_uint(&plain, 0) {
                 return Scalar::Uint(u);
             }
             if is_yaml_style_float(&plain) {
@@ -96,49 +97,6 @@ pub(crate) fn resolve_plain(s: &str) -> Scalar {
         }
         _ => Scalar::Str,
     }
-}
-
-/// Go's `strconv.ParseInt(s, 0, 64)` on text without underscores.
-pub(crate) fn parse_go_int(s: &str) -> Option<i64> {
-    let (neg, body) = match s.as_bytes().first()? {
-        b'+' => (false, &s[1..]),
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
-    };
-    let mag = parse_go_uint(body)?;
-    if neg {
-        if mag <= (i64::MAX as u64) + 1 {
-            Some((mag as i128).wrapping_neg() as i64)
-        } else {
-            None
-        }
-    } else if mag <= i64::MAX as u64 {
-        Some(mag as i64)
-    } else {
-        None
-    }
-}
-
-/// Go's `strconv.ParseUint(s, 0, 64)` (no sign allowed).
-pub(crate) fn parse_go_uint(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
-    if b.is_empty() {
-        return None;
-    }
-    let (radix, digits) = if b[0] == b'0' && b.len() > 1 {
-        match b[1] {
-            b'x' | b'X' => (16, &s[2..]),
-            b'o' | b'O' => (8, &s[2..]),
-            b'b' | b'B' => (2, &s[2..]),
-            _ => (8, &s[1..]),
-        }
-    } else {
-        (10, s)
-    };
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        return None;
-    }
-    u64::from_str_radix(digits, radix).ok()
 }
 
 /// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`
@@ -181,26 +139,15 @@ pub(crate) fn is_yaml_style_float(s: &str) -> bool {
     i == b.len()
 }
 
-/// Go's `strconv.ParseFloat(s, 64)` for the decimal forms yaml.v2 can reach;
-/// `None` on syntax errors and on overflow (Go returns ErrRange there).
+/// Go's `strconv.ParseFloat(s, 64)` for the decimal forms yaml.v2 can reach
+/// (its float pattern); `None` on overflow (Go returns ErrRange there).
 pub(crate) fn parse_go_float(s: &str) -> Option<f64> {
-    // Go accepts underscores only with a base prefix; decimal floats with an
-    // underscore, hex floats and words (`inf`) are not reached from here
-    // except through the `.` hint, where Go would fail anyway.
-    if !s
-        .bytes()
-        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
-    {
-        return None;
-    }
+    // Underscores, hex floats and words (`inf`) do not reach here except
+    // through the `.` hint, where yaml.v2 would fail anyway.
     if !is_yaml_style_float(s) {
         return None;
     }
-    let f: f64 = s.parse().ok()?;
-    if f.is_infinite() {
-        return None;
-    }
-    Some(f)
+    crate::gostd::num::parse_float(s)
 }
 
 /// yaml.v2's `isBase60Float`: `[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?`.

@@ -1,39 +1,12 @@
 //! Sprig type conversions (atoi, int, int64, float64, toString, toStrings, toDecimal).
-use super::util::{arg, arg_str, params, parse_go_int, sprint, string_list, strslice, strval};
+use super::util::{arg, arg_str, params, sprint, string_list, strslice, strval};
 use super::util::{to_float64, to_int, to_int64};
 use super::{CallContext, FuncResult, Registry};
+use crate::gostd::num::{parse_int, parse_int_lenient};
 use crate::template::value::Value;
 
-/// Go's `strconv.Atoi` with the error ignored: base 10 only, the value
-/// clamped to the int64 range on overflow, 0 on a syntax error.
-pub fn go_atoi(s: &str) -> i64 {
-    let (neg, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-        return 0;
-    }
-    let mut n: u128 = 0;
-    for c in digits.bytes() {
-        n = (n * 10 + (c - b'0') as u128).min(1u128 << 64);
-    }
-    if neg {
-        if n > 1u128 << 63 {
-            i64::MIN
-        } else {
-            (n as i128).wrapping_neg() as i64
-        }
-    } else if n >= 1u128 << 63 {
-        i64::MAX
-    } else {
-        n as i64
-    }
-}
-
 fn atoi(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    Ok(Value::Int(go_atoi(&arg_str(a, 0))))
+    Ok(Value::Int(parse_int_lenient(&arg_str(a, 0))))
 }
 
 fn int(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
@@ -51,7 +24,7 @@ fn float64(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 /// Sprig's `toDecimal`: the value printed with `fmt.Sprint` and read as an
 /// octal number; 0 when that fails.
 pub fn to_decimal(v: &Value) -> i64 {
-    parse_go_int(&sprint(v), 8).unwrap_or(0)
+    parse_int(&sprint(v), 8).unwrap_or(0)
 }
 
 fn to_decimal_fn(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {

@@ -436,85 +436,11 @@ fn build_custom_cert(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
 
 // ---------------------------------------------------------------- AES
 
-/// Go's `base64.StdEncoding.DecodeString`: padding required, `\r` and `\n`
-/// skipped; the error is the offset Go reports ("illegal base64 data at input
+/// Go's `base64.StdEncoding.DecodeString` of a template string (raw bytes
+/// kept); the error is the offset Go reports ("illegal base64 data at input
 /// byte N").
 pub fn go_base64_decode(src: &str) -> Result<Vec<u8>, usize> {
-    fn val(c: u8) -> Option<u8> {
-        match c {
-            b'A'..=b'Z' => Some(c - b'A'),
-            b'a'..=b'z' => Some(c - b'a' + 26),
-            b'0'..=b'9' => Some(c - b'0' + 52),
-            b'+' => Some(62),
-            b'/' => Some(63),
-            _ => None,
-        }
-    }
-    let src = go_bytes(src);
-    let src: &[u8] = &src;
-    let mut out = Vec::with_capacity(src.len() / 4 * 3);
-    let mut si = 0;
-    while si < src.len() {
-        let mut dbuf = [0u8; 4];
-        let mut dlen = 4;
-        let mut j = 0;
-        let mut trailing_err: Option<usize> = None;
-        while j < 4 {
-            if si == src.len() {
-                if j == 0 {
-                    return Ok(out);
-                }
-                return Err(si - j);
-            }
-            let c = src[si];
-            si += 1;
-            if let Some(v) = val(c) {
-                dbuf[j] = v;
-                j += 1;
-                continue;
-            }
-            if c == b'\n' || c == b'\r' {
-                continue;
-            }
-            if c != b'=' {
-                return Err(si - 1);
-            }
-            match j {
-                0 | 1 => return Err(si - 1),
-                2 => {
-                    while si < src.len() && (src[si] == b'\n' || src[si] == b'\r') {
-                        si += 1;
-                    }
-                    if si == src.len() {
-                        return Err(src.len());
-                    }
-                    if src[si] != b'=' {
-                        return Err(si - 1);
-                    }
-                    si += 1;
-                }
-                _ => {}
-            }
-            while si < src.len() && (src[si] == b'\n' || src[si] == b'\r') {
-                si += 1;
-            }
-            if si < src.len() {
-                trailing_err = Some(si);
-            }
-            dlen = j;
-            break;
-        }
-        let v = (u32::from(dbuf[0]) << 18)
-            | (u32::from(dbuf[1]) << 12)
-            | (u32::from(dbuf[2]) << 6)
-            | u32::from(dbuf[3]);
-        let bytes = [(v >> 16) as u8, (v >> 8) as u8, v as u8];
-        out.extend_from_slice(&bytes[..dlen - 1]);
-        if let Some(e) = trailing_err {
-            return Err(e);
-        }
-    }
-    Ok(out)
+    crate::gostd::base64::decode_std(&go_bytes(src)).map_err(|e| e.0)
 }
 
 fn aes_key(password: &str) -> aes::Aes256 {

@@ -6,7 +6,7 @@
 //! structure follows Go 1.23 field for field (extension order, string types,
 //! SHA-1 subject key ids for CAs, authority key ids for signed certificates);
 //! the RustCrypto crates do the key generation and the signing.
-use super::gotime::GoTime;
+use crate::gostd::time::GoTime;
 use base64::Engine as _;
 use der::{Decode, Encode};
 use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPrivateKey, EncodeRsaPublicKey};
@@ -546,7 +546,7 @@ fn subject_name(cn: &str) -> Vec<u8> {
 
 /// UTCTime for 1950..2049, GeneralizedTime otherwise, in UTC.
 fn asn1_time(t: &GoTime) -> Vec<u8> {
-    let utc = t.in_loc(super::gotime::Location::Utc);
+    let utc = t.in_loc(crate::gostd::time::Location::Utc);
     let year = utc.year();
     if (1950..2050).contains(&year) {
         tlv(0x17, utc.format("060102150405Z").as_bytes())

@@ -5,11 +5,11 @@
 //! Sprig is lenient with types: `date` formats the current time for anything
 //! that is not a `time.Time` or a Go integer (so a values number, a float64,
 //! means "now"), and `duration` reads only strings and int64.
-use super::gotime::{
-    as_time, format_duration, parse_duration, parse_in_location, round_duration, time_value,
-    GoTime, Location, SECOND,
-};
+use super::gotime::{as_time, time_value};
 use super::{CallContext, FuncError, FuncResult, Param, Registry};
+use crate::gostd::time::{
+    format_duration, parse_duration, parse_in_location, round_duration, GoTime, Location, SECOND,
+};
 use crate::template::value::Value;
 
 /// Adds this family's functions to the registry.
@@ -123,7 +123,7 @@ fn must_date_modify(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let t = time_param(args, 1)?;
     parse_duration(str_arg(args, 0))
         .map(|d| time_value(t.add(d)))
-        .map_err(FuncError::msg)
+        .map_err(|e| FuncError::msg(e.to_string()))
 }
 
 fn ago(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
@@ -136,28 +136,9 @@ fn ago(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     Ok(Value::str(format_duration(round_duration(since, SECOND))))
 }
 
-/// Go's `strconv.ParseInt(s, 10, 64)` as Sprig uses it: the error is
-/// ignored, so a syntax error gives 0 and an overflow the clamped value.
-fn parse_int_lenient(s: &str) -> i64 {
-    let (neg, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return 0;
-    }
-    let mut v: i128 = 0;
-    for b in digits.bytes() {
-        v = (v * 10 + i128::from(b - b'0')).min(i128::from(u64::MAX));
-    }
-    let v = if neg { -v } else { v };
-    i64::try_from(v).unwrap_or(if neg { i64::MIN } else { i64::MAX })
-}
-
 fn duration(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     let n = match args.first() {
-        Some(Value::Str(s)) => parse_int_lenient(s),
+        Some(Value::Str(s)) => crate::gostd::num::parse_int_lenient(s),
         Some(Value::Int64(i)) => *i,
         _ => 0,
     };

@@ -68,192 +68,6 @@ fn trim_zero_decimal(s: &str) -> &str {
     s
 }
 
-/// Go's `strconv.ParseInt(s, base, 64)`; `None` on a syntax or range error.
-/// Base 0 reads the `0x`/`0o`/`0b`/`0` prefixes and allows `_` separators.
-pub fn parse_go_int(s: &str, base: u32) -> Option<i64> {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let un = parse_go_uint(body, base, s)?;
-    let cutoff = 1u64 << 63;
-    if neg {
-        if un > cutoff {
-            return None;
-        }
-        Some((un as i64).wrapping_neg())
-    } else {
-        if un >= cutoff {
-            return None;
-        }
-        Some(un as i64)
-    }
-}
-
-fn parse_go_uint(s: &str, base: u32, whole: &str) -> Option<u64> {
-    if s.is_empty() {
-        return None;
-    }
-    let base0 = base == 0;
-    let b = s.as_bytes();
-    let (base, digits) = if base0 {
-        if b[0] == b'0' {
-            if b.len() >= 3 {
-                match b[1].to_ascii_lowercase() {
-                    b'b' => (2, &b[2..]),
-                    b'o' => (8, &b[2..]),
-                    b'x' => (16, &b[2..]),
-                    _ => (8, &b[1..]),
-                }
-            } else {
-                (8, &b[1..])
-            }
-        } else {
-            (10, b)
-        }
-    } else {
-        (base, b)
-    };
-    let mut n: u64 = 0;
-    let mut underscores = false;
-    for &c in digits {
-        let d = match c {
-            b'_' if base0 => {
-                underscores = true;
-                continue;
-            }
-            b'0'..=b'9' => (c - b'0') as u32,
-            b'a'..=b'z' => (c - b'a') as u32 + 10,
-            b'A'..=b'Z' => (c - b'A') as u32 + 10,
-            _ => return None,
-        };
-        if d >= base {
-            return None;
-        }
-        n = n.checked_mul(base as u64)?.checked_add(d as u64)?;
-    }
-    if underscores && !underscore_ok(whole) {
-        return None;
-    }
-    Some(n)
-}
-
-/// Whether `_` separators in a base-0 literal only sit between digits.
-fn underscore_ok(s: &str) -> bool {
-    let mut b = s.as_bytes();
-    if let Some(b'-' | b'+') = b.first() {
-        b = &b[1..];
-    }
-    // 'd' digit or base prefix, 'u' underscore, 'x' other, '^' start.
-    let mut saw = b'^';
-    let mut i = 0;
-    let mut hex = false;
-    if b.len() >= 2 && b[0] == b'0' && matches!(b[1].to_ascii_lowercase(), b'b' | b'o' | b'x') {
-        i = 2;
-        saw = b'd';
-        hex = b[1].eq_ignore_ascii_case(&b'x');
-    }
-    while i < b.len() {
-        let c = b[i];
-        i += 1;
-        if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
-            saw = b'd';
-            continue;
-        }
-        if c == b'_' {
-            if saw != b'd' {
-                return false;
-            }
-            saw = b'u';
-            continue;
-        }
-        if saw == b'u' {
-            return false;
-        }
-        saw = b'x';
-    }
-    saw != b'u'
-}
-
-/// Go's `strconv.ParseFloat(s, 64)` for decimal input; `None` on a syntax
-/// error or when the value overflows (Go reports a range error then).
-pub fn parse_go_float(s: &str) -> Option<f64> {
-    let lower = s.to_ascii_lowercase();
-    let unsigned = lower.trim_start_matches(['+', '-']);
-    if lower.len() - unsigned.len() > 1 {
-        return None;
-    }
-    match unsigned {
-        "inf" | "infinity" => return s.parse::<f64>().ok(),
-        "nan" => {
-            return if unsigned.len() == lower.len() {
-                Some(f64::NAN)
-            } else {
-                None
-            }
-        }
-        _ => {}
-    }
-    if unsigned.starts_with("0x") {
-        return parse_hex_float(&lower);
-    }
-    if !unsigned
-        .bytes()
-        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-' | b'_'))
-    {
-        return None;
-    }
-    // Go accepts `_` between digits, as in Go literals (`1_000.5`).
-    let cleaned;
-    let s = if s.contains('_') {
-        if !underscore_ok(s) {
-            return None;
-        }
-        cleaned = s.replace('_', "");
-        cleaned.as_str()
-    } else {
-        s
-    };
-    let v: f64 = s.parse().ok()?;
-    if v.is_infinite() {
-        None
-    } else {
-        Some(v)
-    }
-}
-
-/// Hexadecimal floats (`0x1.8p1`), which ParseFloat accepts; the `p` exponent is required.
-fn parse_hex_float(lower: &str) -> Option<f64> {
-    let (neg, rest) = match lower.as_bytes().first() {
-        Some(b'-') => (true, &lower[1..]),
-        Some(b'+') => (false, &lower[1..]),
-        _ => (false, lower),
-    };
-    let rest = rest.strip_prefix("0x")?;
-    let (mant, exp) = rest.split_once('p')?;
-    let mant = mant.replace('_', "");
-    let exp: i32 = exp.parse().ok()?;
-    let (ip, fp) = mant.split_once('.').unwrap_or((&mant, ""));
-    if ip.is_empty() && fp.is_empty() {
-        return None;
-    }
-    let mut v = 0f64;
-    for c in ip.chars() {
-        v = v * 16.0 + c.to_digit(16)? as f64;
-    }
-    let mut scale = 1.0 / 16.0;
-    for c in fp.chars() {
-        v += c.to_digit(16)? as f64 * scale;
-        scale /= 16.0;
-    }
-    let v = v * 2f64.powi(exp);
-    if v.is_infinite() {
-        return None;
-    }
-    Some(if neg { -v } else { v })
-}
-
 /// spf13/cast `ToInt64`: ints as is, floats truncated (Go conversion),
 /// bools 0/1, nil 0, strings with `strconv.ParseInt(trimZeroDecimal(s), 0, 0)`,
 /// and 0 for anything it cannot cast.
@@ -262,7 +76,7 @@ pub fn to_int64(v: &Value) -> i64 {
         Value::Int(i) | Value::Int64(i) => *i,
         Value::Float(f) => float_to_int64(*f),
         Value::Bool(b) => *b as i64,
-        Value::Str(s) => parse_go_int(trim_zero_decimal(s), 0).unwrap_or(0),
+        Value::Str(s) => crate::gostd::num::parse_int(trim_zero_decimal(s), 0).unwrap_or(0),
         _ => 0,
     }
 }
@@ -279,7 +93,7 @@ pub fn to_float64(v: &Value) -> f64 {
         Value::Int(i) | Value::Int64(i) => *i as f64,
         Value::Float(f) => *f,
         Value::Bool(b) => *b as i64 as f64,
-        Value::Str(s) => parse_go_float(s).unwrap_or(0.0),
+        Value::Str(s) => crate::gostd::num::parse_float(s).unwrap_or(0.0),
         _ => 0.0,
     }
 }
@@ -691,18 +505,6 @@ mod tests {
             let s = go_string_from_bytes(&data);
             let back = go_bytes(&s).into_owned();
             proptest::prop_assert_eq!(back, data);
-        }
-
-        #[test]
-        fn parse_int_matches_decimal(n in proptest::prelude::any::<i64>()) {
-            proptest::prop_assert_eq!(parse_go_int(&n.to_string(), 0), Some(n));
-            proptest::prop_assert_eq!(parse_go_int(&n.to_string(), 10), Some(n));
-        }
-
-        #[test]
-        fn parse_float_reads_shortest_repr(f in proptest::num::f64::NORMAL) {
-            proptest::prop_assert_eq!(parse_go_float(&format!("{f}")), Some(f));
-            proptest::prop_assert_eq!(parse_go_float(&format!("{f:e}")), Some(f));
         }
     }
 }
