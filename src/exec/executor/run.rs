@@ -9,7 +9,7 @@ use crate::exec::faults;
 use crate::exec::journal::{Entry, Intent, ReleaseJournal};
 use crate::exec::ready;
 use crate::plan::{ObjectAction, Plan, ReleaseAction, ReleasePlan, Stage, WaitStrategy};
-use crate::release::{self, HistoryMax, Release, Releases, Status};
+use crate::release::{self, HistoryMax, Release, Releases, Status, UpgradeBase};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -40,7 +40,12 @@ pub(super) fn record_parts(rp: &ReleasePlan) -> Result<release::RevisionContent,
 }
 
 impl Executor<'_> {
-    /// One release of a plan.
+    /// One release of a plan: its journal run begins, then the steps
+    /// follow in order, each its own function: (0) a stuck pending record
+    /// is settled, (1) the release namespace, (2) the pending record,
+    /// (3-8) the cluster work, and the record of how it ended (with an
+    /// atomic release's rollback on failure). A planned uninstall is a
+    /// run of its own.
     pub(super) fn run_release(
         &self,
         plan: &Plan,
@@ -48,87 +53,127 @@ impl Executor<'_> {
         j: &mut ReleaseJournal,
         defer: bool,
     ) -> Result<ReleaseOutcome, ExecError> {
-        let rref = format!("{}/{}", rp.namespace, rp.name);
-        let serr = self.store_err(&rref);
-        let ops = Releases::new(self.store);
-        let run = uuid::Uuid::new_v4().to_string();
-        let start = self.clock.now();
-        let deadline = start + rp.options.timeout;
+        let run = Run {
+            rp,
+            rref: format!("{}/{}", rp.namespace, rp.name),
+            id: uuid::Uuid::new_v4().to_string(),
+            deadline: self.clock.now() + rp.options.timeout,
+            // In an atomic plan the plan's unwind returns a failed release.
+            atomic: rp.options.atomic && !defer,
+        };
         self.progress.event(&Event::ReleaseStarted {
-            release: rref.clone(),
+            release: run.rref.clone(),
             action: rp.action.as_str().into(),
             revision: rp.to.revision,
         });
-
         if rp.action == ReleaseAction::Uninstall {
-            let intents = rp
-                .objects
-                .iter()
-                .filter(|o| o.action == ObjectAction::Delete)
-                .map(|o| Intent {
-                    key: o.key.object_key(),
-                    verb: "delete".into(),
-                    absent_at_plan: false,
-                })
-                .collect();
-            self.begin(
-                j,
-                &run,
-                "uninstall",
-                &plan.id,
-                rp.to.revision,
-                None,
-                false,
-                intents,
-            )?;
-            return match self.uninstall_planned(rp, j, &run) {
-                Ok(()) => {
-                    self.end(j, &run, "uninstalled")?;
-                    self.done(&rref, "uninstalled");
-                    Ok(ReleaseOutcome {
-                        release: rref,
-                        outcome: Outcome::Uninstalled,
-                        revision: 0,
-                        error: None,
-                    })
-                }
-                Err(Failure(e)) => {
-                    self.end(j, &run, "failed")?;
-                    Ok(ReleaseOutcome {
-                        release: rref,
-                        outcome: Outcome::Failed,
-                        revision: rp.to.revision,
-                        error: Some(e),
-                    })
-                }
-            };
+            return self.run_uninstall(plan, &run, j);
         }
-
-        // A stuck pending record is settled first: it becomes failed.
+        // 0. A stuck pending record is settled first: it becomes failed.
         if rp.action == ReleaseAction::Recover {
-            if let Some(last) = ops
-                .history(&rp.namespace, &rp.name)
-                .map_err(&serr)?
-                .into_iter()
-                .max_by_key(|r| r.version)
-            {
-                if last.info.status.is_pending() {
-                    let mut f = last.clone();
-                    f.info.status = Status::Failed;
-                    f.info.description = format!(
-                        "{} interrupted: settled by rudder (was {})",
-                        last.info.status.as_str(),
-                        last.info.description
-                    );
-                    self.store.update(&last, &f).map_err(|e| serr(e.into()))?;
-                    faults::durable_write("store");
-                }
+            self.settle_pending(&run)?;
+        }
+        self.begin_release(plan, &run, j)?;
+        // 1. The release namespace, before anything is written into it:
+        // with Helm's Secrets and ConfigMaps drivers the record itself
+        // lives there (Helm creates it first too).
+        let rendered =
+            record_parts(rp).map_err(|e| ExecError::Stale(format!("release {}: {e}", run.rref)))?;
+        if let Err(Failure(err)) = self.create_namespaces(rp, j, &run.id, run.deadline) {
+            return self.namespace_failed(&run, j, err);
+        }
+        // 2. The pending record.
+        let (pending, base) = self.record_pending(&run, j, rendered)?;
+        // 3-8. The cluster work.
+        let work = self
+            .release_work(rp, j, &run.id, run.deadline)
+            .and_then(|()| {
+                // Group commit: the cluster's writes are durable before the
+                // record says deployed.
+                self.cluster
+                    .flush()
+                    .map_err(|e| Failure(format!("flushing the cluster's writes: {e}")))
+            });
+        match work {
+            Ok(()) => self.record_deployed(&run, j, &pending, base.as_ref()),
+            Err(Failure(err)) => self.record_failed(&run, j, &pending, base.as_ref(), err),
+        }
+    }
+
+    /// A planned uninstall: its journal run, the deletes, and the outcome.
+    fn run_uninstall(
+        &self,
+        plan: &Plan,
+        run: &Run,
+        j: &mut ReleaseJournal,
+    ) -> Result<ReleaseOutcome, ExecError> {
+        let rp = run.rp;
+        let intents = rp
+            .objects
+            .iter()
+            .filter(|o| o.action == ObjectAction::Delete)
+            .map(|o| Intent {
+                key: o.key.object_key(),
+                verb: "delete".into(),
+                absent_at_plan: false,
+            })
+            .collect();
+        self.begin(
+            j,
+            &run.id,
+            "uninstall",
+            &plan.id,
+            rp.to.revision,
+            None,
+            false,
+            intents,
+        )?;
+        match self.uninstall_planned(rp, j, &run.id) {
+            Ok(()) => {
+                self.end(j, &run.id, "uninstalled")?;
+                self.done(&run.rref, "uninstalled");
+                Ok(run.outcome(Outcome::Uninstalled, 0, None))
+            }
+            Err(Failure(e)) => {
+                self.end(j, &run.id, "failed")?;
+                Ok(run.outcome(Outcome::Failed, rp.to.revision, Some(e)))
             }
         }
+    }
 
-        // In an atomic plan the plan's unwind returns a failed release.
-        let atomic = rp.options.atomic && !defer;
-        let rollback_revision = rp.recovery.rollback_revision;
+    /// Step 0 of a recovery: the release's last record, when it is
+    /// pending (its run was interrupted), is recorded failed.
+    fn settle_pending(&self, run: &Run) -> Result<(), ExecError> {
+        let rp = run.rp;
+        let serr = self.store_err(&run.rref);
+        let last = Releases::new(self.store)
+            .history(&rp.namespace, &rp.name)
+            .map_err(&serr)?
+            .into_iter()
+            .max_by_key(|r| r.version);
+        if let Some(last) = last.filter(|l| l.info.status.is_pending()) {
+            let mut f = last.clone();
+            f.info.status = Status::Failed;
+            f.info.description = format!(
+                "{} interrupted: settled by rudder (was {})",
+                last.info.status.as_str(),
+                last.info.description
+            );
+            self.store.update(&last, &f).map_err(|e| serr(e.into()))?;
+            faults::durable_write("store");
+        }
+        Ok(())
+    }
+
+    /// The journal's begin of an install or upgrade run: what it intends
+    /// to write, and where a failure returns to.
+    fn begin_release(
+        &self,
+        plan: &Plan,
+        run: &Run,
+        j: &mut ReleaseJournal,
+    ) -> Result<(), ExecError> {
+        let rp = run.rp;
         let intents = rp
             .objects
             .iter()
@@ -150,37 +195,46 @@ impl Executor<'_> {
         };
         self.begin(
             j,
-            &run,
+            &run.id,
             operation,
             &plan.id,
             rp.to.revision,
-            rollback_revision,
-            atomic,
+            rp.recovery.rollback_revision,
+            run.atomic,
             intents,
-        )?;
+        )
+    }
 
-        // 1. The release namespace, before anything is written into it:
-        // with Helm's Secrets and ConfigMaps drivers the record itself
-        // lives there (Helm creates it first too).
-        let rendered =
-            record_parts(rp).map_err(|e| ExecError::Stale(format!("release {rref}: {e}")))?;
-        if let Err(Failure(err)) = self.create_namespaces(rp, j, &run, deadline) {
-            // Nothing of the release was written: no record, as with Helm.
-            self.progress.event(&Event::Failed {
-                release: rref.clone(),
-                error: err.clone(),
-            });
-            self.end(j, &run, "failed")?;
-            self.done(&rref, "failed");
-            return Ok(ReleaseOutcome {
-                release: rref,
-                outcome: Outcome::Failed,
-                revision: rp.from.as_ref().map_or(0, |f| f.revision),
-                error: Some(err),
-            });
-        }
+    /// Step 1 failed: nothing of the release was written, so there is no
+    /// record, as with Helm.
+    fn namespace_failed(
+        &self,
+        run: &Run,
+        j: &mut ReleaseJournal,
+        err: String,
+    ) -> Result<ReleaseOutcome, ExecError> {
+        self.progress.event(&Event::Failed {
+            release: run.rref.clone(),
+            error: err.clone(),
+        });
+        self.end(j, &run.id, "failed")?;
+        self.done(&run.rref, "failed");
+        let revision = run.rp.from.as_ref().map_or(0, |f| f.revision);
+        Ok(run.outcome(Outcome::Failed, revision, Some(err)))
+    }
 
-        // 2. The pending record.
+    /// Step 2: the pending record (`pending-install`, or
+    /// `pending-upgrade` on the upgrade's base). Returns it and the base.
+    /// When the store refuses it, an atomic run takes back the namespace
+    /// it created, and the run ends, journaled.
+    fn record_pending(
+        &self,
+        run: &Run,
+        j: &mut ReleaseJournal,
+        rendered: release::RevisionContent,
+    ) -> Result<(Release, Option<UpgradeBase>), ExecError> {
+        let rp = run.rp;
+        let ops = Releases::new(self.store);
         let max = HistoryMax(rp.options.history_max);
         let recorded = if rp.from.is_none() {
             let hist = ops.history(&rp.namespace, &rp.name).ok();
@@ -193,163 +247,178 @@ impl Executor<'_> {
                     .map(|p| (p, Some(base)))
             })
         };
-        let (pending, base) = match recorded {
+        let recorded = match recorded {
             Ok(r) => r,
             Err(e) => {
                 // Nothing but (maybe) the namespace was written: an atomic
                 // run takes that back; the run ends, journaled.
                 let ns_key = namespace_key(&rp.namespace);
-                if atomic
-                    && created_by(&j.entries, &run).contains(&ns_key)
+                if run.atomic
+                    && created_by(&j.entries, &run.id).contains(&ns_key)
                     && !self.namespace_shared(&rp.namespace, &rp.name)
                 {
                     let deadline = self.clock.now() + rp.options.timeout;
                     let _ = self
-                        .delete_one(&rref, j, &run, &ns_key, deadline)
+                        .delete_one(&run.rref, j, &run.id, &ns_key, deadline)
                         .and_then(|()| {
-                            self.wait_deleted(&rref, std::slice::from_ref(&ns_key), deadline)
+                            self.wait_deleted(&run.rref, std::slice::from_ref(&ns_key), deadline)
                         });
                 }
-                self.end(j, &run, "failed")?;
-                return Err(serr(e));
+                self.end(j, &run.id, "failed")?;
+                return Err(self.store_err(&run.rref)(e));
             }
         };
         faults::durable_write("store");
-        self.phase(j, &run, "pending-recorded")?;
+        self.phase(j, &run.id, "pending-recorded")?;
+        Ok(recorded)
+    }
 
-        // 3-8. The cluster work.
-        let work = self.release_work(rp, j, &run, deadline).and_then(|()| {
-            // Group commit: the cluster's writes are durable before the
-            // record says deployed.
-            self.cluster
-                .flush()
-                .map_err(|e| Failure(format!("flushing the cluster's writes: {e}")))
+    /// The cluster work succeeded: the record says deployed (and, for an
+    /// install, the history is pruned to its limit).
+    fn record_deployed(
+        &self,
+        run: &Run,
+        j: &mut ReleaseJournal,
+        pending: &Release,
+        base: Option<&UpgradeBase>,
+    ) -> Result<ReleaseOutcome, ExecError> {
+        let rp = run.rp;
+        let ops = Releases::new(self.store);
+        let desc = Some(rp.options.description.as_str()).filter(|d| !d.is_empty());
+        let done = match base {
+            None => ops.finish_install(pending, Ok(()), desc),
+            Some(b) => ops.finish_upgrade(b, pending, Ok(()), desc),
+        }
+        .map_err(self.store_err(&run.rref))?;
+        faults::durable_write("store");
+        self.phase(j, &run.id, "deployed-recorded")?;
+        if base.is_none() && rp.options.history_max > 0 {
+            let _ = ops.prune(
+                &rp.namespace,
+                &rp.name,
+                HistoryMax(rp.options.history_max + 1),
+            );
+        }
+        self.end(j, &run.id, "deployed")?;
+        let outcome = if base.is_none() {
+            Outcome::Installed
+        } else {
+            Outcome::Upgraded
+        };
+        self.done(&run.rref, &outcome.to_string());
+        Ok(run.outcome(outcome, done.version, None))
+    }
+
+    /// The cluster work failed: the record says failed, and an atomic
+    /// release goes back to its rollback point.
+    fn record_failed(
+        &self,
+        run: &Run,
+        j: &mut ReleaseJournal,
+        pending: &Release,
+        base: Option<&UpgradeBase>,
+        err: String,
+    ) -> Result<ReleaseOutcome, ExecError> {
+        let ops = Releases::new(self.store);
+        self.progress.event(&Event::Failed {
+            release: run.rref.clone(),
+            error: err.clone(),
         });
-        match work {
-            Ok(()) => {
-                let desc = Some(rp.options.description.as_str()).filter(|d| !d.is_empty());
-                let done = match &base {
-                    None => ops.finish_install(&pending, Ok(()), desc),
-                    Some(b) => ops.finish_upgrade(b, &pending, Ok(()), desc),
-                }
-                .map_err(&serr)?;
-                faults::durable_write("store");
-                self.phase(j, &run, "deployed-recorded")?;
-                if base.is_none() && rp.options.history_max > 0 {
-                    let _ = ops.prune(
-                        &rp.namespace,
-                        &rp.name,
-                        HistoryMax(rp.options.history_max + 1),
-                    );
-                }
-                self.end(j, &run, "deployed")?;
-                let outcome = if base.is_none() {
-                    Outcome::Installed
-                } else {
-                    Outcome::Upgraded
-                };
-                self.done(&rref, &outcome.to_string());
-                Ok(ReleaseOutcome {
-                    release: rref,
-                    outcome,
-                    revision: done.version,
-                    error: None,
-                })
+        match base {
+            None => ops.finish_install(pending, Err(err.clone()), None),
+            Some(b) => ops.finish_upgrade(b, pending, Err(err.clone()), None),
+        }
+        .map_err(self.store_err(&run.rref))?;
+        faults::durable_write("store");
+        if !run.atomic {
+            self.end(j, &run.id, "failed")?;
+            self.done(&run.rref, "failed");
+            return Ok(run.outcome(Outcome::Failed, pending.version, Some(err)));
+        }
+        self.phase(j, &run.id, "rolling-back")?;
+        match run.rp.recovery.rollback_revision {
+            Some(to) => self.roll_back_failed(run, j, pending, to, err),
+            None => self.uninstall_failed(run, j, err),
+        }
+    }
+
+    /// An atomic upgrade that failed goes back to revision `to`.
+    fn roll_back_failed(
+        &self,
+        run: &Run,
+        j: &mut ReleaseJournal,
+        pending: &Release,
+        to: u64,
+        err: String,
+    ) -> Result<ReleaseOutcome, ExecError> {
+        let rp = run.rp;
+        let created = created_by(&j.entries, &run.id);
+        let r = self.rollback_to(
+            &rp.namespace,
+            &rp.name,
+            to,
+            &rp.options,
+            j,
+            &run.id,
+            &created,
+        );
+        match r {
+            Ok(v) => {
+                self.end(j, &run.id, "rolled-back")?;
+                self.done(&run.rref, &format!("rolled back to revision {to}"));
+                Ok(run.outcome(
+                    Outcome::RolledBack,
+                    v,
+                    Some(format!(
+                        "release {} failed, and has been rolled back due to atomic being set: {err}",
+                        rp.name
+                    )),
+                ))
             }
-            Err(Failure(err)) => {
-                self.progress.event(&Event::Failed {
-                    release: rref.clone(),
-                    error: err.clone(),
-                });
-                match &base {
-                    None => ops.finish_install(&pending, Err(err.clone()), None),
-                    Some(b) => ops.finish_upgrade(b, &pending, Err(err.clone()), None),
-                }
-                .map_err(&serr)?;
-                faults::durable_write("store");
-                if !atomic {
-                    self.end(j, &run, "failed")?;
-                    self.done(&rref, "failed");
-                    return Ok(ReleaseOutcome {
-                        release: rref,
-                        outcome: Outcome::Failed,
-                        revision: pending.version,
-                        error: Some(err),
-                    });
-                }
-                self.phase(j, &run, "rolling-back")?;
-                match rollback_revision {
-                    Some(to) => {
-                        let created = created_by(&j.entries, &run);
-                        let r = self.rollback_to(
-                            &rp.namespace,
-                            &rp.name,
-                            to,
-                            &rp.options,
-                            j,
-                            &run,
-                            &created,
-                        );
-                        match r {
-                            Ok(v) => {
-                                self.end(j, &run, "rolled-back")?;
-                                self.done(&rref, &format!("rolled back to revision {to}"));
-                                Ok(ReleaseOutcome {
-                                    release: rref,
-                                    outcome: Outcome::RolledBack,
-                                    revision: v,
-                                    error: Some(format!(
-                                        "release {} failed, and has been rolled back due to atomic being set: {err}",
-                                        rp.name
-                                    )),
-                                })
-                            }
-                            Err(e) => {
-                                self.end(j, &run, "failed")?;
-                                Ok(ReleaseOutcome {
-                                    release: rref,
-                                    outcome: Outcome::Failed,
-                                    revision: pending.version,
-                                    error: Some(format!(
-                                        "an error occurred while rolling back the release. original upgrade error: {err}: {e}"
-                                    )),
-                                })
-                            }
-                        }
-                    }
-                    None => {
-                        let created = created_by(&j.entries, &run);
-                        let (r, r2) = self.undo_install(
-                            &rp.namespace,
-                            &rp.name,
-                            j,
-                            &run,
-                            &created,
-                            true,
-                            rp.options.timeout,
-                        );
-                        self.end(j, &run, "uninstalled")?;
-                        let error = match (r, r2) {
-                            (Ok(()), Ok(())) => format!(
-                                "release {} failed, and has been uninstalled due to atomic being set: {err}",
-                                rp.name
-                            ),
-                            (Err(Failure(e)), _) | (_, Err(e)) => format!(
-                                "release {} failed on install: {err}; the uninstall also failed: {e}",
-                                rp.name
-                            ),
-                        };
-                        self.done(&rref, "uninstalled after failure");
-                        Ok(ReleaseOutcome {
-                            release: rref,
-                            outcome: Outcome::UninstalledAfterFailure,
-                            revision: 0,
-                            error: Some(error),
-                        })
-                    }
-                }
+            Err(e) => {
+                self.end(j, &run.id, "failed")?;
+                Ok(run.outcome(
+                    Outcome::Failed,
+                    pending.version,
+                    Some(format!(
+                        "an error occurred while rolling back the release. original upgrade error: {err}: {e}"
+                    )),
+                ))
             }
         }
+    }
+
+    /// An atomic install that failed is uninstalled.
+    fn uninstall_failed(
+        &self,
+        run: &Run,
+        j: &mut ReleaseJournal,
+        err: String,
+    ) -> Result<ReleaseOutcome, ExecError> {
+        let rp = run.rp;
+        let created = created_by(&j.entries, &run.id);
+        let (r, r2) = self.undo_install(
+            &rp.namespace,
+            &rp.name,
+            j,
+            &run.id,
+            &created,
+            true,
+            rp.options.timeout,
+        );
+        self.end(j, &run.id, "uninstalled")?;
+        let error = match (r, r2) {
+            (Ok(()), Ok(())) => format!(
+                "release {} failed, and has been uninstalled due to atomic being set: {err}",
+                rp.name
+            ),
+            (Err(Failure(e)), _) | (_, Err(e)) => format!(
+                "release {} failed on install: {err}; the uninstall also failed: {e}",
+                rp.name
+            ),
+        };
+        self.done(&run.rref, "uninstalled after failure");
+        Ok(run.outcome(Outcome::UninstalledAfterFailure, 0, Some(error)))
     }
 
     /// Creates the namespaces the plan creates (`createNamespace`), as
@@ -581,5 +650,31 @@ impl Executor<'_> {
             self.delete_one(rref, j, run, key, deadline)?;
         }
         Ok(())
+    }
+}
+
+/// One run of one release: what each of its steps needs.
+struct Run<'p> {
+    rp: &'p ReleasePlan,
+    /// `namespace/name`.
+    rref: String,
+    /// The run's id in the journal.
+    id: String,
+    /// When the release's time is up.
+    deadline: Duration,
+    /// Whether a failure returns the release to its rollback point here
+    /// (an atomic release outside an atomic plan).
+    atomic: bool,
+}
+
+impl Run<'_> {
+    /// The release's outcome.
+    fn outcome(&self, outcome: Outcome, revision: u64, error: Option<String>) -> ReleaseOutcome {
+        ReleaseOutcome {
+            release: self.rref.clone(),
+            outcome,
+            revision,
+            error,
+        }
     }
 }
