@@ -46,6 +46,78 @@ pub(super) fn rv_at_least(rv: &str, written: &str) -> bool {
     }
 }
 
+/// What every round of one wait shares.
+struct Wait<'r, 'c> {
+    rref: &'r str,
+    diag: why::Diagnoser<'c>,
+    strategy: WaitStrategy,
+    wait_for_jobs: bool,
+}
+
+/// What a wait has seen so far, per object.
+#[derive(Default)]
+struct Seen<'k> {
+    /// The last readiness message.
+    msg: HashMap<&'k ObjectKey, String>,
+    /// The last reasons why it is not ready.
+    reasons: HashMap<&'k ObjectKey, Vec<Reason>>,
+    /// What the last diagnosis found.
+    found: HashMap<&'k ObjectKey, why::Found>,
+    /// When it was last diagnosed.
+    diagnosed_at: HashMap<&'k ObjectKey, Duration>,
+    /// When each reason (by object and kind) was first seen.
+    first_seen: HashMap<(String, why::ReasonKind), Duration>,
+    /// The last resourceVersion read.
+    rv: HashMap<&'k ObjectKey, String>,
+}
+
+/// The error of a wait whose deadline passed: each object not ready, and
+/// why.
+fn timed_out(still: &[&(ObjectKey, String)], seen: &Seen) -> Failure {
+    let what: Vec<String> = still
+        .iter()
+        .map(|(k, _)| {
+            format!(
+                "resource {}/{} not ready: {}{}",
+                k.kind,
+                namespaced(k),
+                seen.msg.get(k).cloned().unwrap_or_default(),
+                why_suffix(seen.reasons.get(k).map_or(&[][..], |r| &r[..]))
+            )
+        })
+        .collect();
+    Failure(format!("{}: context deadline exceeded", what.join(", ")))
+}
+
+/// What a wait watches between two rounds: the first object still
+/// pending (from the resourceVersion last seen), and the pods and events
+/// of the namespaces whose pending objects own pods.
+fn watch_targets(still: &[&(ObjectKey, String)], seen: &Seen) -> Vec<WatchTarget> {
+    let Some((first, _)) = still.first() else {
+        return Vec::new();
+    };
+    let mut targets = vec![WatchTarget {
+        key: first.clone(),
+        resource_version: seen.rv.get(first).cloned().unwrap_or_default(),
+    }];
+    let mut namespaces = BTreeSet::new();
+    for (k, _) in still {
+        if let Some(f) = seen.found.get(k) {
+            if namespaces.insert(k.namespace.clone()) {
+                for (kind, rv) in [("Pod", &f.versions.0), ("Event", &f.versions.1)] {
+                    if !rv.is_empty() {
+                        targets.push(WatchTarget {
+                            key: ObjectKey::new("", kind, &k.namespace, ""),
+                            resource_version: rv.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    targets
+}
+
 impl Executor<'_> {
     /// Waits until every object is ready, or the deadline passes. Between
     /// two readiness checks it watches the first pending object and, where
@@ -65,185 +137,196 @@ impl Executor<'_> {
         wait_for_jobs: bool,
         deadline: Duration,
     ) -> Result<(), Failure> {
-        let diag = why::Diagnoser::new(self.cluster);
+        let wait = Wait {
+            rref,
+            diag: why::Diagnoser::new(self.cluster),
+            strategy,
+            wait_for_jobs,
+        };
+        let mut seen = Seen::default();
         let mut pending: Vec<&(ObjectKey, String)> = objs.iter().collect();
-        let mut last_msg: HashMap<&ObjectKey, String> = Default::default();
-        let mut last_reasons: HashMap<&ObjectKey, Vec<Reason>> = Default::default();
-        let mut found: HashMap<&ObjectKey, why::Found> = Default::default();
-        let mut diagnosed_at: HashMap<&ObjectKey, Duration> = Default::default();
-        let mut first_seen: HashMap<(String, why::ReasonKind), Duration> = Default::default();
-        let mut seen_rv: HashMap<&ObjectKey, String> = Default::default();
         loop {
-            diag.new_round();
-            let mut still = Vec::new();
-            let mut fatal: Option<(&ObjectKey, Reason)> = None;
-            let keys: Vec<&ObjectKey> = pending.iter().map(|(k, _)| k).collect();
-            let lives = self.read_live(&keys);
-            let mut sets = ReplicaSets::default();
-            for (item, live) in pending.into_iter().zip(lives) {
-                let (key, written_rv) = item;
-                let live = match live {
-                    Ok(live) => live,
-                    // The API server restarting or out of reach for a moment:
-                    // the wait goes on until its deadline.
-                    Err(ClusterError::Unreachable { message: m, .. }) => {
-                        still.push(item);
-                        last_msg.insert(key, format!("cluster unreachable: {m}"));
-                        continue;
-                    }
-                    Err(e) => return Err(Failure(format!("waiting for {key}: {e}"))),
-                };
-                let Some(mut live) = live else {
-                    still.push(item);
-                    last_msg.insert(key, "not found".into());
-                    continue;
-                };
-                if strategy == WaitStrategy::Legacy {
-                    self.add_new_replica_set_status(key, &mut live, &mut sets, &keys)?;
-                }
-                // Only an observation at or after our write counts.
-                let rv = meta_str(&live, "resourceVersion");
-                seen_rv.insert(key, rv.to_string());
-                let fresh = written_rv.is_empty() || rv_at_least(&rv, written_rv);
-                let v = ready::check(&live, strategy, wait_for_jobs);
-                if fresh && v.ready {
-                    continue;
-                }
-                // Why: read again at most every DIAGNOSE_EVERY per object,
-                // and always when the object has just failed (a failed Job
-                // ends the wait at once: its last reasons must be fresh).
-                let now = self.clock.now();
-                if why::explains(key)
-                    && (v.failed
-                        || diagnosed_at
-                            .get(key)
-                            .is_none_or(|t| now.saturating_sub(*t) >= DIAGNOSE_EVERY))
-                {
-                    diagnosed_at.insert(key, now);
-                    if let Ok(f) = diag.diagnose(key, &live) {
-                        found.insert(key, f);
-                    }
-                }
-                let reasons = found
-                    .get(key)
-                    .map(|f| f.reasons.clone())
-                    .unwrap_or_default();
-                if last_msg.get(key) != Some(&v.message)
-                    || last_reasons
-                        .get(key)
-                        .map_or(!reasons.is_empty(), |r| *r != reasons)
-                {
-                    self.progress.event(&Event::Waiting {
-                        release: rref.into(),
-                        object: format!("{} {}", key.kind, namespaced(key)),
-                        message: v.message.clone(),
-                        reasons: reasons.clone(),
-                    });
-                }
-                if v.failed && strategy == WaitStrategy::Legacy {
-                    last_msg.insert(key, v.message.clone());
-                    last_reasons.insert(key, reasons.clone());
-                    self.record_stuck(rref, &[item], &last_msg, &last_reasons, &found);
-                    return Err(Failure(format!(
-                        "{key}: {}{}",
-                        v.message,
-                        why_suffix(&reasons)
-                    )));
-                }
-                if let Some(ff) = &self.opts.fail_fast {
-                    for r in &reasons {
-                        let since = *first_seen.entry((r.object.clone(), r.kind)).or_insert(now);
-                        if fatal.is_none() && r.fatal(ff, now.saturating_sub(since)) {
-                            fatal = Some((key, r.clone()));
-                        }
-                    }
-                }
-                last_msg.insert(key, v.message);
-                last_reasons.insert(key, reasons);
-                still.push(item);
-            }
+            let (still, fatal) = self.wait_round(&wait, pending, &mut seen)?;
             if still.is_empty() {
                 return Ok(());
             }
             if let Some((key, r)) = fatal {
-                self.record_stuck(rref, &still, &last_msg, &last_reasons, &found);
+                self.record_stuck(rref, &still, &seen);
                 return Err(Failure(format!(
                     "resource {}/{} not ready: {}: failing fast (--fail-fast): {r}",
                     key.kind,
                     namespaced(key),
-                    last_msg.get(key).cloned().unwrap_or_default(),
+                    seen.msg.get(key).cloned().unwrap_or_default(),
                 )));
             }
             if self.clock.now() >= deadline {
-                self.record_stuck(rref, &still, &last_msg, &last_reasons, &found);
-                let what: Vec<String> = still
-                    .iter()
-                    .map(|(k, _)| {
-                        format!(
-                            "resource {}/{} not ready: {}{}",
-                            k.kind,
-                            namespaced(k),
-                            last_msg.get(k).cloned().unwrap_or_default(),
-                            why_suffix(last_reasons.get(k).map_or(&[][..], |r| &r[..]))
-                        )
-                    })
-                    .collect();
-                return Err(Failure(format!(
-                    "{}: context deadline exceeded",
-                    what.join(", ")
-                )));
+                self.record_stuck(rref, &still, &seen);
+                return Err(timed_out(&still, &seen));
             }
             let left = deadline.saturating_sub(self.clock.now());
-            let (first, _) = still[0];
-            let mut targets = vec![WatchTarget {
-                key: first.clone(),
-                resource_version: seen_rv.get(first).cloned().unwrap_or_default(),
-            }];
-            // The pods and events of the namespaces whose objects own pods.
-            let mut namespaces = BTreeSet::new();
-            for (k, _) in &still {
-                if let Some(f) = found.get(k) {
-                    if namespaces.insert(k.namespace.clone()) {
-                        for (kind, rv) in [("Pod", &f.versions.0), ("Event", &f.versions.1)] {
-                            if !rv.is_empty() {
-                                targets.push(WatchTarget {
-                                    key: ObjectKey::new("", kind, &k.namespace, ""),
-                                    resource_version: rv.clone(),
-                                });
-                            }
-                        }
-                    }
-                }
-            }
             // A grace period that may run out wakes the wait up.
             let grace_running = self.opts.fail_fast.is_some()
-                && last_reasons
+                && seen
+                    .reasons
                     .values()
                     .flatten()
                     .any(|r| r.kind == why::ReasonKind::Unschedulable);
+            let targets = watch_targets(&still, &seen);
             self.watch_or_sleep(&targets, still.len() > 1 || grace_running, left);
             pending = still;
         }
     }
 
-    /// Keeps a [`Diagnosis`] of each of `still` for the report.
-    pub(super) fn record_stuck(
+    /// One round of a wait: reads the pending objects, and returns those
+    /// still not ready, with the first fatal reason found (`--fail-fast`).
+    /// A failed object ends the wait (Helm 3's rules).
+    #[allow(clippy::type_complexity)]
+    fn wait_round<'k>(
         &self,
-        rref: &str,
-        still: &[&(ObjectKey, String)],
-        last_msg: &std::collections::HashMap<&ObjectKey, String>,
-        last_reasons: &std::collections::HashMap<&ObjectKey, Vec<Reason>>,
-        found: &std::collections::HashMap<&ObjectKey, why::Found>,
-    ) {
+        wait: &Wait,
+        pending: Vec<&'k (ObjectKey, String)>,
+        seen: &mut Seen<'k>,
+    ) -> Result<
+        (
+            Vec<&'k (ObjectKey, String)>,
+            Option<(&'k ObjectKey, Reason)>,
+        ),
+        Failure,
+    > {
+        wait.diag.new_round();
+        let mut still = Vec::new();
+        let mut fatal: Option<(&ObjectKey, Reason)> = None;
+        let keys: Vec<&ObjectKey> = pending.iter().map(|(k, _)| k).collect();
+        let lives = self.read_live(&keys);
+        let mut sets = ReplicaSets::default();
+        for (item, live) in pending.into_iter().zip(lives) {
+            let key = &item.0;
+            let live = match live {
+                Ok(live) => live,
+                // The API server restarting or out of reach for a moment:
+                // the wait goes on until its deadline.
+                Err(ClusterError::Unreachable { message: m, .. }) => {
+                    still.push(item);
+                    seen.msg.insert(key, format!("cluster unreachable: {m}"));
+                    continue;
+                }
+                Err(e) => return Err(Failure(format!("waiting for {key}: {e}"))),
+            };
+            let Some(mut live) = live else {
+                still.push(item);
+                seen.msg.insert(key, "not found".into());
+                continue;
+            };
+            if wait.strategy == WaitStrategy::Legacy {
+                self.add_new_replica_set_status(key, &mut live, &mut sets, &keys)?;
+            }
+            match self.judge(wait, item, &live, seen)? {
+                None => {}
+                Some(f) => {
+                    if fatal.is_none() {
+                        fatal = f;
+                    }
+                    still.push(item);
+                }
+            }
+        }
+        Ok((still, fatal))
+    }
+
+    /// Judges one object as read in a round of a wait: `None` when it is
+    /// ready (observed at or after our write), else `Some` with the first
+    /// fatal reason it has, if any. Reads why it is not ready (at most
+    /// every [`DIAGNOSE_EVERY`]), and says so when that changed. A failed
+    /// object is an error under Helm 3's rules.
+    fn judge<'k>(
+        &self,
+        wait: &Wait,
+        item: &'k (ObjectKey, String),
+        live: &Value,
+        seen: &mut Seen<'k>,
+    ) -> Result<Option<Option<(&'k ObjectKey, Reason)>>, Failure> {
+        let (key, written_rv) = item;
+        // Only an observation at or after our write counts.
+        let rv = meta_str(live, "resourceVersion");
+        seen.rv.insert(key, rv.to_string());
+        let fresh = written_rv.is_empty() || rv_at_least(&rv, written_rv);
+        let v = ready::check(live, wait.strategy, wait.wait_for_jobs);
+        if fresh && v.ready {
+            return Ok(None);
+        }
+        // Why: read again at most every DIAGNOSE_EVERY per object,
+        // and always when the object has just failed (a failed Job
+        // ends the wait at once: its last reasons must be fresh).
+        let now = self.clock.now();
+        if why::explains(key)
+            && (v.failed
+                || seen
+                    .diagnosed_at
+                    .get(key)
+                    .is_none_or(|t| now.saturating_sub(*t) >= DIAGNOSE_EVERY))
+        {
+            seen.diagnosed_at.insert(key, now);
+            if let Ok(f) = wait.diag.diagnose(key, live) {
+                seen.found.insert(key, f);
+            }
+        }
+        let reasons = seen
+            .found
+            .get(key)
+            .map(|f| f.reasons.clone())
+            .unwrap_or_default();
+        if seen.msg.get(key) != Some(&v.message)
+            || seen
+                .reasons
+                .get(key)
+                .map_or(!reasons.is_empty(), |r| *r != reasons)
+        {
+            self.progress.event(&Event::Waiting {
+                release: wait.rref.into(),
+                object: format!("{} {}", key.kind, namespaced(key)),
+                message: v.message.clone(),
+                reasons: reasons.clone(),
+            });
+        }
+        if v.failed && wait.strategy == WaitStrategy::Legacy {
+            seen.msg.insert(key, v.message.clone());
+            seen.reasons.insert(key, reasons.clone());
+            self.record_stuck(wait.rref, &[item], seen);
+            return Err(Failure(format!(
+                "{key}: {}{}",
+                v.message,
+                why_suffix(&reasons)
+            )));
+        }
+        let mut fatal = None;
+        if let Some(ff) = &self.opts.fail_fast {
+            for r in &reasons {
+                let since = *seen
+                    .first_seen
+                    .entry((r.object.clone(), r.kind))
+                    .or_insert(now);
+                if fatal.is_none() && r.fatal(ff, now.saturating_sub(since)) {
+                    fatal = Some((key, r.clone()));
+                }
+            }
+        }
+        seen.msg.insert(key, v.message);
+        seen.reasons.insert(key, reasons);
+        Ok(Some(fatal))
+    }
+
+    /// Keeps a [`Diagnosis`] of each of `still` for the report.
+    fn record_stuck(&self, rref: &str, still: &[&(ObjectKey, String)], seen: &Seen) {
         let diag = why::Diagnoser::new(self.cluster);
         let mut out: Vec<Diagnosis> = still
             .iter()
             .map(|(k, _)| Diagnosis {
                 release: rref.to_string(),
                 object: format!("{} {}", k.kind, namespaced(k)),
-                status: last_msg.get(k).cloned().unwrap_or_default(),
-                reasons: last_reasons.get(k).cloned().unwrap_or_default(),
-                pods: found
+                status: seen.msg.get(k).cloned().unwrap_or_default(),
+                reasons: seen.reasons.get(k).cloned().unwrap_or_default(),
+                pods: seen
+                    .found
                     .get(k)
                     .map(|f| diag.pod_reports(f, REPORT_EVENTS, self.opts.log_lines))
                     .unwrap_or_default(),
