@@ -173,35 +173,7 @@ impl Executor<'_> {
         defer: bool,
     ) -> Result<Vec<ReleaseOutcome>, ExecError> {
         let n = plan.releases.len();
-        let index: BTreeMap<(&str, &str), usize> = plan
-            .releases
-            .iter()
-            .enumerate()
-            .map(|(i, r)| ((r.namespace.as_str(), r.name.as_str()), i))
-            .collect();
-        let deps: Vec<Vec<usize>> = plan
-            .releases
-            .iter()
-            .enumerate()
-            .map(|(i, rp)| {
-                let mut d: Vec<usize> = rp
-                    .needs
-                    .iter()
-                    .map(|r| (r.namespace.as_str(), r.name.as_str()))
-                    .chain(
-                        plan.release_edges
-                            .iter()
-                            .filter(|e| e.to.namespace == rp.namespace && e.to.name == rp.name)
-                            .map(|e| (e.from.namespace.as_str(), e.from.name.as_str())),
-                    )
-                    .filter_map(|k| index.get(&k).copied())
-                    .filter(|&j| j != i)
-                    .collect();
-                d.sort_unstable();
-                d.dedup();
-                d
-            })
-            .collect();
+        let deps = release_deps(plan);
         let conc = self.opts.concurrency.max(1);
         let mut state = vec![Slot::Pending; n];
         let mut outcomes: Vec<Option<ReleaseOutcome>> = vec![None; n];
@@ -214,20 +186,8 @@ impl Executor<'_> {
             let mut running = 0usize;
             loop {
                 while !stop && running < conc {
-                    let ready = (0..n).find(|&i| {
-                        state[i] == Slot::Pending && deps[i].iter().all(|&d| state[d] == Slot::Done)
-                    });
-                    // The plan's order is a topological order: should its
-                    // edges ever leave nothing startable, it is followed.
-                    let next = match ready {
-                        Some(i) => i,
-                        None if running == 0 => {
-                            match state.iter().position(|s| *s == Slot::Pending) {
-                                Some(i) => i,
-                                None => break,
-                            }
-                        }
-                        None => break,
+                    let Some(next) = next_startable(&state, &deps, running) else {
+                        break;
                     };
                     let rp = &plan.releases[next];
                     let rref = format!("{}/{}", rp.namespace, rp.name);
@@ -310,18 +270,7 @@ impl Executor<'_> {
         if let Some(e) = error {
             return Err(e);
         }
-        Ok(outcomes
-            .into_iter()
-            .zip(&plan.releases)
-            .map(|(o, rp)| {
-                o.unwrap_or_else(|| ReleaseOutcome {
-                    release: format!("{}/{}", rp.namespace, rp.name),
-                    outcome: Outcome::NotAttempted,
-                    revision: rp.from.as_ref().map_or(0, |f| f.revision),
-                    error: None,
-                })
-            })
-            .collect())
+        Ok(not_attempted(outcomes, plan))
     }
 
     pub(super) fn check_preconditions(&self, plan: &Plan) -> Result<(), ExecError> {
@@ -401,4 +350,68 @@ impl Executor<'_> {
             Err(ExecError::Stale(problems.join("; ")))
         }
     }
+}
+
+/// For each release of the plan, the releases it waits for: those it
+/// `needs`, and those the plan's release edges put before it.
+fn release_deps(plan: &Plan) -> Vec<Vec<usize>> {
+    let index: BTreeMap<(&str, &str), usize> = plan
+        .releases
+        .iter()
+        .enumerate()
+        .map(|(i, r)| ((r.namespace.as_str(), r.name.as_str()), i))
+        .collect();
+    plan.releases
+        .iter()
+        .enumerate()
+        .map(|(i, rp)| {
+            let mut d: Vec<usize> = rp
+                .needs
+                .iter()
+                .map(|r| (r.namespace.as_str(), r.name.as_str()))
+                .chain(
+                    plan.release_edges
+                        .iter()
+                        .filter(|e| e.to.namespace == rp.namespace && e.to.name == rp.name)
+                        .map(|e| (e.from.namespace.as_str(), e.from.name.as_str())),
+                )
+                .filter_map(|k| index.get(&k).copied())
+                .filter(|&j| j != i)
+                .collect();
+            d.sort_unstable();
+            d.dedup();
+            d
+        })
+        .collect()
+}
+
+/// The next release to start: the first pending one whose dependencies
+/// are done. The plan's order is a topological order: should its edges
+/// ever leave nothing startable while nothing runs, it is followed.
+/// `None` when nothing may start now.
+fn next_startable(state: &[Slot], deps: &[Vec<usize>], running: usize) -> Option<usize> {
+    let ready = (0..state.len())
+        .find(|&i| state[i] == Slot::Pending && deps[i].iter().all(|&d| state[d] == Slot::Done));
+    match ready {
+        Some(i) => Some(i),
+        None if running == 0 => state.iter().position(|s| *s == Slot::Pending),
+        None => None,
+    }
+}
+
+/// The outcomes in plan order: a release that did not start is
+/// [`Outcome::NotAttempted`], at the revision it was at.
+fn not_attempted(outcomes: Vec<Option<ReleaseOutcome>>, plan: &Plan) -> Vec<ReleaseOutcome> {
+    outcomes
+        .into_iter()
+        .zip(&plan.releases)
+        .map(|(o, rp)| {
+            o.unwrap_or_else(|| ReleaseOutcome {
+                release: format!("{}/{}", rp.namespace, rp.name),
+                outcome: Outcome::NotAttempted,
+                revision: rp.from.as_ref().map_or(0, |f| f.revision),
+                error: None,
+            })
+        })
+        .collect()
 }
