@@ -144,382 +144,483 @@ pub fn check(obj: &Value, strategy: WaitStrategy, wait_for_jobs: bool) -> Verdic
     }
 }
 
-/// Helm 3's `ReadyChecker.IsReady`, on the object's own status. For a
-/// Deployment, the counts of the updated pods stand for the new
-/// ReplicaSet's (`updatedReplicas`, `availableReplicas`), observed at the
-/// current generation.
+/// Helm 3's `ReadyChecker.IsReady`, on the object's own status: the
+/// rule of the object's kind. For a Deployment, the counts of the updated
+/// pods stand for the new ReplicaSet's (`updatedReplicas`,
+/// `availableReplicas`), observed at the current generation.
 pub fn legacy(obj: &Value, wait_for_jobs: bool) -> Verdict {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-    let spec_replicas = i(obj, &["spec", "replicas"]).unwrap_or(1);
     match kind {
-        "Deployment" => {
-            if obj
-                .get("spec")
-                .and_then(|s| s.get("paused"))
-                .and_then(Value::as_bool)
-                == Some(true)
-            {
-                return Verdict::ready("paused");
-            }
-            if let Some(v) = generation_observed(obj) {
-                return v;
-            }
-            let updated = i(obj, &["status", "updatedReplicas"]).unwrap_or(0);
-            let ready_new = i(obj, &["status", "updatedReadyReplicas"])
-                .or_else(|| i(obj, &["status", "readyReplicas"]).map(|r| r.min(updated)))
-                .unwrap_or(0);
-            let need = spec_replicas - deployment_max_unavailable(obj, spec_replicas);
-            if updated < need.max(0) || ready_new < need {
-                return Verdict::waiting(format!(
-                    "{ready_new} of {spec_replicas} updated replicas ready (need {need})"
-                ));
-            }
-            Verdict::ready(format!(
-                "{ready_new} of {spec_replicas} updated replicas ready"
-            ))
-        }
-        "StatefulSet" => {
-            if let Some(v) = generation_observed(obj) {
-                return v;
-            }
-            let strategy = s(obj, &["spec", "updateStrategy", "type"]).unwrap_or("RollingUpdate");
-            if strategy != "RollingUpdate" {
-                return Verdict::ready("updateStrategy is not RollingUpdate");
-            }
-            let partition = i(
-                obj,
-                &["spec", "updateStrategy", "rollingUpdate", "partition"],
-            )
-            .unwrap_or(0);
-            let updated = i(obj, &["status", "updatedReplicas"]).unwrap_or(0);
-            let ready = i(obj, &["status", "readyReplicas"]).unwrap_or(0);
-            if updated < spec_replicas - partition {
-                return Verdict::waiting(format!("{updated} of {spec_replicas} pods updated"));
-            }
-            if ready != spec_replicas {
-                return Verdict::waiting(format!("{ready} of {spec_replicas} pods ready"));
-            }
-            if partition == 0
-                && s(obj, &["status", "currentRevision"]) != s(obj, &["status", "updateRevision"])
-            {
-                return Verdict::waiting("currentRevision is not updateRevision yet");
-            }
-            Verdict::ready(format!("{ready} of {spec_replicas} pods ready"))
-        }
-        "DaemonSet" => {
-            if let Some(v) = generation_observed(obj) {
-                return v;
-            }
-            let strategy = s(obj, &["spec", "updateStrategy", "type"]).unwrap_or("RollingUpdate");
-            if strategy != "RollingUpdate" {
-                return Verdict::ready("updateStrategy is not RollingUpdate");
-            }
-            let desired = i(obj, &["status", "desiredNumberScheduled"]).unwrap_or(0);
-            let updated = i(obj, &["status", "updatedNumberScheduled"]).unwrap_or(0);
-            let ready = i(obj, &["status", "numberReady"]).unwrap_or(0);
-            if updated != desired {
-                return Verdict::waiting(format!("{updated} of {desired} pods updated"));
-            }
-            let max_unavailable = scaled(
-                obj.get("spec")
-                    .and_then(|s| s.get("updateStrategy"))
-                    .and_then(|u| u.get("rollingUpdate"))
-                    .and_then(|r| r.get("maxUnavailable")),
-                desired,
-                "1",
-                true,
-            );
-            let need = desired - max_unavailable;
-            if ready < need {
-                return Verdict::waiting(format!("{ready} of {desired} updated pods ready"));
-            }
-            Verdict::ready(format!("{ready} of {desired} updated pods ready"))
-        }
-        "ReplicaSet" | "ReplicationController" => {
-            if let Some(v) = generation_observed(obj) {
-                return v;
-            }
-            let ready = i(obj, &["status", "readyReplicas"]).unwrap_or(0);
-            if ready < spec_replicas {
-                return Verdict::waiting(format!("{ready} of {spec_replicas} pods ready"));
-            }
-            Verdict::ready(format!("{ready} of {spec_replicas} pods ready"))
-        }
-        "Pod" => match condition(obj, "Ready") {
-            Some(("True", _, _)) => Verdict::ready("Ready"),
-            _ => Verdict::waiting(format!(
-                "phase {}",
-                s(obj, &["status", "phase"]).unwrap_or("Pending")
-            )),
-        },
-        "PersistentVolumeClaim" => match s(obj, &["status", "phase"]) {
-            Some("Bound") => Verdict::ready("Bound"),
-            p => Verdict::waiting(format!("phase {}", p.unwrap_or("Pending"))),
-        },
-        "Service" => {
-            let ty = s(obj, &["spec", "type"]).unwrap_or("ClusterIP");
-            if ty == "ExternalName" {
-                return Verdict::ready("ExternalName");
-            }
-            if s(obj, &["spec", "clusterIP"]).unwrap_or("").is_empty() {
-                return Verdict::waiting("no cluster IP yet");
-            }
-            if ty == "LoadBalancer" {
-                let ext = obj
-                    .get("spec")
-                    .and_then(|s| s.get("externalIPs"))
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| !a.is_empty());
-                let ingress = obj
-                    .get("status")
-                    .and_then(|s| s.get("loadBalancer"))
-                    .and_then(|l| l.get("ingress"))
-                    .is_some_and(|v| !v.is_null());
-                if !ext && !ingress {
-                    return Verdict::waiting("no load balancer ingress yet");
-                }
-            }
-            Verdict::ready("cluster IP assigned")
-        }
-        "CustomResourceDefinition" => {
-            if matches!(condition(obj, "Established"), Some(("True", _, _)))
-                || matches!(condition(obj, "NamesAccepted"), Some(("False", _, _)))
-            {
-                Verdict::ready("Established")
-            } else {
-                Verdict::waiting("not Established yet")
-            }
-        }
-        "Job" if wait_for_jobs => {
-            let failed = i(obj, &["status", "failed"]).unwrap_or(0);
-            let backoff = i(obj, &["spec", "backoffLimit"]).unwrap_or(6);
-            if failed > backoff {
-                return Verdict::failed(format!("job is failed ({failed} failed pods)"));
-            }
-            let completions = i(obj, &["spec", "completions"]);
-            let succeeded = i(obj, &["status", "succeeded"]).unwrap_or(0);
-            if let Some(c) = completions {
-                if succeeded < c {
-                    return Verdict::waiting(format!("{succeeded} of {c} completions"));
-                }
-            }
-            Verdict::ready("complete")
-        }
+        "Deployment" => legacy_deployment(obj),
+        "StatefulSet" => legacy_stateful_set(obj),
+        "DaemonSet" => legacy_daemon_set(obj),
+        "ReplicaSet" | "ReplicationController" => legacy_replica_set(obj),
+        "Pod" => legacy_pod(obj),
+        "PersistentVolumeClaim" => legacy_pvc(obj),
+        "Service" => legacy_service(obj),
+        "CustomResourceDefinition" => legacy_crd(obj),
+        "Job" if wait_for_jobs => legacy_job(obj),
         _ => Verdict::ready("ready once written"),
     }
 }
 
-/// kstatus `Compute`: `Current` is ready, `Failed` is a failure.
-pub fn kstatus(obj: &Value) -> Verdict {
+/// `spec.replicas`, 1 when unset.
+fn spec_replicas(obj: &Value) -> i64 {
+    i(obj, &["spec", "replicas"]).unwrap_or(1)
+}
+
+/// Helm 3's Deployment rule: not paused, the generation observed, and
+/// enough updated pods ready (all but `maxUnavailable`).
+fn legacy_deployment(obj: &Value) -> Verdict {
+    let spec_replicas = spec_replicas(obj);
     if obj
-        .get("metadata")
-        .and_then(|m| m.get("deletionTimestamp"))
-        .is_some_and(|v| !v.is_null())
+        .get("spec")
+        .and_then(|s| s.get("paused"))
+        .and_then(Value::as_bool)
+        == Some(true)
     {
-        return Verdict::waiting("Terminating");
+        return Verdict::ready("paused");
     }
-    // kstatus compares the generations only when the status has one: a
-    // Secret or a ServiceAccount has no controller to observe it.
-    if obj.pointer("/status/observedGeneration").is_some() {
-        if let Some(v) = generation_observed(obj) {
-            return v;
+    if let Some(v) = generation_observed(obj) {
+        return v;
+    }
+    let updated = i(obj, &["status", "updatedReplicas"]).unwrap_or(0);
+    let ready_new = i(obj, &["status", "updatedReadyReplicas"])
+        .or_else(|| i(obj, &["status", "readyReplicas"]).map(|r| r.min(updated)))
+        .unwrap_or(0);
+    let need = spec_replicas - deployment_max_unavailable(obj, spec_replicas);
+    if updated < need.max(0) || ready_new < need {
+        return Verdict::waiting(format!(
+            "{ready_new} of {spec_replicas} updated replicas ready (need {need})"
+        ));
+    }
+    Verdict::ready(format!(
+        "{ready_new} of {spec_replicas} updated replicas ready"
+    ))
+}
+
+/// Helm 3's StatefulSet rule: a rolling update rolled out past its
+/// partition, every pod ready, and (without a partition) the revisions
+/// equal.
+fn legacy_stateful_set(obj: &Value) -> Verdict {
+    let spec_replicas = spec_replicas(obj);
+    if let Some(v) = generation_observed(obj) {
+        return v;
+    }
+    let strategy = s(obj, &["spec", "updateStrategy", "type"]).unwrap_or("RollingUpdate");
+    if strategy != "RollingUpdate" {
+        return Verdict::ready("updateStrategy is not RollingUpdate");
+    }
+    let partition = i(
+        obj,
+        &["spec", "updateStrategy", "rollingUpdate", "partition"],
+    )
+    .unwrap_or(0);
+    let updated = i(obj, &["status", "updatedReplicas"]).unwrap_or(0);
+    let ready = i(obj, &["status", "readyReplicas"]).unwrap_or(0);
+    if updated < spec_replicas - partition {
+        return Verdict::waiting(format!("{updated} of {spec_replicas} pods updated"));
+    }
+    if ready != spec_replicas {
+        return Verdict::waiting(format!("{ready} of {spec_replicas} pods ready"));
+    }
+    if partition == 0
+        && s(obj, &["status", "currentRevision"]) != s(obj, &["status", "updateRevision"])
+    {
+        return Verdict::waiting("currentRevision is not updateRevision yet");
+    }
+    Verdict::ready(format!("{ready} of {spec_replicas} pods ready"))
+}
+
+/// Helm 3's DaemonSet rule: every scheduled pod updated, and all but
+/// `maxUnavailable` of them ready.
+fn legacy_daemon_set(obj: &Value) -> Verdict {
+    if let Some(v) = generation_observed(obj) {
+        return v;
+    }
+    let strategy = s(obj, &["spec", "updateStrategy", "type"]).unwrap_or("RollingUpdate");
+    if strategy != "RollingUpdate" {
+        return Verdict::ready("updateStrategy is not RollingUpdate");
+    }
+    let desired = i(obj, &["status", "desiredNumberScheduled"]).unwrap_or(0);
+    let updated = i(obj, &["status", "updatedNumberScheduled"]).unwrap_or(0);
+    let ready = i(obj, &["status", "numberReady"]).unwrap_or(0);
+    if updated != desired {
+        return Verdict::waiting(format!("{updated} of {desired} pods updated"));
+    }
+    let max_unavailable = scaled(
+        obj.get("spec")
+            .and_then(|s| s.get("updateStrategy"))
+            .and_then(|u| u.get("rollingUpdate"))
+            .and_then(|r| r.get("maxUnavailable")),
+        desired,
+        "1",
+        true,
+    );
+    let need = desired - max_unavailable;
+    if ready < need {
+        return Verdict::waiting(format!("{ready} of {desired} updated pods ready"));
+    }
+    Verdict::ready(format!("{ready} of {desired} updated pods ready"))
+}
+
+/// Helm 3's ReplicaSet (and ReplicationController) rule: every pod ready.
+fn legacy_replica_set(obj: &Value) -> Verdict {
+    let spec_replicas = spec_replicas(obj);
+    if let Some(v) = generation_observed(obj) {
+        return v;
+    }
+    let ready = i(obj, &["status", "readyReplicas"]).unwrap_or(0);
+    if ready < spec_replicas {
+        return Verdict::waiting(format!("{ready} of {spec_replicas} pods ready"));
+    }
+    Verdict::ready(format!("{ready} of {spec_replicas} pods ready"))
+}
+
+/// Helm 3's Pod rule: the `Ready` condition.
+fn legacy_pod(obj: &Value) -> Verdict {
+    match condition(obj, "Ready") {
+        Some(("True", _, _)) => Verdict::ready("Ready"),
+        _ => Verdict::waiting(format!(
+            "phase {}",
+            s(obj, &["status", "phase"]).unwrap_or("Pending")
+        )),
+    }
+}
+
+/// Helm 3's PersistentVolumeClaim rule: `Bound`.
+fn legacy_pvc(obj: &Value) -> Verdict {
+    match s(obj, &["status", "phase"]) {
+        Some("Bound") => Verdict::ready("Bound"),
+        p => Verdict::waiting(format!("phase {}", p.unwrap_or("Pending"))),
+    }
+}
+
+/// Helm 3's Service rule: a cluster IP, and for a LoadBalancer an
+/// external IP or an ingress.
+fn legacy_service(obj: &Value) -> Verdict {
+    let ty = s(obj, &["spec", "type"]).unwrap_or("ClusterIP");
+    if ty == "ExternalName" {
+        return Verdict::ready("ExternalName");
+    }
+    if s(obj, &["spec", "clusterIP"]).unwrap_or("").is_empty() {
+        return Verdict::waiting("no cluster IP yet");
+    }
+    if ty == "LoadBalancer" {
+        let ext = obj
+            .get("spec")
+            .and_then(|s| s.get("externalIPs"))
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        let ingress = obj
+            .get("status")
+            .and_then(|s| s.get("loadBalancer"))
+            .and_then(|l| l.get("ingress"))
+            .is_some_and(|v| !v.is_null());
+        if !ext && !ingress {
+            return Verdict::waiting("no load balancer ingress yet");
         }
     }
-    if let Some(conds) = obj
-        .get("status")
-        .and_then(|s| s.get("conditions"))
-        .and_then(Value::as_array)
+    Verdict::ready("cluster IP assigned")
+}
+
+/// Helm 3's CRD rule: Established (or its names refused, which no wait
+/// would change).
+fn legacy_crd(obj: &Value) -> Verdict {
+    if matches!(condition(obj, "Established"), Some(("True", _, _)))
+        || matches!(condition(obj, "NamesAccepted"), Some(("False", _, _)))
     {
-        for c in conds {
-            let ty = c.get("type").and_then(Value::as_str);
-            let st = c.get("status").and_then(Value::as_str);
-            let msg = c.get("message").and_then(Value::as_str).unwrap_or("");
-            match (ty, st) {
-                (Some("Reconciling"), Some("True")) => {
-                    return Verdict::waiting(format!("Reconciling: {msg}"))
-                }
-                (Some("Stalled"), Some("True")) => {
-                    return Verdict::failed(format!("Stalled: {msg}"))
-                }
-                _ => {}
-            }
+        Verdict::ready("Established")
+    } else {
+        Verdict::waiting("not Established yet")
+    }
+}
+
+/// Helm 3's Job rule (with `--wait-for-jobs`): failed past its backoff
+/// limit, or complete.
+fn legacy_job(obj: &Value) -> Verdict {
+    let failed = i(obj, &["status", "failed"]).unwrap_or(0);
+    let backoff = i(obj, &["spec", "backoffLimit"]).unwrap_or(6);
+    if failed > backoff {
+        return Verdict::failed(format!("job is failed ({failed} failed pods)"));
+    }
+    let completions = i(obj, &["spec", "completions"]);
+    let succeeded = i(obj, &["status", "succeeded"]).unwrap_or(0);
+    if let Some(c) = completions {
+        if succeeded < c {
+            return Verdict::waiting(format!("{succeeded} of {c} completions"));
         }
+    }
+    Verdict::ready("complete")
+}
+
+/// kstatus `Compute`: `Current` is ready, `Failed` is a failure. The
+/// rules every object follows (terminating, generation, the standard
+/// `Reconciling` and `Stalled` conditions) come first, then the rule of
+/// its kind.
+pub fn kstatus(obj: &Value) -> Verdict {
+    if let Some(v) = kstatus_generic(obj) {
+        return v;
     }
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-    let spec_replicas = i(obj, &["spec", "replicas"]).unwrap_or(1);
-    let st = |f: &str| i(obj, &["status", f]).unwrap_or(0);
     match (group, kind) {
         ("", "Secret")
         | ("", "ConfigMap")
         | ("batch", "CronJob")
         | ("policy", "PodDisruptionBudget") => Verdict::ready("Current"),
-        ("", "Service") => {
-            if s(obj, &["spec", "type"]) == Some("LoadBalancer")
-                && s(obj, &["spec", "clusterIP"]).unwrap_or("").is_empty()
-            {
-                Verdict::waiting("no cluster IP yet")
+        ("", "Service") => kstatus_service(obj),
+        ("", "PersistentVolumeClaim") => kstatus_pvc(obj),
+        ("", "Pod") => kstatus_pod(obj),
+        ("apps", "Deployment") => kstatus_deployment(obj),
+        ("apps", "ReplicaSet") => kstatus_replica_set(obj),
+        ("apps", "DaemonSet") => kstatus_daemon_set(obj),
+        ("apps", "StatefulSet") => kstatus_stateful_set(obj),
+        ("batch", "Job") => kstatus_job(obj),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => kstatus_crd(obj),
+        _ => kstatus_other(obj),
+    }
+}
+
+/// kstatus's checks before the kind's own: a terminating object, an
+/// unobserved generation, a `Reconciling` or `Stalled` condition.
+fn kstatus_generic(obj: &Value) -> Option<Verdict> {
+    if obj
+        .get("metadata")
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|v| !v.is_null())
+    {
+        return Some(Verdict::waiting("Terminating"));
+    }
+    // kstatus compares the generations only when the status has one: a
+    // Secret or a ServiceAccount has no controller to observe it.
+    if obj.pointer("/status/observedGeneration").is_some() {
+        if let Some(v) = generation_observed(obj) {
+            return Some(v);
+        }
+    }
+    let conds = obj
+        .get("status")
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)?;
+    for c in conds {
+        let ty = c.get("type").and_then(Value::as_str);
+        let st = c.get("status").and_then(Value::as_str);
+        let msg = c.get("message").and_then(Value::as_str).unwrap_or("");
+        match (ty, st) {
+            (Some("Reconciling"), Some("True")) => {
+                return Some(Verdict::waiting(format!("Reconciling: {msg}")))
+            }
+            (Some("Stalled"), Some("True")) => {
+                return Some(Verdict::failed(format!("Stalled: {msg}")))
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `status.<f>`, 0 when unset.
+fn status_count(obj: &Value, f: &str) -> i64 {
+    i(obj, &["status", f]).unwrap_or(0)
+}
+
+/// kstatus's Service rule: a LoadBalancer has its cluster IP.
+fn kstatus_service(obj: &Value) -> Verdict {
+    if s(obj, &["spec", "type"]) == Some("LoadBalancer")
+        && s(obj, &["spec", "clusterIP"]).unwrap_or("").is_empty()
+    {
+        Verdict::waiting("no cluster IP yet")
+    } else {
+        Verdict::ready("Current")
+    }
+}
+
+/// kstatus's PersistentVolumeClaim rule: `Bound`.
+fn kstatus_pvc(obj: &Value) -> Verdict {
+    match s(obj, &["status", "phase"]) {
+        Some("Bound") => Verdict::ready("Bound"),
+        _ => Verdict::waiting("NotBound"),
+    }
+}
+
+/// kstatus's Pod rule: finished, or running and Ready; a crash loop is a
+/// failure.
+fn kstatus_pod(obj: &Value) -> Verdict {
+    match s(obj, &["status", "phase"]).unwrap_or("") {
+        "Succeeded" | "Failed" => Verdict::ready("Current"),
+        "Running" => {
+            if matches!(condition(obj, "Ready"), Some(("True", _, _))) {
+                return Verdict::ready("Current");
+            }
+            let crash = obj
+                .get("status")
+                .and_then(|s| s.get("containerStatuses"))
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| s(c, &["state", "waiting", "reason"]) == Some("CrashLoopBackOff"))
+                });
+            if crash {
+                Verdict::failed("container in CrashLoopBackOff")
             } else {
-                Verdict::ready("Current")
+                Verdict::waiting("Running, not Ready")
             }
         }
-        ("", "PersistentVolumeClaim") => match s(obj, &["status", "phase"]) {
-            Some("Bound") => Verdict::ready("Bound"),
-            _ => Verdict::waiting("NotBound"),
-        },
-        ("", "Pod") => match s(obj, &["status", "phase"]).unwrap_or("") {
-            "Succeeded" | "Failed" => Verdict::ready("Current"),
-            "Running" => {
-                if matches!(condition(obj, "Ready"), Some(("True", _, _))) {
-                    return Verdict::ready("Current");
-                }
-                let crash = obj
-                    .get("status")
-                    .and_then(|s| s.get("containerStatuses"))
-                    .and_then(Value::as_array)
-                    .is_some_and(|cs| {
-                        cs.iter().any(|c| {
-                            s(c, &["state", "waiting", "reason"]) == Some("CrashLoopBackOff")
-                        })
-                    });
-                if crash {
-                    Verdict::failed("container in CrashLoopBackOff")
-                } else {
-                    Verdict::waiting("Running, not Ready")
-                }
-            }
-            p => Verdict::waiting(format!(
-                "phase {}",
-                if p.is_empty() { "Pending" } else { p }
-            )),
-        },
-        ("apps", "Deployment") => {
-            if let Some(("True" | "False", "ProgressDeadlineExceeded", m)) =
-                condition(obj, "Progressing")
-            {
-                return Verdict::failed(format!("ProgressDeadlineExceeded: {m}"));
-            }
-            let (replicas, updated, available, ready) = (
-                st("replicas"),
-                st("updatedReplicas"),
-                st("availableReplicas"),
-                st("readyReplicas"),
-            );
-            if spec_replicas > replicas {
-                return Verdict::waiting(format!("Replicas: {replicas}/{spec_replicas}"));
-            }
-            if spec_replicas > updated {
-                return Verdict::waiting(format!("Updated: {updated}/{spec_replicas}"));
-            }
-            if replicas > spec_replicas {
-                return Verdict::waiting(format!(
-                    "Pending termination: {}",
-                    replicas - spec_replicas
-                ));
-            }
-            if updated > available {
-                return Verdict::waiting(format!("Available: {available}/{updated}"));
-            }
-            if spec_replicas > ready {
-                return Verdict::waiting(format!("Ready: {ready}/{spec_replicas}"));
-            }
-            if !matches!(condition(obj, "Available"), Some(("True", _, _))) {
-                return Verdict::waiting("Deployment not Available");
-            }
-            Verdict::ready(format!("Deployment is available. Replicas: {replicas}"))
+        p => Verdict::waiting(format!(
+            "phase {}",
+            if p.is_empty() { "Pending" } else { p }
+        )),
+    }
+}
+
+/// kstatus's Deployment rule: no progress deadline exceeded, every
+/// replica updated, available and ready, no old one left, and the
+/// `Available` condition.
+fn kstatus_deployment(obj: &Value) -> Verdict {
+    let spec_replicas = spec_replicas(obj);
+    let st = |f: &str| status_count(obj, f);
+    if let Some(("True" | "False", "ProgressDeadlineExceeded", m)) = condition(obj, "Progressing") {
+        return Verdict::failed(format!("ProgressDeadlineExceeded: {m}"));
+    }
+    let (replicas, updated, available, ready) = (
+        st("replicas"),
+        st("updatedReplicas"),
+        st("availableReplicas"),
+        st("readyReplicas"),
+    );
+    if spec_replicas > replicas {
+        return Verdict::waiting(format!("Replicas: {replicas}/{spec_replicas}"));
+    }
+    if spec_replicas > updated {
+        return Verdict::waiting(format!("Updated: {updated}/{spec_replicas}"));
+    }
+    if replicas > spec_replicas {
+        return Verdict::waiting(format!("Pending termination: {}", replicas - spec_replicas));
+    }
+    if updated > available {
+        return Verdict::waiting(format!("Available: {available}/{updated}"));
+    }
+    if spec_replicas > ready {
+        return Verdict::waiting(format!("Ready: {ready}/{spec_replicas}"));
+    }
+    if !matches!(condition(obj, "Available"), Some(("True", _, _))) {
+        return Verdict::waiting("Deployment not Available");
+    }
+    Verdict::ready(format!("Deployment is available. Replicas: {replicas}"))
+}
+
+/// kstatus's ReplicaSet rule: every replica ready and available.
+fn kstatus_replica_set(obj: &Value) -> Verdict {
+    let spec_replicas = spec_replicas(obj);
+    let st = |f: &str| status_count(obj, f);
+    if st("readyReplicas") < spec_replicas || st("availableReplicas") < spec_replicas {
+        Verdict::waiting(format!("Ready: {}/{spec_replicas}", st("readyReplicas")))
+    } else {
+        Verdict::ready("Current")
+    }
+}
+
+/// kstatus's DaemonSet rule: every desired pod scheduled, updated,
+/// available and ready.
+fn kstatus_daemon_set(obj: &Value) -> Verdict {
+    let desired = i(obj, &["status", "desiredNumberScheduled"]);
+    let Some(desired) = desired else {
+        return Verdict::waiting("desiredNumberScheduled not set");
+    };
+    for (f, label) in [
+        ("currentNumberScheduled", "Current"),
+        ("updatedNumberScheduled", "Updated"),
+        ("numberAvailable", "Available"),
+        ("numberReady", "Ready"),
+    ] {
+        let n = status_count(obj, f);
+        if desired > n {
+            return Verdict::waiting(format!("{label}: {n}/{desired}"));
         }
-        ("apps", "ReplicaSet") => {
-            if st("readyReplicas") < spec_replicas || st("availableReplicas") < spec_replicas {
-                Verdict::waiting(format!("Ready: {}/{spec_replicas}", st("readyReplicas")))
-            } else {
-                Verdict::ready("Current")
-            }
+    }
+    Verdict::ready(format!(
+        "All replicas scheduled as expected. Replicas: {desired}"
+    ))
+}
+
+/// kstatus's StatefulSet rule: every replica ready, none left over, and
+/// rolled out (past the partition, or to the update revision).
+fn kstatus_stateful_set(obj: &Value) -> Verdict {
+    let spec_replicas = spec_replicas(obj);
+    let st = |f: &str| status_count(obj, f);
+    if s(obj, &["spec", "updateStrategy", "type"]) == Some("OnDelete") {
+        return Verdict::ready("OnDelete");
+    }
+    let (replicas, ready, current, updated) = (
+        st("replicas"),
+        st("readyReplicas"),
+        st("currentReplicas"),
+        st("updatedReplicas"),
+    );
+    if spec_replicas > replicas {
+        return Verdict::waiting(format!("Replicas: {replicas}/{spec_replicas}"));
+    }
+    if spec_replicas > ready {
+        return Verdict::waiting(format!("Ready: {ready}/{spec_replicas}"));
+    }
+    if replicas > spec_replicas {
+        return Verdict::waiting("Pending termination");
+    }
+    let partition = i(
+        obj,
+        &["spec", "updateStrategy", "rollingUpdate", "partition"],
+    );
+    if let Some(p) = partition.filter(|p| *p > 0) {
+        if updated < spec_replicas - p {
+            return Verdict::waiting(format!("Updated: {updated}/{}", spec_replicas - p));
         }
-        ("apps", "DaemonSet") => {
-            let desired = i(obj, &["status", "desiredNumberScheduled"]);
-            let Some(desired) = desired else {
-                return Verdict::waiting("desiredNumberScheduled not set");
-            };
-            for (f, label) in [
-                ("currentNumberScheduled", "Current"),
-                ("updatedNumberScheduled", "Updated"),
-                ("numberAvailable", "Available"),
-                ("numberReady", "Ready"),
-            ] {
-                let n = st(f);
-                if desired > n {
-                    return Verdict::waiting(format!("{label}: {n}/{desired}"));
-                }
-            }
-            Verdict::ready(format!(
-                "All replicas scheduled as expected. Replicas: {desired}"
-            ))
-        }
-        ("apps", "StatefulSet") => {
-            if s(obj, &["spec", "updateStrategy", "type"]) == Some("OnDelete") {
-                return Verdict::ready("OnDelete");
-            }
-            let (replicas, ready, current, updated) = (
-                st("replicas"),
-                st("readyReplicas"),
-                st("currentReplicas"),
-                st("updatedReplicas"),
-            );
-            if spec_replicas > replicas {
-                return Verdict::waiting(format!("Replicas: {replicas}/{spec_replicas}"));
-            }
-            if spec_replicas > ready {
-                return Verdict::waiting(format!("Ready: {ready}/{spec_replicas}"));
-            }
-            if replicas > spec_replicas {
-                return Verdict::waiting("Pending termination");
-            }
-            let partition = i(
-                obj,
-                &["spec", "updateStrategy", "rollingUpdate", "partition"],
-            );
-            if let Some(p) = partition.filter(|p| *p > 0) {
-                if updated < spec_replicas - p {
-                    return Verdict::waiting(format!("Updated: {updated}/{}", spec_replicas - p));
-                }
-                return Verdict::ready("Partition rollout complete");
-            }
-            if spec_replicas > current {
-                return Verdict::waiting(format!("Updated: {current}/{spec_replicas}"));
-            }
-            if s(obj, &["status", "currentRevision"]) != s(obj, &["status", "updateRevision"]) {
-                return Verdict::waiting("currentRevision != updateRevision");
-            }
-            Verdict::ready("All replicas scheduled as expected")
-        }
-        ("batch", "Job") => {
-            if matches!(condition(obj, "Complete"), Some(("True", _, _))) {
-                return Verdict::ready("Job Completed");
-            }
-            if let Some(("True", _, m)) = condition(obj, "Failed") {
-                return Verdict::failed(format!("Job Failed: {m}"));
-            }
-            if obj.get("status").and_then(|s| s.get("startTime")).is_none() {
-                return Verdict::waiting("Job not started");
-            }
-            Verdict::ready("Job in progress")
-        }
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            if let Some(("False", _, m)) = condition(obj, "NamesAccepted") {
-                return Verdict::failed(format!("names not accepted: {m}"));
-            }
-            match condition(obj, "Established") {
-                Some(("True", _, _)) => Verdict::ready("Established"),
-                Some(("False", r, m)) if r != "Installing" => Verdict::failed(m.to_string()),
-                _ => Verdict::waiting("not Established yet"),
-            }
-        }
-        _ => match condition(obj, "Ready") {
-            Some(("True", _, _)) => Verdict::ready("Ready"),
-            Some((_, _, m)) => Verdict::waiting(format!("Ready is not True: {m}")),
-            None => Verdict::ready("Current"),
-        },
+        return Verdict::ready("Partition rollout complete");
+    }
+    if spec_replicas > current {
+        return Verdict::waiting(format!("Updated: {current}/{spec_replicas}"));
+    }
+    if s(obj, &["status", "currentRevision"]) != s(obj, &["status", "updateRevision"]) {
+        return Verdict::waiting("currentRevision != updateRevision");
+    }
+    Verdict::ready("All replicas scheduled as expected")
+}
+
+/// kstatus's Job rule: complete, failed, or started (a running Job is
+/// `Current`).
+fn kstatus_job(obj: &Value) -> Verdict {
+    if matches!(condition(obj, "Complete"), Some(("True", _, _))) {
+        return Verdict::ready("Job Completed");
+    }
+    if let Some(("True", _, m)) = condition(obj, "Failed") {
+        return Verdict::failed(format!("Job Failed: {m}"));
+    }
+    if obj.get("status").and_then(|s| s.get("startTime")).is_none() {
+        return Verdict::waiting("Job not started");
+    }
+    Verdict::ready("Job in progress")
+}
+
+/// kstatus's CRD rule: names accepted and Established.
+fn kstatus_crd(obj: &Value) -> Verdict {
+    if let Some(("False", _, m)) = condition(obj, "NamesAccepted") {
+        return Verdict::failed(format!("names not accepted: {m}"));
+    }
+    match condition(obj, "Established") {
+        Some(("True", _, _)) => Verdict::ready("Established"),
+        Some(("False", r, m)) if r != "Installing" => Verdict::failed(m.to_string()),
+        _ => Verdict::waiting("not Established yet"),
+    }
+}
+
+/// kstatus's rule for any other kind: a `Ready` condition, where there
+/// is one, is True.
+fn kstatus_other(obj: &Value) -> Verdict {
+    match condition(obj, "Ready") {
+        Some(("True", _, _)) => Verdict::ready("Ready"),
+        Some((_, _, m)) => Verdict::waiting(format!("Ready is not True: {m}")),
+        None => Verdict::ready("Current"),
     }
 }
 

@@ -396,62 +396,106 @@ fn last_event_with<'e>(evs: &[&'e Value], reasons: &[&str]) -> Option<&'e Value>
         .copied()
 }
 
-/// Why one pod is not ready, from its status and its events (oldest first).
+/// Why one pod is not ready, from its status and its events (oldest
+/// first): the first obstacle that applies, in the order a person reads
+/// them (the pod failed, found no node, has containers that cannot start,
+/// a volume that cannot be mounted, a failing probe), else that it is
+/// not ready and nothing says why. None for a pod that is terminating,
+/// succeeded or ready.
 pub fn pod_reasons(pod: &Value, events: &[&Value]) -> Vec<Reason> {
     let me = shown("Pod", pod);
-    let mut out = Vec::new();
     if pod
         .pointer("/metadata/deletionTimestamp")
         .is_some_and(|v| !v.is_null())
     {
-        return out;
+        return Vec::new();
     }
     let phase = s(pod, "/status/phase");
     if phase == "Succeeded" {
-        return out;
+        return Vec::new();
     }
-    let conds = pod
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let cond = |ty: &str| {
-        conds
-            .iter()
-            .find(|c| s(c, "/type") == ty)
-            .map(|c| (s(c, "/status"), s(c, "/reason"), s(c, "/message")))
-    };
     if phase == "Failed" {
-        let mut msg = s(pod, "/status/message").to_string();
-        let mut container = None;
-        for cs in container_statuses(pod) {
-            if let Some(t) = cs.pointer("/state/terminated") {
-                let code = t.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
-                if code != 0 || msg.is_empty() {
-                    container = Some(s(cs, "/name").to_string());
-                    msg = format!(
-                        "exit code {code}{}",
-                        match s(t, "/reason") {
-                            "" => String::new(),
-                            r => format!(" ({r})"),
-                        }
-                    );
-                    break;
-                }
+        return vec![pod_failed(pod, me)];
+    }
+    if let Some(r) = unschedulable(pod, events, &me) {
+        return vec![r];
+    }
+    let waiting = waiting_containers(pod, &me);
+    if !waiting.is_empty() {
+        return waiting;
+    }
+    if let Some(e) = last_event_with(events, &["FailedMount", "FailedAttachVolume"]) {
+        return vec![Reason::new(
+            ReasonKind::MountFailed,
+            me,
+            s(e, "/message").trim(),
+        )];
+    }
+    if matches!(pod_condition(pod, "Ready"), Some(("True", _, _))) {
+        return Vec::new();
+    }
+    if let Some(r) = probe_failed(events, &me) {
+        return vec![r];
+    }
+    vec![not_ready(pod, me)]
+}
+
+/// The pod's condition `ty`: (status, reason, message).
+fn pod_condition<'p>(pod: &'p Value, ty: &str) -> Option<(&'p str, &'p str, &'p str)> {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| s(c, "/type") == ty)
+        .map(|c| (s(c, "/status"), s(c, "/reason"), s(c, "/message")))
+}
+
+/// `exit code N (reason)` of a container's `terminated` state.
+fn exit_text(terminated: &Value) -> String {
+    format!(
+        "exit code {}{}",
+        terminated
+            .get("exitCode")
+            .and_then(Value::as_i64)
+            .unwrap_or(0),
+        match s(terminated, "/reason") {
+            "" => String::new(),
+            r => format!(" ({r})"),
+        }
+    )
+}
+
+/// A failed pod: the first container that exited with an error (or, when
+/// the pod says nothing, the first that exited), else the pod's message
+/// or reason.
+fn pod_failed(pod: &Value, me: String) -> Reason {
+    let mut msg = s(pod, "/status/message").to_string();
+    let mut container = None;
+    for cs in container_statuses(pod) {
+        if let Some(t) = cs.pointer("/state/terminated") {
+            let code = t.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
+            if code != 0 || msg.is_empty() {
+                container = Some(s(cs, "/name").to_string());
+                msg = exit_text(t);
+                break;
             }
         }
-        if msg.is_empty() {
-            msg = match s(pod, "/status/reason") {
-                "" => "phase Failed".into(),
-                r => r.to_string(),
-            };
-        }
-        let mut r = Reason::new(ReasonKind::PodFailed, me, msg);
-        r.container = container;
-        out.push(r);
-        return out;
     }
-    if let Some(("False", reason, msg)) = cond("PodScheduled") {
+    if msg.is_empty() {
+        msg = match s(pod, "/status/reason") {
+            "" => "phase Failed".into(),
+            r => r.to_string(),
+        };
+    }
+    let mut r = Reason::new(ReasonKind::PodFailed, me, msg);
+    r.container = container;
+    r
+}
+
+/// A pod the scheduler refused (`PodScheduled=False`), or that has no
+/// node and a `FailedScheduling` event: the scheduler's message.
+fn unschedulable(pod: &Value, events: &[&Value], me: &str) -> Option<Reason> {
+    let scheduled = pod_condition(pod, "PodScheduled");
+    if let Some(("False", reason, msg)) = scheduled {
         let msg = if msg.is_empty() {
             last_event_with(events, &["FailedScheduling"])
                 .map(|e| s(e, "/message").to_string())
@@ -459,106 +503,112 @@ pub fn pod_reasons(pod: &Value, events: &[&Value]) -> Vec<Reason> {
         } else {
             msg.to_string()
         };
-        out.push(Reason::new(ReasonKind::Unschedulable, me, msg));
-        return out;
+        return Some(Reason::new(ReasonKind::Unschedulable, me.to_string(), msg));
     }
-    if cond("PodScheduled").is_none() && s(pod, "/spec/nodeName").is_empty() {
-        if let Some(e) = last_event_with(events, &["FailedScheduling"]) {
-            out.push(Reason::new(
-                ReasonKind::Unschedulable,
-                me,
-                s(e, "/message").trim(),
-            ));
-            return out;
-        }
-    }
-    for cs in container_statuses(pod) {
-        let name = s(cs, "/name");
-        let waiting = s(cs, "/state/waiting/reason");
-        let wmsg = s(cs, "/state/waiting/message");
-        match waiting {
-            "ErrImagePull"
-            | "ImagePullBackOff"
-            | "InvalidImageName"
-            | "ErrImageNeverPull"
-            | "RegistryUnavailable"
-            | "ErrImageInspect" => {
-                let msg = if wmsg.is_empty() {
-                    format!("{waiting} for image {}", s(cs, "/image"))
-                } else {
-                    format!("{waiting}: {wmsg}")
-                };
-                out.push(Reason::new(ReasonKind::ImagePull, me.clone(), msg).in_container(name));
-            }
-            "CrashLoopBackOff" => {
-                let restarts = cs.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
-                let last = cs.pointer("/lastState/terminated");
-                let msg = match last {
-                    Some(t) => format!(
-                        "last exit code {}{}",
-                        t.get("exitCode").and_then(Value::as_i64).unwrap_or(0),
-                        match s(t, "/reason") {
-                            "" => String::new(),
-                            r => format!(" ({r})"),
-                        }
-                    ),
-                    None if !wmsg.is_empty() => wmsg.to_string(),
-                    None => "back-off restarting the failed container".into(),
-                };
-                let mut r = Reason::new(ReasonKind::CrashLoop, me.clone(), msg).in_container(name);
-                r.restarts = Some(restarts);
-                out.push(r);
-            }
-            "CreateContainerConfigError" | "CreateContainerError" | "RunContainerError" => {
-                let msg = if wmsg.is_empty() {
-                    waiting.to_string()
-                } else {
-                    format!("{waiting}: {wmsg}")
-                };
-                out.push(
-                    Reason::new(ReasonKind::ContainerConfig, me.clone(), msg).in_container(name),
-                );
-            }
-            _ => {}
-        }
-    }
-    if !out.is_empty() {
-        return out;
-    }
-    if let Some(e) = last_event_with(events, &["FailedMount", "FailedAttachVolume"]) {
-        out.push(Reason::new(
-            ReasonKind::MountFailed,
-            me,
+    if scheduled.is_none() && s(pod, "/spec/nodeName").is_empty() {
+        let e = last_event_with(events, &["FailedScheduling"])?;
+        return Some(Reason::new(
+            ReasonKind::Unschedulable,
+            me.to_string(),
             s(e, "/message").trim(),
         ));
-        return out;
     }
-    let ready = matches!(cond("Ready"), Some(("True", _, _)));
-    if ready {
-        return out;
+    None
+}
+
+/// The containers (init containers first) waiting on something that
+/// will not pass by itself: an image pull, a crash loop, a configuration
+/// error.
+fn waiting_containers(pod: &Value, me: &str) -> Vec<Reason> {
+    container_statuses(pod)
+        .filter_map(|cs| {
+            let name = s(cs, "/name");
+            let r = match s(cs, "/state/waiting/reason") {
+                "ErrImagePull"
+                | "ImagePullBackOff"
+                | "InvalidImageName"
+                | "ErrImageNeverPull"
+                | "RegistryUnavailable"
+                | "ErrImageInspect" => image_pull(cs, me),
+                "CrashLoopBackOff" => crash_loop(cs, me),
+                "CreateContainerConfigError" | "CreateContainerError" | "RunContainerError" => {
+                    container_config(cs, me)
+                }
+                _ => return None,
+            };
+            Some(r.in_container(name))
+        })
+        .collect()
+}
+
+/// A container whose image cannot be pulled.
+fn image_pull(cs: &Value, me: &str) -> Reason {
+    let waiting = s(cs, "/state/waiting/reason");
+    let wmsg = s(cs, "/state/waiting/message");
+    let msg = if wmsg.is_empty() {
+        format!("{waiting} for image {}", s(cs, "/image"))
+    } else {
+        format!("{waiting}: {wmsg}")
+    };
+    Reason::new(ReasonKind::ImagePull, me.to_string(), msg)
+}
+
+/// A container in `CrashLoopBackOff`: how it last exited, and how often
+/// it restarted.
+fn crash_loop(cs: &Value, me: &str) -> Reason {
+    let wmsg = s(cs, "/state/waiting/message");
+    let restarts = cs.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
+    let msg = match cs.pointer("/lastState/terminated") {
+        Some(t) => format!("last {}", exit_text(t)),
+        None if !wmsg.is_empty() => wmsg.to_string(),
+        None => "back-off restarting the failed container".into(),
+    };
+    let mut r = Reason::new(ReasonKind::CrashLoop, me.to_string(), msg);
+    r.restarts = Some(restarts);
+    r
+}
+
+/// A container that cannot be created or run from its configuration.
+fn container_config(cs: &Value, me: &str) -> Reason {
+    let waiting = s(cs, "/state/waiting/reason");
+    let wmsg = s(cs, "/state/waiting/message");
+    let msg = if wmsg.is_empty() {
+        waiting.to_string()
+    } else {
+        format!("{waiting}: {wmsg}")
+    };
+    Reason::new(ReasonKind::ContainerConfig, me.to_string(), msg)
+}
+
+/// The last `Unhealthy` event of a readiness, startup or liveness probe,
+/// naming its container.
+fn probe_failed(events: &[&Value], me: &str) -> Option<Reason> {
+    let e = last_event_with(events, &["Unhealthy"])?;
+    let msg = s(e, "/message").trim();
+    if !(msg.starts_with("Readiness") || msg.starts_with("Startup") || msg.starts_with("Liveness"))
+    {
+        return None;
     }
-    if let Some(e) = last_event_with(events, &["Unhealthy"]) {
-        let msg = s(e, "/message").trim();
-        if msg.starts_with("Readiness") || msg.starts_with("Startup") || msg.starts_with("Liveness")
-        {
-            let container = s(e, "/involvedObject/fieldPath")
-                .strip_prefix("spec.containers{")
-                .and_then(|x| x.strip_suffix('}'))
-                .map(str::to_string);
-            let mut r = Reason::new(ReasonKind::ProbeFailed, me, msg);
-            r.container = container;
-            out.push(r);
-            return out;
-        }
-    }
+    let container = s(e, "/involvedObject/fieldPath")
+        .strip_prefix("spec.containers{")
+        .and_then(|x| x.strip_suffix('}'))
+        .map(str::to_string);
+    let mut r = Reason::new(ReasonKind::ProbeFailed, me.to_string(), msg);
+    r.container = container;
+    Some(r)
+}
+
+/// A pod not ready with nothing to say why: where it runs, and which of
+/// its containers are not ready.
+fn not_ready(pod: &Value, me: String) -> Reason {
     let node = s(pod, "/spec/nodeName");
-    let msg = match phase {
+    let msg = match s(pod, "/status/phase") {
         "Running" => {
             let unready: Vec<&str> = container_statuses(pod)
                 .filter(|c| c.get("ready").and_then(Value::as_bool) != Some(true))
                 .map(|c| s(c, "/name"))
                 .collect();
-            match cond("Ready") {
+            match pod_condition(pod, "Ready") {
                 _ if !unready.is_empty() => format!(
                     "Running on {node}, container(s) {} not ready, and no event says why",
                     unready.join(", ")
@@ -574,8 +624,7 @@ pub fn pod_reasons(pod: &Value, events: &[&Value]) -> Vec<Reason> {
         }
         _ => "Pending, not yet scheduled".to_string(),
     };
-    out.push(Reason::new(ReasonKind::NotReady, me, msg));
-    out
+    Reason::new(ReasonKind::NotReady, me, msg)
 }
 
 fn container_statuses(pod: &Value) -> impl Iterator<Item = &Value> {
