@@ -176,6 +176,7 @@ mod env_faults;
 mod error_chain;
 pub mod exec;
 pub mod fsutil;
+pub mod gostd;
 pub mod input;
 pub mod jsonpath;
 pub mod manifest;

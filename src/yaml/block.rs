@@ -26,6 +26,7 @@
 use super::parse::{maybe_non_finite, plain_node};
 use super::resolve::{resolve_plain, starts_string, Scalar};
 use super::Node;
+use crate::gostd::gostr::into_go_string;
 use std::collections::BTreeMap;
 
 /// A root-mapping entry: its key and the byte range of its text (from the
@@ -662,7 +663,7 @@ impl<'a> Decoder<'a> {
             b'>' => None,
             b'\'' | b'"' => {
                 let end = quoted_end(v, 1, v[0])??;
-                unquote(&v[..end]).map(Node::Str)
+                unquote(&v[..end]).map(|s| Node::Str(into_go_string(s)))
             }
             b'[' => {
                 let mut items = Vec::new();
@@ -676,7 +677,7 @@ impl<'a> Decoder<'a> {
                     }
                     if c == b'\'' || c == b'"' {
                         let e = quoted_end(v, i + 1, c)??;
-                        items.push(Node::Str(unquote(&v[i..e])?));
+                        items.push(Node::Str(into_go_string(unquote(&v[i..e])?)));
                         i = e;
                     } else {
                         let len = v[i..end - 1]
@@ -773,7 +774,7 @@ impl<'a> Decoder<'a> {
         if !strip {
             out.push('\n');
         }
-        Some(Node::Str(out))
+        Some(Node::Str(into_go_string(out)))
     }
 }
 

@@ -756,7 +756,7 @@ fn reader_allows(c: char) -> bool {
 /// libyaml folds line breaks inside a double-quoted scalar.
 fn json_string_through_yaml(s: &str) -> Result<String, EmitError> {
     // Bytes that are not UTF-8 come out of `json.Marshal` as U+FFFD.
-    let s = &*super::gostr::to_valid(s);
+    let s = &*crate::gostd::gostr::to_valid(s);
     // Characters Go escapes (< 0x20, U+2028, U+2029) reach yaml.v2 as escape
     // sequences, which it decodes without checks.
     let escaped_by_go = |c: char| (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}';

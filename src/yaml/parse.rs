@@ -11,6 +11,7 @@ use super::error::YamlError;
 use super::json::json_kind;
 use super::resolve::{self, Scalar};
 use super::{format_go_float, format_go_float32, Node};
+use crate::gostd::gostr::into_go_string;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use yaml_rust2::parser::{Event, Parser, Tag};
@@ -1402,7 +1403,7 @@ pub(crate) fn go_syntax(v: &V, top: bool) -> String {
         V::Int(i) => i.to_string(),
         V::Uint(u) => format!("0x{u:x}"),
         V::Float(f) => format_go_float(*f),
-        V::Str(s) => go_quote(s),
+        V::Str(s) => crate::gostd::strconv::quote(s),
         V::Seq(items) => {
             let inner: Vec<String> = items.iter().map(|x| go_syntax(x, false)).collect();
             format!("[]interface {{}}{{{}}}", inner.join(", "))
@@ -1441,39 +1442,6 @@ fn fmt_key_cmp(a: &V, b: &V) -> std::cmp::Ordering {
     }
 }
 
-/// Go's `strconv.Quote`.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() || c == '\u{feff}' => {
-                let n = c as u32;
-                if n < 0x10000 {
-                    out.push_str(&format!("\\u{n:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{n:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// How numbers come out of the sigs.k8s.io/yaml conversion.
 #[derive(Clone, Copy, PartialEq)]
 enum Numbers {
@@ -1505,7 +1473,7 @@ fn convert_inner(v: V, numbers: Numbers, document: usize) -> Result<Node, YamlEr
         },
         V::Uint(u) => Node::Float(u as f64),
         V::Float(f) => Node::Float(f),
-        V::Str(s) => Node::Str(s),
+        V::Str(s) => Node::Str(into_go_string(s)),
         V::Seq(items) => Node::Seq(
             items
                 .into_iter()
@@ -1516,7 +1484,7 @@ fn convert_inner(v: V, numbers: Numbers, document: usize) -> Result<Node, YamlEr
             let mut out = BTreeMap::new();
             for (k, x) in pairs {
                 let key = match &k {
-                    V::Str(s) => s.clone(),
+                    V::Str(s) => into_go_string(s.clone()),
                     V::Int(i) => i.to_string(),
                     V::Float(f) => {
                         let s = format_go_float32(*f as f32);
@@ -1665,10 +1633,10 @@ fn is_string_key(k: &Raw) -> bool {
     }
 }
 
-/// Refuses text holding raw bytes (see [`super::gostr`]), as go-yaml's
+/// Refuses text holding raw bytes (see [`crate::gostd::gostr`]), as go-yaml's
 /// reader refuses bytes that are not UTF-8.
 fn check_encoding(text: &str) -> Result<(), YamlError> {
-    match super::gostr::raw_bytes_error(text) {
+    match crate::gostd::gostr::raw_bytes_error(text) {
         Some(problem) => Err(YamlError::Encoding { problem }),
         None => Ok(()),
     }
