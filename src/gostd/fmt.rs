@@ -2,6 +2,7 @@
 //! (`%q`, `%+q`, `%#q`, `%U`, `%#U`, `%c`), ported from Go 1.23's
 //! `fmt/format.go`. Padding, flags parsing and the other verbs are the
 //! template engine's (`template::gofmt`), which formats its own values.
+use super::gostr::truncate_runes;
 use super::strconv::{can_backquote, quote, quote_rune, quote_rune_to_ascii, quote_to_ascii};
 use super::unicode::is_print;
 
@@ -12,14 +13,11 @@ const MAX_RUNE: u64 = 0x10FFFF;
 /// (ASCII only), or with `sharp` a raw `` `string` `` when it can be one;
 /// `prec` keeps that many runes first.
 pub fn q_string(s: &str, sharp: bool, plus: bool, prec: Option<usize>) -> String {
-    let truncated;
-    let s = match prec {
-        Some(p) if s.chars().nth(p).is_some() => {
-            truncated = s.chars().take(p).collect::<String>();
-            truncated.as_str()
-        }
-        _ => s,
+    let truncated = match prec {
+        Some(p) => truncate_runes(s, p),
+        None => s.into(),
     };
+    let s = truncated.as_ref();
     if sharp && can_backquote(s) {
         format!("`{s}`")
     } else if plus {

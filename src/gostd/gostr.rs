@@ -85,28 +85,82 @@ pub fn into_go_string(s: String) -> String {
 pub fn decode_runes(b: &[u8]) -> impl Iterator<Item = Result<char, u8>> + '_ {
     let mut i = 0;
     std::iter::from_fn(move || {
-        let first = *b.get(i)?;
-        let width = match first {
-            0x00..=0x7F => 1,
-            0xC0..=0xDF => 2,
-            0xE0..=0xEF => 3,
-            _ => 4,
-        };
-        let rune = b
-            .get(i..i + width)
-            .and_then(|seq| std::str::from_utf8(seq).ok())
-            .and_then(|s| s.chars().next());
-        Some(match rune {
-            Some(c) => {
-                i += width;
-                Ok(c)
-            }
-            None => {
-                i += 1;
-                Err(first)
-            }
-        })
+        let (r, width) = decode_at(b, i)?;
+        i += width;
+        Some(r)
     })
+}
+
+/// Go's `utf8.DecodeRune` of `b[i..]`, with the bytes it reads.
+fn decode_at(b: &[u8], i: usize) -> Option<(Result<char, u8>, usize)> {
+    let first = *b.get(i)?;
+    let width = match first {
+        0x00..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    };
+    let rune = b
+        .get(i..i + width)
+        .and_then(|seq| std::str::from_utf8(seq).ok())
+        .and_then(|s| s.chars().next());
+    Some(match rune {
+        Some(c) => (Ok(c), width),
+        None => (Err(first), 1),
+    })
+}
+
+/// The runes of a Go string as Go's `range` reads them: a byte that is not
+/// UTF-8 reads as U+FFFD, and U+10FF80..U+10FFFF as themselves.
+pub fn runes(s: &str) -> Runes<'_> {
+    Runes {
+        bytes: go_bytes(s),
+        i: 0,
+    }
+}
+
+/// The iterator of [`runes`].
+pub struct Runes<'a> {
+    bytes: Cow<'a, [u8]>,
+    i: usize,
+}
+
+impl Iterator for Runes<'_> {
+    type Item = char;
+
+    fn next(&mut self) -> Option<char> {
+        let (r, width) = decode_at(&self.bytes, self.i)?;
+        self.i += width;
+        Some(r.unwrap_or(char::REPLACEMENT_CHARACTER))
+    }
+}
+
+/// The number of runes Go counts in a Go string
+/// (`utf8.RuneCountInString`: a byte that is not UTF-8 counts as one).
+pub fn rune_count(s: &str) -> usize {
+    if !has_raw_bytes(s) {
+        return s.chars().count();
+    }
+    decode_runes(&go_bytes(s)).count()
+}
+
+/// The first `n` runes of a Go string, as Go counts them.
+pub fn truncate_runes(s: &str, n: usize) -> Cow<'_, str> {
+    if !has_raw_bytes(s) {
+        return match s.char_indices().nth(n) {
+            Some((end, _)) => Cow::Borrowed(&s[..end]),
+            None => Cow::Borrowed(s),
+        };
+    }
+    let bytes = go_bytes(s);
+    let mut end = 0;
+    for r in decode_runes(&bytes).take(n) {
+        end += match r {
+            Ok(c) => c.len_utf8(),
+            Err(_) => 1,
+        };
+    }
+    Cow::Owned(go_string_from_bytes(&bytes[..end]))
 }
 
 fn raw_byte_char(b: u8) -> char {
@@ -238,6 +292,19 @@ mod tests {
         assert_eq!(go_string(text), s);
         assert_eq!(to_valid(&s), text);
         assert_eq!(go_string("plain"), "plain");
+    }
+
+    #[test]
+    fn runes_as_go_counts_them() {
+        let s = go_string_from_bytes(b"a\xffb\xf4\x8f\xbf\xbf\xc3\xa9");
+        assert_eq!(rune_count(&s), 5);
+        assert_eq!(runes(&s).collect::<String>(), "a\u{fffd}b\u{10ffff}\u{e9}");
+        assert_eq!(
+            go_bytes(&truncate_runes(&s, 4)).as_ref(),
+            b"a\xffb\xf4\x8f\xbf\xbf"
+        );
+        assert_eq!(truncate_runes("héllo", 2), "hé");
+        assert_eq!(rune_count("héllo"), 5);
     }
 
     #[test]

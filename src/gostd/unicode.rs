@@ -48,45 +48,56 @@ pub fn is_space(c: char) -> bool {
     c.is_whitespace()
 }
 
+/// Whether Unicode 15.0.0 (Go 1.23's tables) gives `c` a letter, mark,
+/// number, punctuation, symbol or space category: the categories and case
+/// mappings read from the `unicode-properties` crate and the standard
+/// library (a newer Unicode) apply only to those.
+fn assigned(c: char) -> bool {
+    is_graphic(c)
+}
+
 /// Go's `unicode.IsUpper` (category Lu).
 pub fn is_upper(c: char) -> bool {
-    c.is_ascii_uppercase() || (!c.is_ascii() && c.general_category() == C::UppercaseLetter)
+    c.is_ascii_uppercase() || (assigned(c) && c.general_category() == C::UppercaseLetter)
 }
 
 /// Go's `unicode.IsLower` (category Ll).
 pub fn is_lower(c: char) -> bool {
-    c.is_ascii_lowercase() || (!c.is_ascii() && c.general_category() == C::LowercaseLetter)
+    c.is_ascii_lowercase() || (assigned(c) && c.general_category() == C::LowercaseLetter)
 }
 
 /// Go's `unicode.IsTitle` (category Lt).
 pub fn is_title(c: char) -> bool {
-    c.general_category() == C::TitlecaseLetter
+    assigned(c) && c.general_category() == C::TitlecaseLetter
 }
 
 /// Go's `unicode.IsLetter` (category L).
 pub fn is_letter(c: char) -> bool {
-    c.is_ascii_alphabetic() || (!c.is_ascii() && c.general_category_group() == G::Letter)
+    c.is_ascii_alphabetic() || (assigned(c) && c.general_category_group() == G::Letter)
 }
 
 /// Go's `unicode.IsDigit` (category Nd).
 pub fn is_digit(c: char) -> bool {
-    c.is_ascii_digit() || (!c.is_ascii() && c.general_category() == C::DecimalNumber)
+    c.is_ascii_digit() || (assigned(c) && c.general_category() == C::DecimalNumber)
 }
 
 /// Go's `unicode.IsNumber` (category N).
 pub fn is_number(c: char) -> bool {
-    c.general_category_group() == G::Number
+    assigned(c) && c.general_category_group() == G::Number
 }
 
 /// Go's `unicode.IsPunct` (category P).
 pub fn is_punct(c: char) -> bool {
-    c.general_category_group() == G::Punctuation
+    assigned(c) && c.general_category_group() == G::Punctuation
 }
 
 /// Go's `unicode.ToUpper`: the simple (one rune) upper-case mapping.
 pub fn to_upper(c: char) -> char {
     if c.is_ascii() {
         return c.to_ascii_uppercase();
+    }
+    if !assigned(c) {
+        return c;
     }
     let mut it = c.to_uppercase();
     match (it.next(), it.next()) {
@@ -112,6 +123,9 @@ fn simple_upper_special(c: char) -> char {
 pub fn to_lower(c: char) -> char {
     if c.is_ascii() {
         return c.to_ascii_lowercase();
+    }
+    if !assigned(c) {
+        return c;
     }
     let mut it = c.to_lowercase();
     match (it.next(), it.next()) {
@@ -322,3 +336,24 @@ const IS_GRAPHIC: &[u16] = &[
     0x00a0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005,
     0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x202f, 0x205f, 0x3000,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Categories and case mappings follow Unicode 15.0.0, as Go 1.23's do.
+    #[test]
+    fn unicode_15_categories() {
+        // U+1C89 (CYRILLIC CAPITAL LETTER TJE) is new in Unicode 16.
+        assert!(!is_upper('\u{1C89}') && !is_letter('\u{1C89}'));
+        assert_eq!(to_lower('\u{1C89}'), '\u{1C89}');
+        // Letter numbers and vowel signs are alphabetic, but not letters.
+        assert!(!is_letter('\u{2160}') && !is_letter('\u{903}'));
+        assert!(is_letter('\u{e9}') && is_upper('\u{c9}') && is_digit('\u{663}'));
+        assert!(!is_digit('\u{b2}') && is_number('\u{b2}'));
+        assert!(is_number('7') && is_punct('!') && !is_punct('a') && is_digit('7'));
+        assert_eq!(to_upper('\u{e9}'), '\u{c9}');
+        assert!(is_graphic('\u{3000}') && !is_print('\u{3000}'));
+        assert!(!is_graphic('\u{378}') && !is_print('\u{ad}'));
+    }
+}

@@ -128,8 +128,10 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
                                 &sp,
                                 false,
                             );
-                            continue;
+                        } else {
+                            fmt_sharp_v(&mut out, v, 0);
                         }
+                        continue;
                     }
                 }
                 fmt_arg(&mut out, v, verb, &sp, 0);
@@ -225,7 +227,7 @@ struct Spec {
 
 fn pad(out: &mut String, s: &str, sp: &Spec, numeric_zero: bool) {
     let w = sp.width.unwrap_or(0);
-    let n = s.chars().count();
+    let n = gostr::rune_count(s);
     if n >= w {
         out.push_str(s);
         return;
@@ -308,20 +310,7 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, sp: &Spec, depth: usize) {
                 out.push_str(&s);
             }
         },
-        Value::List(l, kind) => {
-            if sp.sharp && verb == 'v' {
-                out.push_str(&v.type_name());
-                out.push('{');
-                for (k, x) in l.iter().enumerate() {
-                    if k > 0 {
-                        out.push_str(", ");
-                    }
-                    fmt_arg(out, x, verb, sp, depth + 1);
-                }
-                out.push('}');
-                return;
-            }
-            let _ = kind;
+        Value::List(l, _) => {
             out.push('[');
             for (k, x) in l.iter().enumerate() {
                 if k > 0 {
@@ -337,7 +326,7 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, sp: &Spec, depth: usize) {
                 if k > 0 {
                     out.push(' ');
                 }
-                fmt_str(out, &Value::Nil, key.as_bytes(), verb, sp);
+                fmt_str(out, &Value::Nil, &gostr::go_bytes(key), verb, sp);
                 out.push(':');
                 fmt_arg(out, x, verb, sp, depth + 1);
             }
@@ -360,6 +349,40 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, sp: &Spec, depth: usize) {
                 _ => bad_verb(out, v, verb),
             }
         }
+    }
+}
+
+/// Go's `%#v` (Go syntax) of a value other than a top-level string:
+/// `[]interface {}{"a", 1}`, `map[string]interface {}{"k":"v"}`.
+fn fmt_sharp_v(out: &mut String, v: &Value, depth: usize) {
+    match v {
+        Value::Nil if depth > 0 => out.push_str("interface {}(nil)"),
+        Value::Str(s) => out.push_str(&strconv::quote(s)),
+        Value::List(l, _) => {
+            out.push_str(&v.type_name());
+            out.push('{');
+            for (k, x) in l.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                fmt_sharp_v(out, x, depth + 1);
+            }
+            out.push('}');
+        }
+        Value::Map(m, _) => {
+            out.push_str(&v.type_name());
+            out.push('{');
+            for (k, (key, x)) in m.borrow().iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&strconv::quote(key));
+                out.push(':');
+                fmt_sharp_v(out, x, depth + 1);
+            }
+            out.push('}');
+        }
+        other => fmt_arg(out, other, 'v', &Spec::default(), depth),
     }
 }
 
@@ -558,7 +581,7 @@ fn fmt_str(out: &mut String, v: &Value, b: &[u8], verb: char, sp: &Spec) {
     match verb {
         'v' | 's' => {
             let s = match sp.prec {
-                Some(p) => s.chars().take(p).collect::<String>(),
+                Some(p) => gostr::truncate_runes(&s, p).into_owned(),
                 None => s.into_owned(),
             };
             pad(out, &s, sp, false);

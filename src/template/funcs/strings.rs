@@ -8,7 +8,7 @@ use super::util::{
     string_list, strslice, strval,
 };
 use super::{CallContext, FuncResult, Param, Registry};
-use crate::gostd::{strconv, unicode};
+use crate::gostd::{gostr, strconv, unicode};
 use crate::template::value::{MapKind, Value};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -103,9 +103,8 @@ fn is_title_separator(c: char) -> bool {
 /// Go's `strings.Title`: the first letter of each word in title case.
 pub fn go_title(s: &str) -> String {
     let mut prev = ' ';
-    s.chars()
+    let out: String = gostr::runes(s)
         .map(|c| {
-            let c = decoded(c);
             let out = if is_title_separator(prev) {
                 unicode::to_title(c)
             } else {
@@ -114,7 +113,8 @@ pub fn go_title(s: &str) -> String {
             prev = c;
             out
         })
-        .collect()
+        .collect();
+    gostr::into_go_string(out)
 }
 
 fn title(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
@@ -124,10 +124,8 @@ fn title(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 fn untitle(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let s = arg_str(a, 0);
     let mut next = true;
-    let out: String = s
-        .chars()
+    let out: String = gostr::runes(&s)
         .map(|c| {
-            let c = decoded(c);
             if unicode::is_space(c) {
                 next = true;
                 c
@@ -139,7 +137,7 @@ fn untitle(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
             }
         })
         .collect();
-    s_ok(out)
+    s_ok(gostr::into_go_string(out))
 }
 
 /// Go's message for a failed string slice expression `s[lo:hi]`.
@@ -322,10 +320,8 @@ fn initials(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 fn swapcase(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let s = arg_str(a, 0);
     let mut ws = true;
-    let out: String = s
-        .chars()
+    let out: String = gostr::runes(&s)
         .map(|c| {
-            let c = decoded(c);
             if unicode::is_upper(c) || unicode::is_title(c) {
                 ws = false;
                 unicode::to_lower(c)
@@ -342,7 +338,7 @@ fn swapcase(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
             }
         })
         .collect();
-    s_ok(out)
+    s_ok(gostr::into_go_string(out))
 }
 
 fn is_connector(c: char) -> bool {

@@ -349,15 +349,13 @@ pub fn arg(args: &[Value], i: usize) -> Value {
 /// Maps every rune of a Go string like `strings.Map`: raw bytes (invalid
 /// UTF-8) become U+FFFD, as Go's decoder reads them.
 pub fn map_runes(s: &str, f: impl Fn(char) -> char) -> String {
-    s.chars()
-        .map(|c| {
-            if raw_byte_of(c).is_some() {
-                char::REPLACEMENT_CHARACTER
-            } else {
-                f(c)
-            }
-        })
-        .collect()
+    let mapped: String = match go_bytes(s) {
+        Cow::Borrowed(_) => s.chars().map(f).collect(),
+        Cow::Owned(b) => crate::gostd::gostr::decode_runes(&b)
+            .map(|r| f(r.unwrap_or(char::REPLACEMENT_CHARACTER)))
+            .collect(),
+    };
+    crate::gostd::gostr::into_go_string(mapped)
 }
 
 /// Go's `fmt.Sprint(v)` for one operand (`%v`, strings as is).
