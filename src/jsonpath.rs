@@ -13,6 +13,7 @@
 //! lists as Go's compact JSON, scalars as Go's `fmt.Print` (every number
 //! is a float64: `1234567` prints `1.234567e+06`). Map keys are visited in
 //! sorted order where Go's order is random (`.*`, `..`).
+use crate::gostd::fmt::unicode_sharp;
 use crate::yaml::Node;
 
 /// A template that did not parse; the text is Kubernetes' message.
@@ -180,7 +181,7 @@ impl Parser<'_> {
                         "" => {
                             return Err(ParseError(format!(
                                 "unrecognized character in action: {}",
-                                go_char(c)
+                                unicode_sharp(c)
                             )))
                         }
                         other => {
@@ -295,11 +296,6 @@ fn slice_of(text: &str) -> Result<Step, ParseError> {
         },
         single: false,
     })
-}
-
-/// Go's `%#U` of a character: `U+002C ','`.
-fn go_char(c: char) -> String {
-    format!("U+{:04X} '{c}'", c as u32)
 }
 
 impl JsonPath {

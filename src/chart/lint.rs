@@ -399,7 +399,7 @@ fn is_email(s: &str) -> bool {
 /// UTF-8.
 fn read_yaml_text(path: &Path, p: &str, sep: &str, l: &mut Linter) -> Option<String> {
     let why = match std::fs::read(path) {
-        Ok(t) => match crate::yaml::gostr::utf8_error(&t) {
+        Ok(t) => match crate::gostd::gostr::utf8_error(&t) {
             Some(problem) => crate::yaml::YamlError::Encoding { problem }.to_string(),
             None => return Some(String::from_utf8_lossy(&t).into_owned()),
         },

@@ -1064,7 +1064,7 @@ pub fn load_files(files: Vec<ChartFile>) -> Result<Chart, LoadError> {
 /// document leaves the map nil (no values) and anything but a mapping is
 /// an error.
 fn decode_values(data: &FileData) -> Result<Option<Node>, LoadError> {
-    if let Some(e) = crate::yaml::gostr::utf8_error(data.as_slice()) {
+    if let Some(e) = crate::gostd::gostr::utf8_error(data.as_slice()) {
         return Err(LoadError::Values(format!(
             "error converting YAML to JSON: yaml: {e}"
         )));
@@ -1098,7 +1098,7 @@ fn load_files_in(files: Vec<ChartFile>, ld: &mut Loading) -> Result<Chart, LoadE
     let mut notes = DecodeNotes::default();
     for f in &files {
         if f.name == "Chart.yaml" {
-            if let Some(e) = crate::yaml::gostr::utf8_error(f.data.as_slice()) {
+            if let Some(e) = crate::gostd::gostr::utf8_error(f.data.as_slice()) {
                 return Err(LoadError::ChartYaml(DecodeError::Yaml(format!(
                     "error converting YAML to JSON: yaml: {e}"
                 ))));

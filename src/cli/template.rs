@@ -1,6 +1,7 @@
 //! `rudder template [NAME] CHART`: render a chart locally, with
 //! `helm template`'s flags, output and exit codes.
 use clap::Args;
+use rudder::gostd::gostr::go_string_from_bytes;
 use rudder::release::codec::check_user_labels;
 use rudder::render::names::{template_name, validate_release_name};
 use rudder::render::output::{
@@ -9,7 +10,6 @@ use rudder::render::output::{
 };
 use rudder::render::postrender::PostRenderer;
 use rudder::render::{RenderError, RenderOptions};
-use rudder::yaml::gostr::go_string_from_bytes;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -124,7 +124,7 @@ fn parse_labels(values: &[String]) -> Result<BTreeMap<String, String>, String> {
         let bad = |what: &str| {
             format!(
                 "invalid argument {} for \"-l, --labels\" flag: {what} must be formatted as key=value",
-                rudder::template::gofmt::quote_go(val)
+                rudder::gostd::strconv::quote(val)
             )
         };
         let pairs: Vec<String> = match val.matches('=').count() {
@@ -133,7 +133,7 @@ fn parse_labels(values: &[String]) -> Result<BTreeMap<String, String>, String> {
             _ => csv_fields(val).map_err(|e| {
                 format!(
                     "invalid argument {} for \"-l, --labels\" flag: {e}",
-                    rudder::template::gofmt::quote_go(val)
+                    rudder::gostd::strconv::quote(val)
                 )
             })?,
         };
@@ -230,7 +230,7 @@ fn run_inner(a: &TemplateArgs, debug: bool, stdout: &mut String) -> Result<(), F
             PostRenderer::new(p, a.post_renderer_args.clone()).map_err(|e| {
                 format!(
                     "invalid argument {} for \"--post-renderer\" flag: {e}",
-                    rudder::template::gofmt::quote_go(p)
+                    rudder::gostd::strconv::quote(p)
                 )
             })?,
         ),

@@ -290,7 +290,7 @@ fn parse_bool(s: &str) -> Option<bool> {
 }
 
 fn quote(s: &str) -> String {
-    rudder::template::gofmt::quote_go(s)
+    rudder::gostd::strconv::quote(s)
 }
 
 /// Reads `args` (the command line without the program name) as Helm would.
@@ -452,19 +452,6 @@ fn bool_error(f: &Flag, v: &str) -> String {
     )
 }
 
-/// Go's `%q` of a rune.
-fn go_quote_rune(c: char) -> String {
-    match c {
-        '\'' => "'\\''".into(),
-        '\\' => "'\\\\'".into(),
-        c if c.is_control() => {
-            let q = quote(&c.to_string());
-            format!("'{}'", &q[1..q.len() - 1])
-        }
-        c => format!("'{c}'"),
-    }
-}
-
 /// Helm's text for a clap error on a normalized command line (a value
 /// clap rejects), or `None` to show clap's own.
 pub fn clap_error_text(root: &Command, argv: &[OsString], e: &clap::Error) -> Option<String> {
@@ -577,7 +564,7 @@ fn parse_flags(
             let Some(f) = flags.iter().find(|f| f.short == Some(c)) else {
                 return Err(Some(format!(
                     "unknown shorthand flag: {} in -{rest}",
-                    go_quote_rune(c)
+                    rudder::gostd::strconv::quote_rune(c)
                 )));
             };
             match f.kind {
@@ -610,7 +597,7 @@ fn parse_flags(
                     } else {
                         return Err(Some(format!(
                             "flag needs an argument: {} in -{rest}",
-                            go_quote_rune(c)
+                            rudder::gostd::strconv::quote_rune(c)
                         )));
                     }
                     rest = "";

@@ -67,7 +67,7 @@ impl ValuesArgs {
         }
         let reader = |p: &str| -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
             // Helm's `string(bytes)`: bytes that are not UTF-8 stay bytes.
-            Ok(read_input(p).map(|b| rudder::yaml::gostr::go_string_from_bytes(&b))?)
+            Ok(read_input(p).map(|b| rudder::gostd::gostr::go_string_from_bytes(&b))?)
         };
         for s in &self.set_file {
             parse_into(s, &mut base, Mode::File, Some(&reader))

@@ -860,7 +860,7 @@ fn next_std_chunk(layout: &str) -> (&str, Option<Std>, &str) {
 
 /// Go's `time.quote`: double quotes, `\xNN` for control and non-ASCII bytes.
 pub fn go_time_quote(s: &str) -> String {
-    let bytes = crate::yaml::gostr::go_bytes(s);
+    let bytes = super::gostr::go_bytes(s);
     let mut out = String::with_capacity(bytes.len() + 2);
     out.push('"');
     for &b in bytes.iter() {

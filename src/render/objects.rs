@@ -797,7 +797,7 @@ impl Files {
         if data.is_empty() {
             return Err(FuncError::msg("runtime error: index out of range [-1]"));
         }
-        let text = crate::yaml::gostr::go_string_from_bytes(data);
+        let text = crate::gostd::gostr::go_string_from_bytes(data);
         let text = text.strip_suffix('\n').unwrap_or(&text);
         Ok(Value::List(
             Rc::new(text.split('\n').map(s).collect()),

@@ -37,7 +37,7 @@ pub trait TemplateSet {
         files.iter().try_for_each(|(name, text)| {
             self.add_template(
                 name,
-                &crate::yaml::gostr::go_string_from_bytes(text.bytes()),
+                &crate::gostd::gostr::go_string_from_bytes(text.bytes()),
             )
         })
     }

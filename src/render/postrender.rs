@@ -19,7 +19,7 @@ pub struct PostRenderer {
 pub enum PostRenderError {
     /// `exec.LookPath` failed (the flag's own error text, without the
     /// `invalid argument` frame the flag parser adds).
-    #[error("unable to find binary at {given}: exec: {quoted}: {reason}", quoted = crate::template::gofmt::quote_go(given))]
+    #[error("unable to find binary at {given}: exec: {quoted}: {reason}", quoted = crate::gostd::strconv::quote(given))]
     NotFound {
         /// The path or name as given.
         given: String,

@@ -100,23 +100,12 @@ fn conversion(found: Option<&Node>, want: &str) -> PErr {
 
 /// Go's `%q` of a string.
 fn quote(s: &str) -> String {
-    crate::template::gofmt::quote_go(s)
+    crate::gostd::strconv::quote(s)
 }
 
 /// Go's `%q` of a `[]rune`: `['a' 'b']`.
 fn quote_runes(s: &str) -> String {
-    let runes: Vec<String> = s
-        .chars()
-        .map(|c| {
-            let q = quote(&c.to_string());
-            let inner = q.get(1..q.len().saturating_sub(1)).unwrap_or("");
-            match c {
-                '"' => "'\"'".to_string(),
-                '\'' => "'\\''".to_string(),
-                _ => format!("'{inner}'"),
-            }
-        })
-        .collect();
+    let runes: Vec<String> = s.chars().map(crate::gostd::strconv::quote_rune).collect();
     format!("[{}]", runes.join(" "))
 }
 

@@ -97,7 +97,7 @@ pub fn parse_values_file(file: &str, text: &str) -> Result<Map, ValuesFileError>
 /// Helm's YAML reader error (`error converting YAML to JSON: yaml: invalid
 /// leading UTF-8 octet`) rather than U+FFFD.
 pub fn parse_values_bytes(file: &str, data: &[u8]) -> Result<Map, ValuesFileError> {
-    if let Some(e) = crate::yaml::gostr::utf8_error(data) {
+    if let Some(e) = crate::gostd::gostr::utf8_error(data) {
         return Err(ValuesFileError::new(
             file,
             format!("error converting YAML to JSON: yaml: {e}"),

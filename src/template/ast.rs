@@ -388,7 +388,7 @@ impl fmt::Display for Pipe {
 
 impl fmt::Display for TemplateCall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let q = crate::template::gofmt::quote_go(&self.name);
+        let q = crate::gostd::strconv::quote(&self.name);
         match &self.pipe {
             Some(p) => write!(f, "{{{{template {q} {p}}}}}"),
             None => write!(f, "{{{{template {q}}}}}"),
@@ -408,7 +408,7 @@ impl fmt::Display for List {
 impl fmt::Display for BodyNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BodyNode::Text(t) => write!(f, "{}", crate::template::gofmt::quote_go(t)),
+            BodyNode::Text(t) => write!(f, "{}", crate::gostd::strconv::quote(t)),
             BodyNode::Action(a) => write!(f, "{{{{{}}}}}", a.pipe),
             BodyNode::If(c) => ctl(f, "if", c),
             BodyNode::With(c) => ctl(f, "with", c),

@@ -7,9 +7,9 @@
 //! stack, and total nesting is bounded, so hostile input cannot overflow it.
 use super::ast::{Arg, BodyNode, Command, List, Name, Number, Pipe, TemplateCall, Tree};
 use super::funcs::{too_large, CallContext, FuncError, FuncResult, FuncSpec, Param};
-use super::gofmt::quote_go;
 use super::value::{GoObject, ListKind, MapKind, Value};
 use super::Engine;
+use crate::gostd::strconv::quote;
 use foldhash::HashMap;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -118,7 +118,7 @@ impl<'e> Shared<'e> {
             return Err(ExecErr::go(
                 format!(
                     "template: no template {} associated with template \"gotpl\"",
-                    quote_go(name)
+                    quote(name)
                 ),
                 name,
                 None,
@@ -243,7 +243,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                 format!(
                     "template: {}: executing {} at <{}>: {}",
                     self.tree.location(pos),
-                    quote_go(name),
+                    quote(name),
                     ctx,
                     msg.as_ref()
                 ),
@@ -419,7 +419,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
     fn walk_template(&mut self, t: &'t TemplateCall, dot: &Tv, out: &mut String) -> R<()> {
         self.cur = Cur::Tmpl(t);
         let Some(tree) = self.set.lookup(self.sh.engine, &t.name) else {
-            return self.errorf(format!("template {} not defined", quote_go(&t.name)));
+            return self.errorf(format!("template {} not defined", quote(&t.name)));
         };
         if self.sh.nesting.get() >= MAX_NESTING {
             return self.errorf(format!("exceeded maximum template depth ({MAX_NESTING})"));
@@ -517,7 +517,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             Arg::String(_, s) => Ok(Tv::concrete(Value::str(&*s.value))),
             _ => self.errorf(format!(
                 "can't evaluate command {}",
-                quote_go(&first.to_string())
+                quote(&first.to_string())
             )),
         }
     }
@@ -635,8 +635,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
             Value::Nil => {
                 if !recv.iface {
                     if strict {
-                        return self
-                            .errorf(format!("nil data; no entry for key {}", quote_go(name)));
+                        return self.errorf(format!("nil data; no entry for key {}", quote(name)));
                     }
                     return Ok(Tv::concrete(Value::Nil));
                 }
@@ -659,7 +658,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                     None => {
                         if strict {
                             return self
-                                .errorf(format!("map has no entry for key {}", quote_go(name)));
+                                .errorf(format!("map has no entry for key {}", quote(name)));
                         }
                         if *kind == MapKind::String {
                             Ok(Tv::concrete(Value::str("")))
@@ -771,7 +770,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
                             self.cur = Cur::Arg(node);
                             return self.errorf(format!(
                                 "error calling Table: {} is not a table",
-                                quote_go(&path)
+                                quote(&path)
                             ));
                         }
                     }
@@ -806,7 +805,7 @@ impl<'s, 'e, 't> State<'s, 'e, 't> {
     ) -> R<Tv> {
         self.cur = Cur::Arg(ident);
         let Some(spec) = self.sh.engine.registry.get(name).cloned() else {
-            return self.errorf(format!("{} is not a defined function", quote_go(name)));
+            return self.errorf(format!("{} is not a defined function", quote(name)));
         };
         let builtin = self.sh.engine.registry.is_builtin(name);
         self.eval_call(dot, Callee::Func(spec, builtin), err_node, name, args, fin)
@@ -1168,7 +1167,7 @@ impl CallContext for Ctx<'_, '_> {
             Err(e) => {
                 return Err(FuncError::Msg(format!(
                     "cannot parse template {}: {}",
-                    quote_go(text),
+                    quote(text),
                     e.go_text()
                 )))
             }
@@ -1192,7 +1191,7 @@ impl CallContext for Ctx<'_, '_> {
             Ok(s) => Ok(Value::str(s.replace("<no value>", ""))),
             Err(ExecErr::Go(e)) => Err(FuncError::Msg(format!(
                 "error during tpl function execution for {}: {}",
-                quote_go(text),
+                quote(text),
                 e.text
             ))),
             Err(e) => Err(go_err(e)),

@@ -1,9 +1,11 @@
 //! Go's `fmt` package over template values: `Sprintf` (for `printf` and the
-//! Sprig functions built on it), `Sprint`, `Sprintln`, and `strconv.Quote`.
+//! Sprig functions built on it), `Sprint` and `Sprintln`.
 //!
 //! The verbs, flags and the error forms (`%!d(string=x)`, `%!v(MISSING)`,
-//! `%!(EXTRA int=1)`, `%!(NOVERB)`) follow Go 1.23.
+//! `%!(EXTRA int=1)`, `%!(NOVERB)`) follow Go 1.23. Quoting and the verbs
+//! that name runes are [`crate::gostd`]'s.
 use super::value::{ListKind, Value};
+use crate::gostd::{fmt as verbs, gostr, strconv};
 
 /// Go's `fmt.Sprintf(format, args...)`.
 pub fn sprintf(format: &str, args: &[Value]) -> String {
@@ -120,9 +122,16 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
                     if sp.sharp {
                         sp.sharp = false;
                         if let Value::Str(s) = v {
-                            out.push_str(&quote_go(s));
-                            continue;
+                            pad(
+                                &mut out,
+                                &verbs::q_string(s, false, false, sp.prec),
+                                &sp,
+                                false,
+                            );
+                        } else {
+                            fmt_sharp_v(&mut out, v, 0);
                         }
+                        continue;
                     }
                 }
                 fmt_arg(&mut out, v, verb, &sp, 0);
@@ -218,7 +227,7 @@ struct Spec {
 
 fn pad(out: &mut String, s: &str, sp: &Spec, numeric_zero: bool) {
     let w = sp.width.unwrap_or(0);
-    let n = s.chars().count();
+    let n = gostr::rune_count(s);
     if n >= w {
         out.push_str(s);
         return;
@@ -286,7 +295,7 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, sp: &Spec, depth: usize) {
         },
         Value::Int(i) | Value::Int64(i) => fmt_int(out, v, *i, verb, sp),
         Value::Float(f) => fmt_float(out, v, *f, verb, sp),
-        Value::Str(s) => fmt_str(out, v, &crate::yaml::gostr::go_bytes(s), verb, sp),
+        Value::Str(s) => fmt_str(out, v, &gostr::go_bytes(s), verb, sp),
         Value::Bytes(b) => match verb {
             's' | 'q' | 'x' | 'X' => fmt_str(out, v, b, verb, sp),
             _ => {
@@ -301,20 +310,7 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, sp: &Spec, depth: usize) {
                 out.push_str(&s);
             }
         },
-        Value::List(l, kind) => {
-            if sp.sharp && verb == 'v' {
-                out.push_str(&v.type_name());
-                out.push('{');
-                for (k, x) in l.iter().enumerate() {
-                    if k > 0 {
-                        out.push_str(", ");
-                    }
-                    fmt_arg(out, x, verb, sp, depth + 1);
-                }
-                out.push('}');
-                return;
-            }
-            let _ = kind;
+        Value::List(l, _) => {
             out.push('[');
             for (k, x) in l.iter().enumerate() {
                 if k > 0 {
@@ -330,7 +326,7 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, sp: &Spec, depth: usize) {
                 if k > 0 {
                     out.push(' ');
                 }
-                fmt_str(out, &Value::Nil, key.as_bytes(), verb, sp);
+                fmt_str(out, &Value::Nil, &gostr::go_bytes(key), verb, sp);
                 out.push(':');
                 fmt_arg(out, x, verb, sp, depth + 1);
             }
@@ -345,7 +341,7 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, sp: &Spec, depth: usize) {
                 'v' | 's' | 'q' => {
                     let s = format!("{}", v);
                     if verb == 'q' {
-                        pad(out, &quote_go(&s), sp, false);
+                        pad(out, &strconv::quote(&s), sp, false);
                     } else {
                         pad(out, &s, sp, false);
                     }
@@ -353,6 +349,40 @@ fn fmt_arg(out: &mut String, v: &Value, verb: char, sp: &Spec, depth: usize) {
                 _ => bad_verb(out, v, verb),
             }
         }
+    }
+}
+
+/// Go's `%#v` (Go syntax) of a value other than a top-level string:
+/// `[]interface {}{"a", 1}`, `map[string]interface {}{"k":"v"}`.
+fn fmt_sharp_v(out: &mut String, v: &Value, depth: usize) {
+    match v {
+        Value::Nil if depth > 0 => out.push_str("interface {}(nil)"),
+        Value::Str(s) => out.push_str(&strconv::quote(s)),
+        Value::List(l, _) => {
+            out.push_str(&v.type_name());
+            out.push('{');
+            for (k, x) in l.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                fmt_sharp_v(out, x, depth + 1);
+            }
+            out.push('}');
+        }
+        Value::Map(m, _) => {
+            out.push_str(&v.type_name());
+            out.push('{');
+            for (k, (key, x)) in m.borrow().iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&strconv::quote(key));
+                out.push(':');
+                fmt_sharp_v(out, x, depth + 1);
+            }
+            out.push('}');
+        }
+        other => fmt_arg(out, other, 'v', &Spec::default(), depth),
     }
 }
 
@@ -378,26 +408,18 @@ fn fmt_int(out: &mut String, v: &Value, i: i64, verb: char, sp: &Spec) {
         'o' | 'O' => format!("{u:o}"),
         'x' => format!("{u:x}"),
         'X' => format!("{u:X}"),
+        // Go reads the integer as uint64 for these three.
         'c' => {
-            let c = char::from_u32(i as u32).unwrap_or('\u{FFFD}');
-            pad(out, &c.to_string(), sp, false);
+            let c = verbs::rune_of(i as u64).to_string();
+            pad(out, &gostr::go_string(&c), sp, false);
             return;
         }
         'q' => {
-            let c = char::from_u32(i as u32).unwrap_or('\u{FFFD}');
-            pad(out, &quote_rune(c), sp, false);
+            pad(out, &verbs::q_rune(i as u64, sp.plus), sp, false);
             return;
         }
         'U' => {
-            let mut s = format!("U+{:04X}", u);
-            if sp.sharp {
-                if let Some(c) = char::from_u32(i as u32) {
-                    if !c.is_control() {
-                        s.push_str(&format!(" '{c}'"));
-                    }
-                }
-            }
-            pad(out, &s, sp, false);
+            pad(out, &verbs::unicode(i as u64, sp.sharp, sp.prec), sp, false);
             return;
         }
         'e' | 'E' | 'f' | 'F' | 'g' | 'G' => {
@@ -553,33 +575,23 @@ fn fmt_float(out: &mut String, v: &Value, f: f64, verb: char, sp: &Spec) {
     pad(out, &s, sp, numeric);
 }
 
-/// `b` holds Go's bytes: raw bytes (see `yaml::gostr`) come back as such.
+/// `b` holds Go's bytes: raw bytes (see [`gostr`]) come back as such.
 fn fmt_str(out: &mut String, v: &Value, b: &[u8], verb: char, sp: &Spec) {
-    let s: std::borrow::Cow<'_, str> = match std::str::from_utf8(b) {
-        Ok(text) => text.into(),
-        Err(_) => crate::yaml::gostr::go_string_from_bytes(b).into(),
-    };
+    let s: std::borrow::Cow<'_, str> = gostr::go_string_from_bytes(b).into();
     match verb {
         'v' | 's' => {
             let s = match sp.prec {
-                Some(p) => s.chars().take(p).collect::<String>(),
+                Some(p) => gostr::truncate_runes(&s, p).into_owned(),
                 None => s.into_owned(),
             };
             pad(out, &s, sp, false);
         }
-        'q' => {
-            let q = if sp.sharp
-                && !s.contains('`')
-                && s.chars().all(|c| c == '\t' || !c.is_control())
-            {
-                format!("`{s}`")
-            } else if sp.plus {
-                quote_ascii(&s)
-            } else {
-                quote_go(&s)
-            };
-            pad(out, &q, sp, false);
-        }
+        'q' => pad(
+            out,
+            &verbs::q_string(&s, sp.sharp, sp.plus, sp.prec),
+            sp,
+            false,
+        ),
         'x' | 'X' => {
             let mut h = String::new();
             let bytes = match sp.prec {
@@ -609,83 +621,6 @@ fn fmt_str(out: &mut String, v: &Value, b: &[u8], verb: char, sp: &Spec) {
                 bad_verb(out, v, verb);
             }
         }
-    }
-}
-
-/// Go's `strconv.Quote`.
-pub fn quote_go(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        push_escaped(&mut out, c, '"', false);
-    }
-    out.push('"');
-    out
-}
-
-fn quote_ascii(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        push_escaped(&mut out, c, '"', true);
-    }
-    out.push('"');
-    out
-}
-
-fn quote_rune(c: char) -> String {
-    let mut out = String::from("'");
-    push_escaped(&mut out, c, '\'', false);
-    out.push('\'');
-    out
-}
-
-fn is_go_printable(c: char) -> bool {
-    if c.is_control() {
-        return false;
-    }
-    let u = c as u32;
-    // Unicode format and unassigned characters Go treats as not printable.
-    !matches!(u, 0xAD | 0x600..=0x605 | 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB | 0xE000..=0xF8FF)
-        && !(0xD800..=0xDFFF).contains(&u)
-        && u != 0xFFFD + 1
-}
-
-fn push_escaped(out: &mut String, c: char, quote: char, ascii_only: bool) {
-    if c == quote || c == '\\' {
-        out.push('\\');
-        out.push(c);
-        return;
-    }
-    // A byte that is not UTF-8 (see `yaml::gostr`); a real U+FFFD is
-    // printable and stays as it is, as in Go.
-    if let Some(b) = crate::yaml::gostr::raw_byte_of(c) {
-        out.push_str(&format!("\\x{b:02x}"));
-        return;
-    }
-    if (!ascii_only || c.is_ascii()) && is_go_printable(c) {
-        out.push(c);
-        return;
-    }
-    match c {
-        '\x07' => out.push_str("\\a"),
-        '\x08' => out.push_str("\\b"),
-        '\x0c' => out.push_str("\\f"),
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        '\x0b' => out.push_str("\\v"),
-        c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-        c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-        c => out.push_str(&format!("\\U{:08x}", c as u32)),
-    }
-}
-
-/// Go's `%#U` of a rune: `U+002D '-'`.
-pub fn unicode_sharp(c: char) -> String {
-    if is_go_printable(c) {
-        format!("U+{:04X} '{}'", c as u32, c)
-    } else {
-        format!("U+{:04X}", c as u32)
     }
 }
 
@@ -738,6 +673,22 @@ mod tests {
         assert_eq!(sprintf("100%%", &[]), "100%");
         assert_eq!(sprintf("%+v %#v", &[Value::Int(1), s("s")]), "1 \"s\"");
         assert_eq!(sprintf("%", &[]), "%!(NOVERB)");
+    }
+
+    #[test]
+    fn q_escapes_what_go_cannot_print() {
+        for c in [
+            '\u{a0}', '\u{378}', '\u{61c}', '\u{1680}', '\u{2000}', '\u{3000}',
+        ] {
+            let want = format!("\"\\u{:04x}\"", c as u32);
+            assert_eq!(sprintf("%q", &[s(&c.to_string())]), want);
+        }
+        assert_eq!(sprintf("%q", &[s("\u{e0001}")]), "\"\\U000e0001\"");
+        assert_eq!(sprintf("%+q|%#q", &[s("é"), s("é")]), "\"\\u00e9\"|`é`");
+        assert_eq!(
+            sprintf("%q|%#U", &[Value::Int(0xa0), Value::Int(0xa0)]),
+            "'\\u00a0'|U+00A0"
+        );
     }
 
     #[test]

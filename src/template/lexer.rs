@@ -125,9 +125,9 @@ impl Item {
             _ => {
                 if val.chars().count() > 10 {
                     let s: String = val.chars().take(10).collect();
-                    format!("{}...", crate::template::gofmt::quote_go(&s))
+                    format!("{}...", crate::gostd::strconv::quote(&s))
                 } else {
-                    crate::template::gofmt::quote_go(val)
+                    crate::gostd::strconv::quote(val)
                 }
             }
         }
@@ -499,7 +499,7 @@ impl<'a> Lexer<'a> {
             c => {
                 return self.error(format!(
                     "unrecognized character in action: {}",
-                    crate::template::gofmt::unicode_sharp(c)
+                    crate::gostd::fmt::unicode_sharp(c)
                 ))
             }
         }
@@ -570,7 +570,7 @@ impl<'a> Lexer<'a> {
         let c = last.unwrap_or('\u{FFFD}');
         Some(self.error(format!(
             "bad character {}",
-            crate::template::gofmt::unicode_sharp(c)
+            crate::gostd::fmt::unicode_sharp(c)
         )))
     }
 
@@ -624,7 +624,7 @@ impl<'a> Lexer<'a> {
             let t = self.input[self.start..self.pos].to_string();
             return self.error(format!(
                 "bad number syntax: {}",
-                crate::template::gofmt::quote_go(&t)
+                crate::gostd::strconv::quote(&t)
             ));
         }
         if matches!(self.peek(), Some('+' | '-')) {
@@ -632,7 +632,7 @@ impl<'a> Lexer<'a> {
                 let t = self.input[self.start..self.pos].to_string();
                 return self.error(format!(
                     "bad number syntax: {}",
-                    crate::template::gofmt::quote_go(&t)
+                    crate::gostd::strconv::quote(&t)
                 ));
             }
             self.emit(Tok::Complex);

@@ -181,7 +181,7 @@ impl TemplateError {
     fn not_found(name: &str) -> Self {
         let text = format!(
             "template: no template {} associated with template \"gotpl\"",
-            gofmt::quote_go(name)
+            crate::gostd::strconv::quote(name)
         );
         TemplateError {
             kind: TemplateErrorKind::NotFound,

@@ -73,7 +73,7 @@ pub fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult
 
 /// [`parse`] over shared text: the trees keep `source` rather than a copy.
 /// Bytes that are not UTF-8 are kept as Go keeps them, as raw-byte
-/// characters (see [`crate::yaml::gostr`]), in a converted copy: they come
+/// characters (see [`crate::gostd::gostr`]), in a converted copy: they come
 /// out of the template as they went in.
 pub fn parse_source(
     name: &str,
@@ -84,7 +84,7 @@ pub fn parse_source(
     let (text, source) = match source.as_str() {
         Some(text) => (text, source),
         None => {
-            converted = Source::from(crate::yaml::gostr::go_string_from_bytes(source.bytes()));
+            converted = Source::from(crate::gostd::gostr::go_string_from_bytes(source.bytes()));
             (converted.as_str().unwrap_or_default(), &converted)
         }
     };
@@ -192,77 +192,7 @@ fn unquote(tok: &Item, src: &str) -> Result<String, String> {
         }
         return Ok(inner.replace('\r', ""));
     }
-    unquote_go(s)
-}
-
-/// Go's `strconv.Unquote` for a double-quoted string.
-pub(crate) fn unquote_go(s: &str) -> Result<String, String> {
-    let bad = || "invalid syntax".to_string();
-    let inner = s
-        .strip_prefix('"')
-        .and_then(|x| x.strip_suffix('"'))
-        .ok_or_else(bad)?;
-    if !inner.contains(['\\', '"', '\n']) {
-        return Ok(inner.to_string());
-    }
-    let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '"' || c == '\n' {
-            return Err(bad());
-        }
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        let e = chars.next().ok_or_else(bad)?;
-        match e {
-            'a' => out.push('\x07'),
-            'b' => out.push('\x08'),
-            'f' => out.push('\x0c'),
-            'n' => out.push('\n'),
-            'r' => out.push('\r'),
-            't' => out.push('\t'),
-            'v' => out.push('\x0b'),
-            '\\' => out.push('\\'),
-            '"' => out.push('"'),
-            'x' | 'u' | 'U' => {
-                let n = match e {
-                    'x' => 2,
-                    'u' => 4,
-                    _ => 8,
-                };
-                let mut v: u32 = 0;
-                for _ in 0..n {
-                    let d = chars.next().and_then(|c| c.to_digit(16)).ok_or_else(bad)?;
-                    v = v * 16 + d;
-                }
-                if e == 'x' && v >= 0x80 {
-                    // A raw byte: not representable in a Rust string; use U+FFFD.
-                    out.push('\u{FFFD}');
-                } else {
-                    out.push(char::from_u32(v).ok_or_else(bad)?);
-                }
-            }
-            '0'..='7' => {
-                let mut v = e.to_digit(8).unwrap_or(0);
-                for _ in 0..2 {
-                    let d = chars.next().and_then(|c| c.to_digit(8)).ok_or_else(bad)?;
-                    v = v * 8 + d;
-                }
-                if v > 255 {
-                    return Err(bad());
-                }
-                if v >= 0x80 {
-                    out.push('\u{FFFD}');
-                } else {
-                    out.push(char::from_u32(v).ok_or_else(bad)?);
-                }
-            }
-            _ => return Err(bad()),
-        }
-    }
-    Ok(out)
+    crate::gostd::strconv::unquote(s).map_err(|e| e.to_string())
 }
 
 /// Go's `parse.newNumber`.
@@ -280,25 +210,11 @@ fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
     };
     match tok.typ {
         Tok::CharConstant => {
-            let inner = &text[1..text.len().saturating_sub(1)];
-            let c = if let Some(rest) = inner.strip_prefix('\\') {
-                let q = format!("\"\\{rest}\"");
-                let q = if rest == "'" { "\"'\"".to_string() } else { q };
-                let s = unquote_go(&q).map_err(|e| e.to_string())?;
-                let mut it = s.chars();
-                let c = it.next().ok_or("invalid syntax")?;
-                if it.next().is_some() {
-                    return Err(format!("malformed character constant: {text}"));
-                }
-                c
-            } else {
-                let mut it = inner.chars();
-                let c = it.next().ok_or("invalid syntax")?;
-                if it.next().is_some() {
-                    return Err(format!("malformed character constant: {text}"));
-                }
-                c
-            };
+            let (c, tail) = crate::gostd::strconv::unquote_char(text.get(1..).unwrap_or(""), '\'')
+                .map_err(|e| e.to_string())?;
+            if tail != "'" {
+                return Err(format!("malformed character constant: {text}"));
+            }
             n.int = c as i64;
             n.is_int = true;
             n.is_uint = true;
@@ -321,7 +237,7 @@ fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
             let Some(at) = split else {
                 return Err(format!(
                     "illegal number syntax: {}",
-                    super::gofmt::quote_go(text)
+                    crate::gostd::strconv::quote(text)
                 ));
             };
             match (parse_float(&body[..at]), parse_float(&body[at..])) {
@@ -329,7 +245,7 @@ fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
                 _ => {
                     return Err(format!(
                         "illegal number syntax: {}",
-                        super::gofmt::quote_go(text)
+                        crate::gostd::strconv::quote(text)
                     ))
                 }
             }
@@ -361,7 +277,7 @@ fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
         if !text.contains(['.', 'e', 'E', 'p', 'P']) {
             return Err(format!(
                 "integer overflow: {}",
-                super::gofmt::quote_go(text)
+                crate::gostd::strconv::quote(text)
             ));
         }
         n.is_float = true;
@@ -377,7 +293,7 @@ fn new_number(tok: &Item, src: &str) -> Result<Number, String> {
     if !n.is_int && !n.is_uint && !n.is_float {
         return Err(format!(
             "illegal number syntax: {}",
-            super::gofmt::quote_go(text)
+            crate::gostd::strconv::quote(text)
         ));
     }
     Ok(n)
@@ -520,7 +436,7 @@ impl<'a> Parser<'a> {
             if !is_empty_list(&root) {
                 return Err(self.errorf(format!(
                     "template: multiple definition of template {}",
-                    super::gofmt::quote_go(&name)
+                    crate::gostd::strconv::quote(&name)
                 )));
             }
             return Ok(());
@@ -893,7 +809,7 @@ impl<'a> Parser<'a> {
             Arg::Variable(pos, _) => Arg::Variable(at(pos), names),
             node if names.is_empty() => node,
             Arg::Bool(..) | Arg::String(..) | Arg::Number(..) | Arg::Nil(_) | Arg::Dot(_) => {
-                let q = super::gofmt::quote_go(&node.to_string());
+                let q = crate::gostd::strconv::quote(&node.to_string());
                 return Err(self.errorf(format!("unexpected . after term {q}")));
             }
             other => Arg::Chain(
@@ -919,7 +835,7 @@ impl<'a> Parser<'a> {
                 if !(self.has_func)(self.val(&tok)) {
                     return Err(self.errorf(format!(
                         "function {} not defined",
-                        super::gofmt::quote_go(self.val(&tok))
+                        crate::gostd::strconv::quote(self.val(&tok))
                     )));
                 }
                 Arg::Identifier(tok.pos, self.name(&tok, 0))
@@ -931,7 +847,7 @@ impl<'a> Parser<'a> {
                 if !self.vars.iter().any(|v| **v == *name) {
                     return Err(self.errorf(format!(
                         "undefined variable {}",
-                        super::gofmt::quote_go(name)
+                        crate::gostd::strconv::quote(name)
                     )));
                 }
                 let first = self.name(&tok, 0);

@@ -26,6 +26,7 @@
 use super::parse::{maybe_non_finite, plain_node};
 use super::resolve::{resolve_plain, starts_string, Scalar};
 use super::Node;
+use crate::gostd::gostr::into_go_string;
 use std::collections::BTreeMap;
 
 /// A root-mapping entry: its key and the byte range of its text (from the
@@ -64,34 +65,7 @@ enum Open {
 /// described in the module docs, else `None`.
 pub(crate) fn plain_root_entries(text: &str) -> Option<Vec<RootEntry<'_>>> {
     let b = text.as_bytes();
-    // Printable text, newlines and tabs only: no CR, no control characters,
-    // and none of the characters YAML 1.1 also takes as line breaks (NEL,
-    // LS, PS) or libyaml treats specially (BOM) or refuses (C1 controls,
-    // U+FFFE/U+FFFF). Other non-ASCII characters only ever sit inside
-    // scalars and comments, where every special byte this reader looks for
-    // is ASCII. Folded without an early exit so that it compiles to vector
-    // code.
-    let (control, high) = b.iter().fold((false, false), |(control, high), &c| {
-        (
-            control | ((c < 0x20 && c != b'\n' && c != b'\t') | (c == 0x7f)),
-            high | (c >= 0x80),
-        )
-    });
-    if control
-        || (high
-            && text.chars().any(|c| {
-                matches!(
-                    c,
-                    '\u{80}'
-                        ..='\u{9f}'
-                            | '\u{2028}'
-                            | '\u{2029}'
-                            | '\u{feff}'
-                            | '\u{fffe}'
-                            | '\u{ffff}'
-                )
-            }))
-    {
+    if has_special_characters(text) {
         return None;
     }
     // An explicit document start on the first content line.
@@ -213,6 +187,38 @@ pub(crate) fn plain_root_entries(text: &str) -> Option<Vec<RootEntry<'_>>> {
         return None;
     }
     Some(entries)
+}
+
+/// Whether `text` holds a character outside this reader's subset.
+fn has_special_characters(text: &str) -> bool {
+    let b = text.as_bytes();
+    // Printable text, newlines and tabs only: no CR, no control characters,
+    // and none of the characters YAML 1.1 also takes as line breaks (NEL,
+    // LS, PS) or libyaml treats specially (BOM) or refuses (C1 controls,
+    // U+FFFE/U+FFFF). Other non-ASCII characters only ever sit inside
+    // scalars and comments, where every special byte this reader looks for
+    // is ASCII. Folded without an early exit so that it compiles to vector
+    // code.
+    let (control, high) = b.iter().fold((false, false), |(control, high), &c| {
+        (
+            control | ((c < 0x20 && c != b'\n' && c != b'\t') | (c == 0x7f)),
+            high | (c >= 0x80),
+        )
+    });
+    control
+        || (high
+            && text.chars().any(|c| {
+                matches!(
+                    c,
+                    '\u{80}'
+                        ..='\u{9f}'
+                            | '\u{2028}'
+                            | '\u{2029}'
+                            | '\u{feff}'
+                            | '\u{fffe}'
+                            | '\u{ffff}'
+                )
+            }))
 }
 
 /// Whether a line's content is a block sequence entry (`-` then a blank or
@@ -662,7 +668,7 @@ impl<'a> Decoder<'a> {
             b'>' => None,
             b'\'' | b'"' => {
                 let end = quoted_end(v, 1, v[0])??;
-                unquote(&v[..end]).map(Node::Str)
+                unquote(&v[..end]).map(|s| Node::Str(into_go_string(s)))
             }
             b'[' => {
                 let mut items = Vec::new();
@@ -676,7 +682,7 @@ impl<'a> Decoder<'a> {
                     }
                     if c == b'\'' || c == b'"' {
                         let e = quoted_end(v, i + 1, c)??;
-                        items.push(Node::Str(unquote(&v[i..e])?));
+                        items.push(Node::Str(into_go_string(unquote(&v[i..e])?)));
                         i = e;
                     } else {
                         let len = v[i..end - 1]
@@ -773,7 +779,7 @@ impl<'a> Decoder<'a> {
         if !strip {
             out.push('\n');
         }
-        Some(Node::Str(out))
+        Some(Node::Str(into_go_string(out)))
     }
 }
 

@@ -574,14 +574,6 @@ fn yaml_float(f: f64) -> String {
     }
 }
 
-fn is_go_letter(c: char) -> bool {
-    c.is_alphabetic()
-}
-
-fn is_go_digit(c: char) -> bool {
-    c.is_ascii_digit() || (!c.is_ascii() && c.is_numeric() && c.to_digit(10).is_none())
-}
-
 /// yaml.v2's key order: numbers and bools by value, then strings by a
 /// "natural" comparison where runs of digits compare as numbers and
 /// non-letters sort before letters.
@@ -645,12 +637,12 @@ fn natural_less(sa: &str, sb: &str, after_digit_letter_first: bool) -> bool {
     let mut digits = false;
     while i < ar.len() && i < br.len() {
         if ar[i] == br[i] {
-            digits = is_go_digit(ar[i]);
+            digits = crate::gostd::unicode::is_digit(ar[i]);
             i += 1;
             continue;
         }
-        let al = is_go_letter(ar[i]);
-        let bl = is_go_letter(br[i]);
+        let al = crate::gostd::unicode::is_letter(ar[i]);
+        let bl = crate::gostd::unicode::is_letter(br[i]);
         if al && bl {
             return ar[i] < br[i];
         }
@@ -664,7 +656,7 @@ fn natural_less(sa: &str, sb: &str, after_digit_letter_first: bool) -> bool {
         let (mut an, mut bn): (i64, i64) = (0, 0);
         if ar[i] == '0' || br[i] == '0' {
             let mut j = i;
-            while j > 0 && is_go_digit(ar[j - 1]) {
+            while j > 0 && crate::gostd::unicode::is_digit(ar[j - 1]) {
                 j -= 1;
                 if ar[j] != '0' {
                     an = 1;
@@ -674,12 +666,12 @@ fn natural_less(sa: &str, sb: &str, after_digit_letter_first: bool) -> bool {
             }
         }
         let mut ai = i;
-        while ai < ar.len() && is_go_digit(ar[ai]) {
+        while ai < ar.len() && crate::gostd::unicode::is_digit(ar[ai]) {
             an = an.wrapping_mul(10).wrapping_add(ar[ai] as i64 - '0' as i64);
             ai += 1;
         }
         let mut bi = i;
-        while bi < br.len() && is_go_digit(br[bi]) {
+        while bi < br.len() && crate::gostd::unicode::is_digit(br[bi]) {
             bn = bn.wrapping_mul(10).wrapping_add(br[bi] as i64 - '0' as i64);
             bi += 1;
         }
@@ -756,7 +748,7 @@ fn reader_allows(c: char) -> bool {
 /// libyaml folds line breaks inside a double-quoted scalar.
 fn json_string_through_yaml(s: &str) -> Result<String, EmitError> {
     // Bytes that are not UTF-8 come out of `json.Marshal` as U+FFFD.
-    let s = &*super::gostr::to_valid(s);
+    let s = &*crate::gostd::gostr::to_valid(s);
     // Characters Go escapes (< 0x20, U+2028, U+2029) reach yaml.v2 as escape
     // sequences, which it decodes without checks.
     let escaped_by_go = |c: char| (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}';

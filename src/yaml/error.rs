@@ -34,7 +34,7 @@ pub enum YamlError {
         /// 0-based index of the document in the stream.
         document: usize,
     },
-    /// The text holds bytes that are not UTF-8 (see [`super::gostr`]):
+    /// The text holds bytes that are not UTF-8 (see [`crate::gostd::gostr`]):
     /// go-yaml's reader refuses the whole stream.
     #[error("error converting YAML to JSON: yaml: {problem}")]
     Encoding {

@@ -1,7 +1,7 @@
 //! Go `encoding/json`: `Marshal`/`MarshalIndent` of a [`Node`] and
 //! `Unmarshal` into `interface{}` with Go's error messages.
-use super::parse::go_quote;
 use super::Node;
+use crate::gostd::strconv::quote;
 use std::collections::BTreeMap;
 
 /// Why a JSON text could not be decoded; `Display` is Go's message.
@@ -36,29 +36,40 @@ pub struct JsonEncodeError {
 
 pub use crate::gostd::json::format_float as format_json_float;
 
-/// Go's JSON string escaping.
+/// Go's JSON string escaping. Bytes that are not UTF-8 (see
+/// [`crate::gostd::gostr`]) are written `\ufffd`, as Go does.
 pub(crate) fn write_string(out: &mut String, s: &str, escape_html: bool) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' if escape_html => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
+    match crate::gostd::gostr::go_bytes(s) {
+        std::borrow::Cow::Borrowed(_) => s.chars().for_each(|c| write_char(out, c, escape_html)),
+        std::borrow::Cow::Owned(b) => {
+            for r in crate::gostd::gostr::decode_runes(&b) {
+                match r {
+                    Ok(c) => write_char(out, c, escape_html),
+                    Err(_) => out.push_str("\\ufffd"),
+                }
             }
-            '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            // A byte that is not UTF-8 (see `gostr`): Go writes U+FFFD.
-            c if super::gostr::raw_byte_of(c).is_some() => out.push_str("\\ufffd"),
-            c => out.push(c),
         }
     }
     out.push('"');
+}
+
+fn write_char(out: &mut String, c: char, escape_html: bool) {
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        '<' | '>' | '&' if escape_html => {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        }
+        '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+        c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+        c => out.push(c),
+    }
 }
 
 fn encode(
@@ -177,7 +188,7 @@ fn quote_char(c: char) -> String {
         '\'' => "'\\''".into(),
         '"' => "'\"'".into(),
         c => {
-            let q = go_quote(&c.to_string());
+            let q = quote(&c.to_string());
             format!("'{}'", &q[1..q.len() - 1])
         }
     }
@@ -386,7 +397,7 @@ impl Dec<'_> {
             match c {
                 '"' => {
                     self.i += 1;
-                    return Ok(out);
+                    return Ok(crate::gostd::gostr::into_go_string(out));
                 }
                 '\\' => {
                     self.i += 1;
@@ -636,7 +647,7 @@ pub fn to_json_value(n: &Node) -> serde_json::Value {
         Node::Int(i) => Value::from(*i),
         Node::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Value::from(*f as i64),
         Node::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
-        Node::Str(s) => Value::String(super::gostr::to_valid(s).into_owned()),
+        Node::Str(s) => Value::String(crate::gostd::gostr::to_valid(s).into_owned()),
         Node::Seq(items) => Value::Array(items.iter().map(to_json_value).collect()),
         Node::Map(m) => Value::Object(
             m.iter()

@@ -24,7 +24,6 @@ use std::collections::BTreeMap;
 mod block;
 mod emit;
 mod error;
-pub mod gostr;
 mod json;
 mod parse;
 #[cfg(test)]
@@ -273,7 +272,7 @@ mod serde_impl {
                     }
                 }
                 // Bytes that are not UTF-8 as Go's JSON writes them.
-                Node::Str(v) => s.serialize_str(&super::gostr::to_valid(v)),
+                Node::Str(v) => s.serialize_str(&crate::gostd::gostr::to_valid(v)),
                 Node::Seq(items) => items.serialize(s),
                 Node::Map(m) => m.serialize(s),
             }

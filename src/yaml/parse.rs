@@ -11,6 +11,7 @@ use super::error::YamlError;
 use super::json::json_kind;
 use super::resolve::{self, Scalar};
 use super::{format_go_float, format_go_float32, Node};
+use crate::gostd::gostr::into_go_string;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use yaml_rust2::parser::{Event, Parser, Tag};
@@ -498,79 +499,157 @@ fn load_chars<C: Ch>(
     keep: Option<&[&str]>,
 ) -> Result<Vec<Option<Raw>>, LoadFail> {
     let mut parser = Parser::new_from_str(text);
-    let mut docs = Vec::new();
-    let mut stack: Vec<Frame> = Vec::new();
-    // Children completed so far in each open collection (a skipped one
-    // keeps none in its items).
-    let mut counts: Vec<usize> = Vec::new();
-    // With `keep`: frames from this stack index on belong to a root entry
-    // that is checked, not built.
-    let mut skip_from: Option<usize> = None;
-    let mut anchors: HashMap<usize, Rc<Raw>> = HashMap::new();
-    let mut root: Option<Raw> = None;
-    let mut doc_index = 0usize;
-    let mut in_doc = false;
-    // Open flow collections (`[`, `{`) on the stack: asking the stack on
-    // every scalar would cost time quadratic in the nesting.
-    let mut flow_open = 0usize;
-    let is_flow = |m: &Marker| matches!(at(chars, m.index()), Some('[' | '{'));
+    let mut loader = Loader::new(text, chars, keep);
     loop {
         let (ev, mark) = match parser.next_token() {
             Ok(x) => x,
-            Err(e) => {
-                if e.info().contains("invalid indentation in quoted scalar") {
-                    // libyaml does not check the indentation of a quoted
-                    // scalar's continuation lines (their leading blanks are
-                    // folded away anyway): indent them and read again.
-                    if let Some(fixed) = reindent_quoted(chars, e.marker().index()) {
-                        return Err(LoadFail::Rewrite(fixed));
-                    }
-                }
-                if e.info()
-                    .contains("must be followed by a valid YAML whitespace")
-                {
-                    // libyaml takes a tab after ':' as the separating blank
-                    // (after a simple key's ':' tabs are skipped like
-                    // spaces); yaml-rust2 wants a space there.
-                    let pos = e.marker().index();
-                    let colon = (pos.saturating_sub(2)..=pos + 1)
-                        .find(|&i| at(chars, i) == Some(':') && at(chars, i + 1) == Some('\t'));
-                    if let Some(i) = colon {
-                        let mut fixed: Vec<char> = chars.iter().map(|c| c.ch()).collect();
-                        fixed[i + 1] = ' ';
-                        return Err(LoadFail::Rewrite(fixed.into_iter().collect()));
-                    }
-                }
-                if e.info() == "tab cannot be used as indentation"
-                    && at(chars, e.marker().index()) == Some('\t')
-                {
-                    // The leading blanks of a quoted scalar's continuation
-                    // line are folded away; libyaml takes tabs there too.
-                    let mut fixed: Vec<char> = chars.iter().map(|c| c.ch()).collect();
-                    fixed[e.marker().index()] = ' ';
-                    return Err(LoadFail::Rewrite(fixed.into_iter().collect()));
-                }
-                if e.info().ends_with("found unknown escape character") {
-                    if let Some(fixed) = rewrite_quote_escapes(chars, e.marker().index()) {
-                        return Err(LoadFail::Rewrite(fixed));
-                    }
-                }
-                if e.info().starts_with("invalid indentation") {
-                    let flow_start = stack.iter().rev().find_map(|f| {
-                        let m = match f {
-                            Frame::Seq(_, _, m) | Frame::Map(_, _, m) => m,
-                        };
-                        matches!(at(chars, m.index()), Some('[' | '{')).then(|| m.line())
-                    });
-                    if let Some(start) = flow_start {
-                        return Err(LoadFail::FlowIndent(e.marker().line(), start));
-                    }
-                }
-                if e.info() == "recursion limit exceeded" {
-                    return Err(LoadFail::Yaml(flow_depth_error(chars, &e, doc_index)));
-                }
-                return Err(LoadFail::Yaml(syntax_error(text, &e, doc_index)));
+            Err(e) => return Err(loader.scan_failure(&e)),
+        };
+        loader.refuse_what_libyaml_refuses(&ev, &mark)?;
+        match loader.event(ev, mark)? {
+            Step::Node(node, anchor) => loader.place(node, anchor)?,
+            Step::Next => {}
+            Step::DocumentEnd if first_only => break,
+            Step::DocumentEnd => {}
+            Step::StreamEnd => break,
+        }
+    }
+    Ok(loader.finish())
+}
+
+/// What one parser event gave [`load_chars`].
+enum Step {
+    /// A complete node and its anchor id (0 for none), to place in its parent.
+    Node(Raw, usize),
+    /// Nothing to place yet.
+    Next,
+    /// The end of a document.
+    DocumentEnd,
+    /// The end of the stream.
+    StreamEnd,
+}
+
+/// The state of [`load_chars`]: the open collections and the documents read.
+struct Loader<'a, C: Ch> {
+    text: &'a str,
+    chars: &'a [C],
+    keep: Option<&'a [&'a str]>,
+    docs: Vec<Option<Raw>>,
+    stack: Vec<Frame>,
+    /// Children completed so far in each open collection (a skipped one
+    /// keeps none in its items).
+    counts: Vec<usize>,
+    /// With `keep`: frames from this stack index on belong to a root entry
+    /// that is checked, not built.
+    skip_from: Option<usize>,
+    anchors: HashMap<usize, Rc<Raw>>,
+    root: Option<Raw>,
+    doc_index: usize,
+    in_doc: bool,
+    /// Open flow collections (`[`, `{`) on the stack: asking the stack on
+    /// every scalar would cost time quadratic in the nesting.
+    flow_open: usize,
+}
+
+impl<'a, C: Ch> Loader<'a, C> {
+    fn new(text: &'a str, chars: &'a [C], keep: Option<&'a [&'a str]>) -> Self {
+        Loader {
+            text,
+            chars,
+            keep,
+            docs: Vec::new(),
+            stack: Vec::new(),
+            counts: Vec::new(),
+            skip_from: None,
+            anchors: HashMap::new(),
+            root: None,
+            doc_index: 0,
+            in_doc: false,
+            flow_open: 0,
+        }
+    }
+
+    fn is_flow(&self, m: &Marker) -> bool {
+        matches!(at(self.chars, m.index()), Some('[' | '{'))
+    }
+
+    /// The documents read, the last one even without its end.
+    fn finish(mut self) -> Vec<Option<Raw>> {
+        if self.in_doc {
+            self.docs.push(self.root.take());
+        }
+        self.docs
+    }
+
+    /// What a scanner error means: a text libyaml reads differently from
+    /// yaml-rust2 comes back rewritten, anything else is go-yaml's error.
+    fn scan_failure(&self, e: &ScanError) -> LoadFail {
+        let chars = self.chars;
+        if e.info().contains("invalid indentation in quoted scalar") {
+            // libyaml does not check the indentation of a quoted
+            // scalar's continuation lines (their leading blanks are
+            // folded away anyway): indent them and read again.
+            if let Some(fixed) = reindent_quoted(chars, e.marker().index()) {
+                return LoadFail::Rewrite(fixed);
             }
+        }
+        if e.info()
+            .contains("must be followed by a valid YAML whitespace")
+        {
+            // libyaml takes a tab after ':' as the separating blank
+            // (after a simple key's ':' tabs are skipped like
+            // spaces); yaml-rust2 wants a space there.
+            let pos = e.marker().index();
+            let colon = (pos.saturating_sub(2)..=pos + 1)
+                .find(|&i| at(chars, i) == Some(':') && at(chars, i + 1) == Some('\t'));
+            if let Some(i) = colon {
+                let mut fixed: Vec<char> = chars.iter().map(|c| c.ch()).collect();
+                fixed[i + 1] = ' ';
+                return LoadFail::Rewrite(fixed.into_iter().collect());
+            }
+        }
+        if e.info() == "tab cannot be used as indentation"
+            && at(chars, e.marker().index()) == Some('\t')
+        {
+            // The leading blanks of a quoted scalar's continuation
+            // line are folded away; libyaml takes tabs there too.
+            let mut fixed: Vec<char> = chars.iter().map(|c| c.ch()).collect();
+            fixed[e.marker().index()] = ' ';
+            return LoadFail::Rewrite(fixed.into_iter().collect());
+        }
+        if e.info().ends_with("found unknown escape character") {
+            if let Some(fixed) = rewrite_quote_escapes(chars, e.marker().index()) {
+                return LoadFail::Rewrite(fixed);
+            }
+        }
+        if e.info().starts_with("invalid indentation") {
+            let flow_start = self.stack.iter().rev().find_map(|f| {
+                let m = match f {
+                    Frame::Seq(_, _, m) | Frame::Map(_, _, m) => m,
+                };
+                self.is_flow(m).then(|| m.line())
+            });
+            if let Some(start) = flow_start {
+                return LoadFail::FlowIndent(e.marker().line(), start);
+            }
+        }
+        if e.info() == "recursion limit exceeded" {
+            return LoadFail::Yaml(flow_depth_error(chars, e, self.doc_index));
+        }
+        LoadFail::Yaml(syntax_error(self.text, e, self.doc_index))
+    }
+
+    /// The syntax errors libyaml gives where yaml-rust2 reads on.
+    fn refuse_what_libyaml_refuses(&self, ev: &Event, mark: &Marker) -> Result<(), LoadFail> {
+        let chars = self.chars;
+        let syntax = |problem: &str, line: usize, column: usize, go_line: usize| {
+            Err(LoadFail::Yaml(YamlError::Syntax {
+                problem: problem.into(),
+                line,
+                column,
+                go_line,
+                document: self.doc_index,
+            }))
         };
         if matches!(
             ev,
@@ -582,215 +661,233 @@ fn load_chars<C: Ch>(
         {
             // After a block entry '-' a simple key may start, so libyaml
             // skips spaces but not tabs there, and no token starts with one.
-            return Err(LoadFail::Yaml(YamlError::Syntax {
-                problem: "found character that cannot start any token".into(),
-                line: mark.line(),
-                column: mark.col() + 1,
-                go_line: if mark.line() <= 1 { 0 } else { mark.line() },
-                document: doc_index,
-            }));
+            let go_line = if mark.line() <= 1 { 0 } else { mark.line() };
+            return syntax(
+                "found character that cannot start any token",
+                mark.line(),
+                mark.col() + 1,
+                go_line,
+            );
         }
-        if let Event::Scalar(value, TScalarStyle::Plain, _, _) = &ev {
-            if flow_open == 0 {
-                if let Some(line) = tab_in_plain_continuation(chars, mark.index(), value) {
-                    // libyaml's plain scalar reads on over the following
-                    // blank lines and refuses a tab left of its indentation.
-                    return Err(LoadFail::Yaml(YamlError::Syntax {
-                        problem: "found a tab character that violates indentation".into(),
-                        line: line + 1,
-                        column: 1,
-                        go_line: line + 1,
-                        document: doc_index,
-                    }));
-                }
+        let Event::Scalar(value, style, _, _) = ev else {
+            return Ok(());
+        };
+        if *style == TScalarStyle::Plain && self.flow_open == 0 {
+            if let Some(line) = tab_in_plain_continuation(chars, mark.index(), value) {
+                // libyaml's plain scalar reads on over the following
+                // blank lines and refuses a tab left of its indentation.
+                return syntax(
+                    "found a tab character that violates indentation",
+                    line + 1,
+                    1,
+                    line + 1,
+                );
             }
         }
-        if let Event::Scalar(value, style, _, _) = &ev {
-            if is_empty_implicit_key(&stack, &counts, chars, value, *style, &mark) {
-                // libyaml needs a key before ':' (only an explicit `?` may
-                // leave it empty): a block mapping wants a key, a flow
-                // collection a node.
-                let problem = if flow_open > 0 {
-                    "did not find expected node content"
-                } else {
-                    "did not find expected key"
-                };
-                return Err(LoadFail::Yaml(YamlError::Syntax {
-                    problem: problem.into(),
-                    line: mark.line(),
-                    column: mark.col() + 1,
-                    go_line: mark.line().saturating_sub(1),
-                    document: doc_index,
-                }));
-            }
+        if is_empty_implicit_key(&self.stack, &self.counts, chars, value, *style, mark) {
+            // libyaml needs a key before ':' (only an explicit `?` may
+            // leave it empty): a block mapping wants a key, a flow
+            // collection a node.
+            let problem = if self.flow_open > 0 {
+                "did not find expected node content"
+            } else {
+                "did not find expected key"
+            };
+            return syntax(
+                problem,
+                mark.line(),
+                mark.col() + 1,
+                mark.line().saturating_sub(1),
+            );
         }
+        Ok(())
+    }
+
+    /// Reads one parser event: a node it completes, or the state it changes.
+    fn event(&mut self, ev: Event, mark: Marker) -> Result<Step, LoadFail> {
         if matches!(ev, Event::SequenceEnd | Event::MappingEnd) {
-            counts.pop();
-            if let Some(Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = stack.last() {
-                flow_open -= usize::from(is_flow(m));
+            self.counts.pop();
+            if let Some(Frame::Seq(_, _, m) | Frame::Map(_, _, m)) = self.stack.last() {
+                self.flow_open -= usize::from(self.is_flow(m));
             }
         }
         let is_map_start = matches!(ev, Event::MappingStart(..));
-        let done: Option<(Raw, usize)> = match ev {
-            Event::StreamStart | Event::Nothing => None,
-            Event::StreamEnd => break,
+        Ok(match ev {
+            Event::StreamStart | Event::Nothing => Step::Next,
+            Event::StreamEnd => Step::StreamEnd,
             Event::DocumentStart => {
-                in_doc = true;
-                anchors.clear();
-                root = None;
-                None
+                self.in_doc = true;
+                self.anchors.clear();
+                self.root = None;
+                Step::Next
             }
             Event::DocumentEnd => {
-                docs.push(root.take());
-                in_doc = false;
-                doc_index += 1;
-                if first_only {
-                    break;
-                }
-                None
+                self.docs.push(self.root.take());
+                self.in_doc = false;
+                self.doc_index += 1;
+                Step::DocumentEnd
             }
-            Event::Alias(_) if keep.is_some() => return Err(LoadFail::NotPlain),
-            Event::Scalar(_, _, _, Some(_)) if keep.is_some() => return Err(LoadFail::NotPlain),
-            Event::Alias(id) => {
-                let name = anchor_name_at(text, &mark);
-                match anchors.get(&id) {
-                    Some(target) => Some((
-                        Raw {
-                            kind: RawKind::Alias(Rc::clone(target), name),
-                            line: mark.line(),
-                            col: mark.col() + 1,
-                        },
-                        0,
-                    )),
-                    None => {
-                        return Err(LoadFail::Yaml(YamlError::Decode {
-                            message: format!("anchor '{name}' value contains itself"),
-                            line: mark.line(),
-                            column: mark.col() + 1,
-                            document: doc_index,
-                        }))
-                    }
-                }
+            Event::Alias(_) if self.keep.is_some() => return Err(LoadFail::NotPlain),
+            Event::Scalar(_, _, _, Some(_)) if self.keep.is_some() => {
+                return Err(LoadFail::NotPlain)
             }
-            Event::Scalar(value, style, anchor, tag) => Some((
-                {
-                    let value = match style {
-                        TScalarStyle::DoubleQuoted => {
-                            check_double_quoted(chars, mark.index(), doc_index)
-                                .map_err(LoadFail::Yaml)?;
-                            value
-                        }
-                        TScalarStyle::Literal | TScalarStyle::Folded => {
-                            block_scalar_value(chars, mark.index(), value)
-                        }
-                        TScalarStyle::SingleQuoted => fold_unicode_breaks(value),
-                        _ => value,
-                    };
-                    Raw {
-                        kind: RawKind::Scalar {
-                            value,
-                            style,
-                            tag: tag.map(|t| tag_name(&t)),
-                        },
-                        line: mark.line(),
-                        col: mark.col() + 1,
-                    }
-                },
-                anchor,
-            )),
+            Event::Alias(id) => Step::Node(self.alias(id, &mark)?, 0),
+            Event::Scalar(value, style, anchor, tag) => {
+                Step::Node(self.scalar(value, style, tag, &mark)?, anchor)
+            }
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
-                check_depth(stack.len() + 1, &mark, doc_index)?;
-                flow_open += usize::from(is_flow(&mark));
-                if skip_from.is_none() && skipped_root_value(&stack, &counts, keep) {
-                    skip_from = Some(stack.len());
+                check_depth(self.stack.len() + 1, &mark, self.doc_index)?;
+                self.flow_open += usize::from(self.is_flow(&mark));
+                if self.skip_from.is_none()
+                    && skipped_root_value(&self.stack, &self.counts, self.keep)
+                {
+                    self.skip_from = Some(self.stack.len());
                 }
-                stack.push(if is_map_start {
+                self.stack.push(if is_map_start {
                     Frame::Map(Vec::new(), anchor, mark)
                 } else {
                     Frame::Seq(Vec::new(), anchor, mark)
                 });
-                counts.push(0);
-                None
+                self.counts.push(0);
+                Step::Next
             }
-            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
-                Some(Frame::Seq(items, anchor, m)) => Some((
-                    Raw {
-                        kind: RawKind::Seq(items),
-                        line: m.line(),
-                        col: m.col() + 1,
-                    },
-                    anchor,
-                )),
-                Some(Frame::Map(items, anchor, m)) => {
-                    let mut pairs = Vec::with_capacity(items.len() / 2);
-                    let mut it = items.into_iter();
-                    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                        pairs.push((k, v));
-                    }
-                    Some((
-                        Raw {
-                            kind: RawKind::Map(pairs),
-                            line: m.line(),
-                            col: m.col() + 1,
-                        },
-                        anchor,
-                    ))
+            Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
+                Some(frame) => {
+                    let (node, anchor) = collection(frame);
+                    Step::Node(node, anchor)
                 }
-                None => None,
+                None => Step::Next,
             },
-        };
-        if let Some((node, anchor)) = done {
-            // With `keep`: a node inside a skipped entry is checked and
-            // dropped; the skipped entry's value itself becomes a stand-in.
-            let in_skipped = skip_from.is_some_and(|d| stack.len() > d);
-            let root_value = !in_skipped && skipped_root_value(&stack, &counts, keep);
-            if in_skipped || root_value {
-                let key = matches!(stack.last(), Some(Frame::Map(..)))
-                    && counts.last().is_some_and(|c| c % 2 == 0);
-                if anchor > 0 || !lean_node_ok(&node, key) {
-                    return Err(LoadFail::NotPlain);
-                }
-            }
-            if let Some(c) = counts.last_mut() {
-                *c += 1;
-            }
-            if in_skipped {
-                continue;
-            }
-            let node = if root_value {
-                skip_from = None;
-                Raw {
-                    kind: RawKind::Scalar {
-                        value: String::new(),
-                        style: TScalarStyle::SingleQuoted,
-                        tag: None,
-                    },
-                    line: node.line,
-                    col: node.col,
-                }
-            } else if anchor > 0 {
-                let rc = Rc::new(node);
-                anchors.insert(anchor, Rc::clone(&rc));
-                // The anchored node itself is used through the shared pointer.
-                let name = String::new();
-                Raw {
-                    line: rc.line,
-                    col: rc.col,
-                    kind: RawKind::Alias(rc, name),
-                }
-            } else {
-                node
-            };
-            match stack.last_mut() {
-                Some(Frame::Seq(items, ..)) | Some(Frame::Map(items, ..)) => items.push(node),
-                None => root = Some(node),
-            }
+        })
+    }
+
+    /// The node an alias stands for.
+    fn alias(&self, id: usize, mark: &Marker) -> Result<Raw, LoadFail> {
+        let name = anchor_name_at(self.text, mark);
+        match self.anchors.get(&id) {
+            Some(target) => Ok(Raw {
+                kind: RawKind::Alias(Rc::clone(target), name),
+                line: mark.line(),
+                col: mark.col() + 1,
+            }),
+            None => Err(LoadFail::Yaml(YamlError::Decode {
+                message: format!("anchor '{name}' value contains itself"),
+                line: mark.line(),
+                column: mark.col() + 1,
+                document: self.doc_index,
+            })),
         }
     }
-    if in_doc {
-        docs.push(root.take());
+
+    /// A scalar node, with its value as libyaml reads it.
+    fn scalar(
+        &self,
+        value: String,
+        style: TScalarStyle,
+        tag: Option<Tag>,
+        mark: &Marker,
+    ) -> Result<Raw, LoadFail> {
+        let value = match style {
+            TScalarStyle::DoubleQuoted => {
+                check_double_quoted(self.chars, mark.index(), self.doc_index)
+                    .map_err(LoadFail::Yaml)?;
+                value
+            }
+            TScalarStyle::Literal | TScalarStyle::Folded => {
+                block_scalar_value(self.chars, mark.index(), value)
+            }
+            TScalarStyle::SingleQuoted => fold_unicode_breaks(value),
+            _ => value,
+        };
+        Ok(Raw {
+            kind: RawKind::Scalar {
+                value,
+                style,
+                tag: tag.map(|t| tag_name(&t)),
+            },
+            line: mark.line(),
+            col: mark.col() + 1,
+        })
     }
-    Ok(docs)
+
+    /// Places a completed node in its parent (or as the document's root).
+    fn place(&mut self, node: Raw, anchor: usize) -> Result<(), LoadFail> {
+        // With `keep`: a node inside a skipped entry is checked and
+        // dropped; the skipped entry's value itself becomes a stand-in.
+        let in_skipped = self.skip_from.is_some_and(|d| self.stack.len() > d);
+        let root_value = !in_skipped && skipped_root_value(&self.stack, &self.counts, self.keep);
+        if in_skipped || root_value {
+            let key = matches!(self.stack.last(), Some(Frame::Map(..)))
+                && self.counts.last().is_some_and(|c| c % 2 == 0);
+            if anchor > 0 || !lean_node_ok(&node, key) {
+                return Err(LoadFail::NotPlain);
+            }
+        }
+        if let Some(c) = self.counts.last_mut() {
+            *c += 1;
+        }
+        if in_skipped {
+            return Ok(());
+        }
+        let node = if root_value {
+            self.skip_from = None;
+            Raw {
+                kind: RawKind::Scalar {
+                    value: String::new(),
+                    style: TScalarStyle::SingleQuoted,
+                    tag: None,
+                },
+                line: node.line,
+                col: node.col,
+            }
+        } else if anchor > 0 {
+            let rc = Rc::new(node);
+            self.anchors.insert(anchor, Rc::clone(&rc));
+            // The anchored node itself is used through the shared pointer.
+            let name = String::new();
+            Raw {
+                line: rc.line,
+                col: rc.col,
+                kind: RawKind::Alias(rc, name),
+            }
+        } else {
+            node
+        };
+        match self.stack.last_mut() {
+            Some(Frame::Seq(items, ..)) | Some(Frame::Map(items, ..)) => items.push(node),
+            None => self.root = Some(node),
+        }
+        Ok(())
+    }
+}
+
+/// The node of a closed collection, and its anchor id.
+fn collection(frame: Frame) -> (Raw, usize) {
+    match frame {
+        Frame::Seq(items, anchor, m) => (
+            Raw {
+                kind: RawKind::Seq(items),
+                line: m.line(),
+                col: m.col() + 1,
+            },
+            anchor,
+        ),
+        Frame::Map(items, anchor, m) => {
+            let mut pairs = Vec::with_capacity(items.len() / 2);
+            let mut it = items.into_iter();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                pairs.push((k, v));
+            }
+            (
+                Raw {
+                    kind: RawKind::Map(pairs),
+                    line: m.line(),
+                    col: m.col() + 1,
+                },
+                anchor,
+            )
+        }
+    }
 }
 
 /// Normalises a tag to yaml.v2's short form (`!!str`, `!local`).
@@ -1402,7 +1499,7 @@ pub(crate) fn go_syntax(v: &V, top: bool) -> String {
         V::Int(i) => i.to_string(),
         V::Uint(u) => format!("0x{u:x}"),
         V::Float(f) => format_go_float(*f),
-        V::Str(s) => go_quote(s),
+        V::Str(s) => crate::gostd::strconv::quote(s),
         V::Seq(items) => {
             let inner: Vec<String> = items.iter().map(|x| go_syntax(x, false)).collect();
             format!("[]interface {{}}{{{}}}", inner.join(", "))
@@ -1441,39 +1538,6 @@ fn fmt_key_cmp(a: &V, b: &V) -> std::cmp::Ordering {
     }
 }
 
-/// Go's `strconv.Quote`.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() || c == '\u{feff}' => {
-                let n = c as u32;
-                if n < 0x10000 {
-                    out.push_str(&format!("\\u{n:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{n:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// How numbers come out of the sigs.k8s.io/yaml conversion.
 #[derive(Clone, Copy, PartialEq)]
 enum Numbers {
@@ -1505,7 +1569,7 @@ fn convert_inner(v: V, numbers: Numbers, document: usize) -> Result<Node, YamlEr
         },
         V::Uint(u) => Node::Float(u as f64),
         V::Float(f) => Node::Float(f),
-        V::Str(s) => Node::Str(s),
+        V::Str(s) => Node::Str(into_go_string(s)),
         V::Seq(items) => Node::Seq(
             items
                 .into_iter()
@@ -1516,7 +1580,7 @@ fn convert_inner(v: V, numbers: Numbers, document: usize) -> Result<Node, YamlEr
             let mut out = BTreeMap::new();
             for (k, x) in pairs {
                 let key = match &k {
-                    V::Str(s) => s.clone(),
+                    V::Str(s) => into_go_string(s.clone()),
                     V::Int(i) => i.to_string(),
                     V::Float(f) => {
                         let s = format_go_float32(*f as f32);
@@ -1665,10 +1729,10 @@ fn is_string_key(k: &Raw) -> bool {
     }
 }
 
-/// Refuses text holding raw bytes (see [`super::gostr`]), as go-yaml's
+/// Refuses text holding raw bytes (see [`crate::gostd::gostr`]), as go-yaml's
 /// reader refuses bytes that are not UTF-8.
 fn check_encoding(text: &str) -> Result<(), YamlError> {
-    match super::gostr::raw_bytes_error(text) {
+    match crate::gostd::gostr::raw_bytes_error(text) {
         Some(problem) => Err(YamlError::Encoding { problem }),
         None => Ok(()),
     }

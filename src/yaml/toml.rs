@@ -350,7 +350,7 @@ fn last_key_suffix(k: &str) -> String {
     if k.is_empty() {
         String::new()
     } else {
-        format!(" (last key {})", super::parse::go_quote(k))
+        format!(" (last key {})", crate::gostd::strconv::quote(k))
     }
 }
 
@@ -360,7 +360,7 @@ fn go_rune_q(c: char) -> String {
         '\'' => "'\\''".into(),
         '"' => "'\"'".into(),
         c => {
-            let q = super::parse::go_quote(&c.to_string());
+            let q = crate::gostd::strconv::quote(&c.to_string());
             format!("'{}'", &q[1..q.len() - 1])
         }
     }
@@ -775,7 +775,7 @@ impl P<'_> {
         if !(first.is_ascii_digit() || first == '+' || first == '-') {
             return Err(self.err(format!(
                 "expected value but found {} instead",
-                super::parse::go_quote(&tok)
+                crate::gostd::strconv::quote(&tok)
             )));
         }
         if let Some(dt) = datetime(&tok) {
@@ -789,7 +789,10 @@ impl P<'_> {
         if let Some(f) = toml_float_value(&tok) {
             return Ok(Node::Float(f));
         }
-        Err(self.err(format!("invalid number: {}", super::parse::go_quote(&tok))))
+        Err(self.err(format!(
+            "invalid number: {}",
+            crate::gostd::strconv::quote(&tok)
+        )))
     }
 
     fn end_of_line(&mut self) -> R<()> {

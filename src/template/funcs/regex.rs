@@ -352,7 +352,7 @@ fn compile_uncached(pat: &str) -> Result<Regex, GoRegexError> {
 fn must_compile(pat: &str) -> Result<Regex, super::FuncError> {
     compile(pat).map_err(|e| {
         let q = if pat.contains('`') || pat.chars().any(|c| c.is_control() && c != '\t') {
-            super::util::go_quote(pat)
+            crate::gostd::strconv::quote(pat)
         } else {
             format!("`{pat}`")
         };

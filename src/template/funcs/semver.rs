@@ -156,7 +156,7 @@ fn validate_metadata(m: &str) -> Result<(), SemverError> {
 
 fn parse_segment(s: &str) -> Result<u64, SemverError> {
     s.parse::<u64>()
-        .map_err(|_| SemverError::SegmentRange(super::util::go_quote(s)))
+        .map_err(|_| SemverError::SegmentRange(crate::gostd::strconv::quote(s)))
 }
 
 /// The groups of Masterminds' version expression

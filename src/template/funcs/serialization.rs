@@ -146,32 +146,38 @@ fn from_yaml_array(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     })
 }
 
+/// JSON text as a Go string: a rune from U+10FF80 on stays one rune (see
+/// [`crate::gostd::gostr`]).
+fn json_text(text: String) -> Value {
+    Value::str(crate::gostd::gostr::into_go_string(text))
+}
+
 fn to_json(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     super::check_args_size(ctx, args)?;
-    Ok(Value::str(yaml::to_json(&arg(args), true)))
+    Ok(json_text(yaml::to_json(&arg(args), true)))
 }
 
 fn to_pretty_json(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     super::check_args_size(ctx, args)?;
-    Ok(Value::str(yaml::to_json_pretty(&arg(args), "  ")))
+    Ok(json_text(yaml::to_json_pretty(&arg(args), "  ")))
 }
 
 fn to_raw_json(ctx: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     super::check_args_size(ctx, args)?;
     yaml::try_to_json(&arg(args), false)
-        .map(Value::str)
+        .map(json_text)
         .map_err(|e| FuncError::msg(e.to_string()))
 }
 
 fn must_to_json(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     yaml::try_to_json(&arg(args), true)
-        .map(Value::str)
+        .map(json_text)
         .map_err(|e| FuncError::msg(e.to_string()))
 }
 
 fn must_to_pretty_json(_: &mut dyn CallContext, args: &[Value]) -> FuncResult {
     yaml::try_to_json_pretty(&arg(args), "  ")
-        .map(Value::str)
+        .map(json_text)
         .map_err(|e| FuncError::msg(e.to_string()))
 }
 

@@ -4,11 +4,11 @@
 //! `initials`, `nospace`, `wrap`): they are implemented on the exact Go bytes
 //! and can produce strings that are not UTF-8 (see `util`).
 use super::util::{
-    arg, arg_int, arg_str, err, go_bytes, go_is_letter, go_is_lower, go_is_number, go_is_punct,
-    go_is_space, go_is_title, go_is_upper, go_quote, go_string_from_bytes, go_to_lower,
-    go_to_title, go_to_upper, map_runes, params, raw_byte_of, string_list, strslice, strval,
+    arg, arg_int, arg_str, err, go_bytes, go_string_from_bytes, map_runes, params, raw_byte_of,
+    string_list, strslice, strval,
 };
 use super::{CallContext, FuncResult, Param, Registry};
+use crate::gostd::{gostr, strconv, unicode};
 use crate::template::value::{MapKind, Value};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -74,7 +74,7 @@ fn split_map(parts: Vec<String>) -> Value {
 
 /// Go's `strings.TrimSpace`.
 pub fn go_trim_space(s: &str) -> &str {
-    s.trim_matches(go_is_space)
+    s.trim_matches(unicode::is_space)
 }
 
 fn trim(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
@@ -82,11 +82,11 @@ fn trim(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 }
 
 fn upper(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    s_ok(map_runes(&arg_str(a, 0), go_to_upper))
+    s_ok(map_runes(&arg_str(a, 0), unicode::to_upper))
 }
 
 fn lower(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
-    s_ok(map_runes(&arg_str(a, 0), go_to_lower))
+    s_ok(map_runes(&arg_str(a, 0), unicode::to_lower))
 }
 
 /// Go's `strings.Title` word-boundary rule.
@@ -94,27 +94,27 @@ fn is_title_separator(c: char) -> bool {
     if c.is_ascii() {
         return !(c.is_ascii_alphanumeric() || c == '_');
     }
-    if go_is_letter(c) || super::util::go_is_digit(c) {
+    if unicode::is_letter(c) || unicode::is_digit(c) {
         return false;
     }
-    go_is_space(c)
+    unicode::is_space(c)
 }
 
 /// Go's `strings.Title`: the first letter of each word in title case.
 pub fn go_title(s: &str) -> String {
     let mut prev = ' ';
-    s.chars()
+    let out: String = gostr::runes(s)
         .map(|c| {
-            let c = decoded(c);
             let out = if is_title_separator(prev) {
-                go_to_title(c)
+                unicode::to_title(c)
             } else {
                 c
             };
             prev = c;
             out
         })
-        .collect()
+        .collect();
+    gostr::into_go_string(out)
 }
 
 fn title(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
@@ -124,22 +124,20 @@ fn title(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 fn untitle(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let s = arg_str(a, 0);
     let mut next = true;
-    let out: String = s
-        .chars()
+    let out: String = gostr::runes(&s)
         .map(|c| {
-            let c = decoded(c);
-            if go_is_space(c) {
+            if unicode::is_space(c) {
                 next = true;
                 c
             } else if next {
                 next = false;
-                go_to_lower(c)
+                unicode::to_lower(c)
             } else {
                 c
             }
         })
         .collect();
-    s_ok(out)
+    s_ok(gostr::into_go_string(out))
 }
 
 /// Go's message for a failed string slice expression `s[lo:hi]`.
@@ -289,7 +287,7 @@ fn nospace(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let mut count = 0;
     for &x in b.iter() {
         let c = char::from(x);
-        if !go_is_space(c) {
+        if !unicode::is_space(c) {
             out.push(c);
             count += 1;
         }
@@ -307,7 +305,7 @@ fn initials(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let mut gap = true;
     for &x in go_bytes(&s).iter() {
         let c = char::from(x);
-        if go_is_space(c) {
+        if unicode::is_space(c) {
             gap = true;
         } else if gap {
             out.push(c);
@@ -322,36 +320,34 @@ fn initials(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
 fn swapcase(_: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let s = arg_str(a, 0);
     let mut ws = true;
-    let out: String = s
-        .chars()
+    let out: String = gostr::runes(&s)
         .map(|c| {
-            let c = decoded(c);
-            if go_is_upper(c) || go_is_title(c) {
+            if unicode::is_upper(c) || unicode::is_title(c) {
                 ws = false;
-                go_to_lower(c)
-            } else if go_is_lower(c) {
+                unicode::to_lower(c)
+            } else if unicode::is_lower(c) {
                 if ws {
                     ws = false;
-                    go_to_title(c)
+                    unicode::to_title(c)
                 } else {
-                    go_to_upper(c)
+                    unicode::to_upper(c)
                 }
             } else {
-                ws = go_is_space(c);
+                ws = unicode::is_space(c);
                 c
             }
         })
         .collect();
-    s_ok(out)
+    s_ok(gostr::into_go_string(out))
 }
 
 fn is_connector(c: char) -> bool {
-    c == '-' || c == '_' || go_is_space(c)
+    c == '-' || c == '_' || unicode::is_space(c)
 }
 
 /// Letters that are not CJK ideographs (xstrings `isAlphabet`).
 fn is_alphabet(c: char) -> bool {
-    if !go_is_letter(c) {
+    if !unicode::is_letter(c) {
         return false;
     }
     let u = c as u32;
@@ -374,8 +370,8 @@ pub fn pascal_case(s: &str) -> String {
         r0 = chars[i];
         i += 1;
         if !is_connector(r0) {
-            first_upper = go_is_upper(r0);
-            r0 = go_to_upper(r0);
+            first_upper = unicode::is_upper(r0);
+            r0 = unicode::to_upper(r0);
             break;
         }
         out.push(r0);
@@ -393,12 +389,12 @@ pub fn pascal_case(s: &str) -> String {
             continue;
         }
         if is_connector(r1) {
-            first_upper = go_is_upper(r0);
-            r0 = go_to_upper(r0);
+            first_upper = unicode::is_upper(r0);
+            r0 = unicode::to_upper(r0);
         } else {
             if first_upper {
-                if go_is_upper(r0) {
-                    r0 = go_to_lower(r0);
+                if unicode::is_upper(r0) {
+                    r0 = unicode::to_lower(r0);
                 } else {
                     first_upper = false;
                 }
@@ -448,7 +444,7 @@ fn next_word(ch: &[char], pos: usize) -> (Wt, usize, usize) {
         return (Wt::Invalid, pos + offset, pos + offset);
     }
     let wt;
-    if is_connector(r) || go_is_punct(r) {
+    if is_connector(r) || unicode::is_punct(r) {
         let conn = is_connector(r);
         wt = if conn { Wt::Connector } else { Wt::Punct };
         rem += size;
@@ -457,7 +453,7 @@ fn next_word(ch: &[char], pos: usize) -> (Wt, usize, usize) {
             let same = if conn {
                 is_connector(r)
             } else {
-                go_is_punct(r)
+                unicode::is_punct(r)
             };
             if !same {
                 break;
@@ -465,18 +461,18 @@ fn next_word(ch: &[char], pos: usize) -> (Wt, usize, usize) {
             offset += size;
             rem += size;
         }
-    } else if go_is_upper(r) {
+    } else if unicode::is_upper(r) {
         wt = Wt::Upper;
         rem += size;
         if rem < n {
             (r, size) = next_valid(ch, rem, r);
-            if go_is_upper(r) {
+            if unicode::is_upper(r) {
                 let mut prev_size = size;
                 offset += size;
                 rem += size;
                 while rem < n {
                     (r, size) = next_valid(ch, rem, r);
-                    if !go_is_upper(r) {
+                    if !unicode::is_upper(r) {
                         break;
                     }
                     prev_size = size;
@@ -492,7 +488,7 @@ fn next_word(ch: &[char], pos: usize) -> (Wt, usize, usize) {
                 rem += size;
                 while rem < n {
                     (r, size) = next_valid(ch, rem, r);
-                    if !is_alphabet(r) || go_is_upper(r) {
+                    if !is_alphabet(r) || unicode::is_upper(r) {
                         break;
                     }
                     offset += size;
@@ -505,18 +501,18 @@ fn next_word(ch: &[char], pos: usize) -> (Wt, usize, usize) {
         rem += size;
         while rem < n {
             (r, size) = next_valid(ch, rem, r);
-            if !is_alphabet(r) || go_is_upper(r) {
+            if !is_alphabet(r) || unicode::is_upper(r) {
                 break;
             }
             offset += size;
             rem += size;
         }
-    } else if go_is_number(r) {
+    } else if unicode::is_number(r) {
         wt = Wt::Number;
         rem += size;
         while rem < n {
             (r, size) = next_valid(ch, rem, r);
-            if !go_is_number(r) {
+            if !unicode::is_number(r) {
                 break;
             }
             offset += size;
@@ -527,7 +523,12 @@ fn next_word(ch: &[char], pos: usize) -> (Wt, usize, usize) {
         rem += size;
         while rem < n {
             (r, size) = next_valid(ch, rem, r);
-            if size == 0 || is_connector(r) || is_alphabet(r) || go_is_number(r) || go_is_punct(r) {
+            if size == 0
+                || is_connector(r)
+                || is_alphabet(r)
+                || unicode::is_number(r)
+                || unicode::is_punct(r)
+            {
                 break;
             }
             offset += size;
@@ -547,8 +548,8 @@ fn to_lower_word(out: &mut String, wt: Wt, word: &[char], conn: char) {
     for c in word.iter().map(|&c| decoded(c)) {
         if is_connector(c) {
             out.push(conn);
-        } else if go_is_upper(c) {
-            out.push(go_to_lower(c));
+        } else if unicode::is_upper(c) {
+            out.push(unicode::to_lower(c));
         } else {
             out.push(c);
         }
@@ -726,7 +727,7 @@ fn quote(ctx: &mut dyn CallContext, a: &[Value]) -> FuncResult {
     let parts: Vec<String> = a
         .iter()
         .filter(|v| !matches!(v, Value::Nil))
-        .map(|v| go_quote(&strval(v)))
+        .map(|v| strconv::quote(&strval(v)))
         .collect();
     s_ok(parts.join(" "))
 }

@@ -1,7 +1,8 @@
 //! Sprig URL functions (urlParse, urlJoin) on a port of Go's `net/url`
 //! parsing and formatting rules.
-use super::util::{arg_str, err, go_quote, NIL_DEREF};
+use super::util::{arg_str, err, NIL_DEREF};
 use super::{CallContext, FuncError, FuncResult, Param, Registry};
+use crate::gostd::strconv::quote;
 use crate::template::value::Value;
 use std::collections::BTreeMap;
 
@@ -84,11 +85,11 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
                     || !b[i + 2].is_ascii_hexdigit()
                 {
                     let bad = String::from_utf8_lossy(&b[i..(i + 3).min(b.len())]).into_owned();
-                    return Err(format!("invalid URL escape {}", go_quote(&bad)));
+                    return Err(format!("invalid URL escape {}", quote(&bad)));
                 }
                 let v = u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap_or(0);
                 if mode == Mode::Host && v < 0x80 && &s[i..i + 3] != "%25" {
-                    return Err(format!("invalid URL escape {}", go_quote(&s[i..i + 3])));
+                    return Err(format!("invalid URL escape {}", quote(&s[i..i + 3])));
                 }
                 out.push(v);
                 i += 3;
@@ -97,7 +98,7 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
                 if mode == Mode::Host && c < 0x80 && should_escape(c, mode) {
                     return Err(format!(
                         "invalid character {} in host name",
-                        go_quote(&s[i..i + 1])
+                        quote(&s[i..i + 1])
                     ));
                 }
                 out.push(c);
@@ -181,12 +182,12 @@ fn parse_host(host: &str) -> Result<String, String> {
         let i = host.rfind(']').ok_or("missing ']' in host")?;
         let port = &host[i + 1..];
         if !valid_optional_port(port) {
-            return Err(format!("invalid port {} after host", go_quote(port)));
+            return Err(format!("invalid port {} after host", quote(port)));
         }
     } else if let Some(i) = host.rfind(':') {
         let port = &host[i..];
         if !valid_optional_port(port) {
-            return Err(format!("invalid port {} after host", go_quote(port)));
+            return Err(format!("invalid port {} after host", quote(port)));
         }
     }
     unescape(host, Mode::Host)
@@ -295,10 +296,10 @@ pub fn parse(raw: &str) -> Result<GoUrl, String> {
         Some((u, f)) => (u, Some(f)),
         None => (raw, None),
     };
-    let mut url = parse_inner(u).map_err(|e| format!("parse {}: {e}", go_quote(u)))?;
+    let mut url = parse_inner(u).map_err(|e| format!("parse {}: {e}", quote(u)))?;
     if let Some(f) = frag {
         url.fragment =
-            unescape(f, Mode::Fragment).map_err(|e| format!("parse {}: {e}", go_quote(raw)))?;
+            unescape(f, Mode::Fragment).map_err(|e| format!("parse {}: {e}", quote(raw)))?;
     }
     Ok(url)
 }

@@ -16,7 +16,7 @@ use crate::template::value::{ListKind, Value};
 use std::borrow::Cow;
 use std::rc::Rc;
 
-pub use crate::yaml::gostr::{go_bytes, go_string_from_bytes, raw_byte_of};
+pub use crate::gostd::gostr::{go_bytes, go_string_from_bytes, raw_byte_of};
 
 /// Go's `len(s)` of a string: its byte count (raw bytes count once).
 pub fn go_len(s: &str) -> usize {
@@ -160,178 +160,16 @@ pub fn arg(args: &[Value], i: usize) -> Value {
     args.get(i).cloned().unwrap_or(Value::Nil)
 }
 
-/// Go's `strconv.Quote` (what `%q` does to a string): escapes, `\x` for raw
-/// bytes, `\u`/`\U` for non-printable runes.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        if let Some(b) = raw_byte_of(c) {
-            out.push_str(&format!("\\x{b:02x}"));
-            continue;
-        }
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if go_is_print(c) => out.push(c),
-            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `strconv.IsPrint`: letters, marks, numbers, punctuation, symbols
-/// and the ASCII space.
-pub fn go_is_print(c: char) -> bool {
-    use unicode_properties::{GeneralCategoryGroup as G, UnicodeGeneralCategory};
-    if c == ' ' {
-        return true;
-    }
-    matches!(
-        c.general_category_group(),
-        G::Letter | G::Mark | G::Number | G::Punctuation | G::Symbol
-    )
-}
-
-/// Go's `unicode.IsSpace`.
-pub fn go_is_space(c: char) -> bool {
-    c.is_whitespace()
-}
-
-/// Go's `unicode.IsUpper` (category Lu).
-pub fn go_is_upper(c: char) -> bool {
-    use unicode_properties::{GeneralCategory as C, UnicodeGeneralCategory};
-    if c.is_ascii() {
-        return c.is_ascii_uppercase();
-    }
-    c.general_category() == C::UppercaseLetter
-}
-
-/// Go's `unicode.IsLower` (category Ll).
-pub fn go_is_lower(c: char) -> bool {
-    use unicode_properties::{GeneralCategory as C, UnicodeGeneralCategory};
-    if c.is_ascii() {
-        return c.is_ascii_lowercase();
-    }
-    c.general_category() == C::LowercaseLetter
-}
-
-/// Go's `unicode.IsTitle` (category Lt).
-pub fn go_is_title(c: char) -> bool {
-    use unicode_properties::{GeneralCategory as C, UnicodeGeneralCategory};
-    c.general_category() == C::TitlecaseLetter
-}
-
-/// Go's `unicode.IsLetter` (category L).
-pub fn go_is_letter(c: char) -> bool {
-    use unicode_properties::{GeneralCategoryGroup as G, UnicodeGeneralCategory};
-    if c.is_ascii() {
-        return c.is_ascii_alphabetic();
-    }
-    c.general_category_group() == G::Letter
-}
-
-/// Go's `unicode.IsDigit` (category Nd).
-pub fn go_is_digit(c: char) -> bool {
-    use unicode_properties::{GeneralCategory as C, UnicodeGeneralCategory};
-    if c.is_ascii() {
-        return c.is_ascii_digit();
-    }
-    c.general_category() == C::DecimalNumber
-}
-
-/// Go's `unicode.IsNumber` (category N).
-pub fn go_is_number(c: char) -> bool {
-    use unicode_properties::{GeneralCategoryGroup as G, UnicodeGeneralCategory};
-    c.general_category_group() == G::Number
-}
-
-/// Go's `unicode.IsPunct` (category P).
-pub fn go_is_punct(c: char) -> bool {
-    use unicode_properties::{GeneralCategoryGroup as G, UnicodeGeneralCategory};
-    c.general_category_group() == G::Punctuation
-}
-
-/// Go's `unicode.ToUpper`: the simple (one rune) upper-case mapping.
-pub fn go_to_upper(c: char) -> char {
-    if c.is_ascii() {
-        return c.to_ascii_uppercase();
-    }
-    let mut it = c.to_uppercase();
-    match (it.next(), it.next()) {
-        (Some(u), None) => u,
-        _ => simple_upper_special(c),
-    }
-}
-
-/// Runes whose full upper-case mapping has several runes but whose simple
-/// mapping is one rune (Greek with ypogegrammeni and a few others).
-fn simple_upper_special(c: char) -> char {
-    let u = c as u32;
-    let mapped = match u {
-        // Greek extended: ᾀ..ᾯ, ᾳ, ῃ, ῳ map to their title-case forms.
-        0x1F80..=0x1F87 | 0x1F90..=0x1F97 | 0x1FA0..=0x1FA7 => u + 8,
-        0x1FB3 | 0x1FC3 | 0x1FF3 => u + 9,
-        _ => u,
-    };
-    char::from_u32(mapped).unwrap_or(c)
-}
-
-/// Go's `unicode.ToLower`: the simple (one rune) lower-case mapping.
-pub fn go_to_lower(c: char) -> char {
-    if c.is_ascii() {
-        return c.to_ascii_lowercase();
-    }
-    let mut it = c.to_lowercase();
-    match (it.next(), it.next()) {
-        (Some(l), None) => l,
-        // U+0130 (İ) lowers to "i̇" in full mapping, to 'i' in the simple one.
-        (Some(l), Some(_)) if c == '\u{130}' => l,
-        _ => c,
-    }
-}
-
-/// Go's `unicode.ToTitle`: the simple title-case mapping.
-pub fn go_to_title(c: char) -> char {
-    match c {
-        '\u{1C4}'..='\u{1C6}' => '\u{1C5}',
-        '\u{1C7}'..='\u{1C9}' => '\u{1C8}',
-        '\u{1CA}'..='\u{1CC}' => '\u{1CB}',
-        '\u{1F1}'..='\u{1F3}' => '\u{1F2}',
-        _ => {
-            let u = go_to_upper(c);
-            // Greek with ypogegrammeni: title case is the +8 form itself.
-            if ('\u{1F88}'..='\u{1FAF}').contains(&c) {
-                c
-            } else {
-                u
-            }
-        }
-    }
-}
-
 /// Maps every rune of a Go string like `strings.Map`: raw bytes (invalid
 /// UTF-8) become U+FFFD, as Go's decoder reads them.
 pub fn map_runes(s: &str, f: impl Fn(char) -> char) -> String {
-    s.chars()
-        .map(|c| {
-            if raw_byte_of(c).is_some() {
-                char::REPLACEMENT_CHARACTER
-            } else {
-                f(c)
-            }
-        })
-        .collect()
+    let mapped: String = match go_bytes(s) {
+        Cow::Borrowed(_) => s.chars().map(f).collect(),
+        Cow::Owned(b) => crate::gostd::gostr::decode_runes(&b)
+            .map(|r| f(r.unwrap_or(char::REPLACEMENT_CHARACTER)))
+            .collect(),
+    };
+    crate::gostd::gostr::into_go_string(mapped)
 }
 
 /// Go's `fmt.Sprint(v)` for one operand (`%v`, strings as is).
@@ -476,14 +314,7 @@ mod tests {
         let s = go_string_from_bytes(b);
         assert_eq!(go_bytes(&s).as_ref(), b);
         assert_eq!(go_len(&s), 2);
-        assert_eq!(go_quote(&s), "\"h\\xc3\"");
         assert_eq!(go_string_from_bytes("héllo".as_bytes()), "héllo");
-    }
-
-    #[test]
-    fn quoting() {
-        assert_eq!(go_quote("a\"b\n\u{a0}é"), "\"a\\\"b\\n\\u00a0é\"");
-        assert_eq!(go_quote("\u{1}"), "\"\\x01\"");
     }
 
     #[test]

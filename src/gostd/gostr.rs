@@ -6,8 +6,14 @@
 //! stored as the private-use character `U+10FF00 + byte`
 //! ([`go_string_from_bytes`]); [`go_bytes`] turns such a string back into
 //! Go's exact bytes. Rendered output is written through [`go_bytes`] so
-//! that these bytes come out raw, and the YAML parsers of this module
-//! refuse such text as go-yaml does ([`utf8_error`]).
+//! that these bytes come out raw, and the YAML parsers refuse such text as
+//! go-yaml does ([`utf8_error`]).
+//!
+//! The 128 real runes U+10FF80 to U+10FFFF share that range, so a Go string
+//! holds them as the raw bytes of their UTF-8 form: [`go_string_from_bytes`]
+//! and [`go_string`] (for text decoded elsewhere, such as a YAML escape)
+//! make that form, and [`go_bytes`] and [`decode_runes`] read such a rune
+//! back as Go does.
 use std::borrow::Cow;
 
 /// First code point of the private-use range that stands for raw bytes.
@@ -17,20 +23,22 @@ const RAW_BYTE_BASE: u32 = 0x10_FF00;
 /// other byte becomes the private-use character `U+10FF00 + byte`.
 pub fn go_string_from_bytes(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_string(),
+        Ok(s) => go_string(s).into_owned(),
         Err(_) => {
             let mut out = String::with_capacity(bytes.len() + 8);
             let mut rest = bytes;
             while !rest.is_empty() {
                 match std::str::from_utf8(rest) {
                     Ok(s) => {
-                        out.push_str(s);
+                        out.push_str(&go_string(s));
                         break;
                     }
                     Err(e) => {
                         let good = e.valid_up_to();
                         // The prefix is valid by construction.
-                        out.push_str(std::str::from_utf8(&rest[..good]).unwrap_or_default());
+                        out.push_str(&go_string(
+                            std::str::from_utf8(&rest[..good]).unwrap_or_default(),
+                        ));
                         let bad = e.error_len().unwrap_or(rest.len() - good).max(1);
                         for &b in &rest[good..good + bad] {
                             out.push(raw_byte_char(b));
@@ -42,6 +50,117 @@ pub fn go_string_from_bytes(bytes: &[u8]) -> String {
             out
         }
     }
+}
+
+/// The Go string of valid text `s`: as is, but for the runes U+10FF80 to
+/// U+10FFFF, which become the raw bytes of their UTF-8 form (see the
+/// module docs).
+pub fn go_string(s: &str) -> Cow<'_, str> {
+    if !has_raw_bytes(s) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 12);
+    let mut buf = [0u8; 4];
+    for c in s.chars() {
+        if raw_byte_of(c).is_some() {
+            out.extend(c.encode_utf8(&mut buf).bytes().map(raw_byte_char));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`go_string`] of an owned string, without a copy when it is already one.
+pub fn into_go_string(s: String) -> String {
+    match go_string(&s) {
+        Cow::Borrowed(_) => s,
+        Cow::Owned(o) => o,
+    }
+}
+
+/// The runes of Go bytes as Go's `range` over a string reads them: `Err(b)`
+/// for a byte that does not start a valid UTF-8 sequence (Go's
+/// `utf8.RuneError` of width 1).
+pub fn decode_runes(b: &[u8]) -> impl Iterator<Item = Result<char, u8>> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let (r, width) = decode_at(b, i)?;
+        i += width;
+        Some(r)
+    })
+}
+
+/// Go's `utf8.DecodeRune` of `b[i..]`, with the bytes it reads.
+fn decode_at(b: &[u8], i: usize) -> Option<(Result<char, u8>, usize)> {
+    let first = *b.get(i)?;
+    let width = match first {
+        0x00..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    };
+    let rune = b
+        .get(i..i + width)
+        .and_then(|seq| std::str::from_utf8(seq).ok())
+        .and_then(|s| s.chars().next());
+    Some(match rune {
+        Some(c) => (Ok(c), width),
+        None => (Err(first), 1),
+    })
+}
+
+/// The runes of a Go string as Go's `range` reads them: a byte that is not
+/// UTF-8 reads as U+FFFD, and U+10FF80..U+10FFFF as themselves.
+pub fn runes(s: &str) -> Runes<'_> {
+    Runes {
+        bytes: go_bytes(s),
+        i: 0,
+    }
+}
+
+/// The iterator of [`runes`].
+pub struct Runes<'a> {
+    bytes: Cow<'a, [u8]>,
+    i: usize,
+}
+
+impl Iterator for Runes<'_> {
+    type Item = char;
+
+    fn next(&mut self) -> Option<char> {
+        let (r, width) = decode_at(&self.bytes, self.i)?;
+        self.i += width;
+        Some(r.unwrap_or(char::REPLACEMENT_CHARACTER))
+    }
+}
+
+/// The number of runes Go counts in a Go string
+/// (`utf8.RuneCountInString`: a byte that is not UTF-8 counts as one).
+pub fn rune_count(s: &str) -> usize {
+    if !has_raw_bytes(s) {
+        return s.chars().count();
+    }
+    decode_runes(&go_bytes(s)).count()
+}
+
+/// The first `n` runes of a Go string, as Go counts them.
+pub fn truncate_runes(s: &str, n: usize) -> Cow<'_, str> {
+    if !has_raw_bytes(s) {
+        return match s.char_indices().nth(n) {
+            Some((end, _)) => Cow::Borrowed(&s[..end]),
+            None => Cow::Borrowed(s),
+        };
+    }
+    let bytes = go_bytes(s);
+    let mut end = 0;
+    for r in decode_runes(&bytes).take(n) {
+        end += match r {
+            Ok(c) => c.len_utf8(),
+            Err(_) => 1,
+        };
+    }
+    Cow::Owned(go_string_from_bytes(&bytes[..end]))
 }
 
 fn raw_byte_char(b: u8) -> char {
@@ -90,11 +209,8 @@ pub fn to_valid(s: &str) -> Cow<'_, str> {
         return Cow::Borrowed(s);
     }
     Cow::Owned(
-        s.chars()
-            .map(|c| match raw_byte_of(c) {
-                Some(_) => char::REPLACEMENT_CHARACTER,
-                None => c,
-            })
+        decode_runes(&go_bytes(s))
+            .map(|r| r.unwrap_or(char::REPLACEMENT_CHARACTER))
             .collect(),
     )
 }
@@ -162,4 +278,55 @@ pub fn utf8_error(data: &[u8]) -> Option<&'static str> {
         i += width;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runes_of_the_raw_byte_range_are_their_bytes() {
+        let text = "a\u{10ffff}\u{10ff80}b";
+        let s = go_string_from_bytes(text.as_bytes());
+        assert_eq!(go_bytes(&s).as_ref(), text.as_bytes());
+        assert_eq!(go_string(text), s);
+        assert_eq!(to_valid(&s), text);
+        assert_eq!(go_string("plain"), "plain");
+    }
+
+    #[test]
+    fn runes_as_go_counts_them() {
+        let s = go_string_from_bytes(b"a\xffb\xf4\x8f\xbf\xbf\xc3\xa9");
+        assert_eq!(rune_count(&s), 5);
+        assert_eq!(runes(&s).collect::<String>(), "a\u{fffd}b\u{10ffff}\u{e9}");
+        assert_eq!(
+            go_bytes(&truncate_runes(&s, 4)).as_ref(),
+            b"a\xffb\xf4\x8f\xbf\xbf"
+        );
+        assert_eq!(truncate_runes("héllo", 2), "hé");
+        assert_eq!(rune_count("héllo"), 5);
+    }
+
+    #[test]
+    fn decode_like_go() {
+        let runes: Vec<_> =
+            decode_runes(b"a\xc3\xa9\xc3\xff\xf4\x8f\xbf\xbf\xed\xa0\x80").collect();
+        assert_eq!(
+            runes,
+            vec![
+                Ok('a'),
+                Ok('\u{e9}'),
+                Err(0xc3),
+                Err(0xff),
+                Ok('\u{10ffff}'),
+                Err(0xed),
+                Err(0xa0),
+                Err(0x80)
+            ]
+        );
+        assert_eq!(
+            to_valid(&go_string_from_bytes(b"\xf4\x8f")),
+            "\u{fffd}\u{fffd}"
+        );
+    }
 }
