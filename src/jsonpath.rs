@@ -590,8 +590,8 @@ fn print(v: &Node) -> Result<String, EvalError> {
         }
         Node::Null => "null".into(),
         Node::Bool(b) => b.to_string(),
-        Node::Int(i) => crate::template::gofmt::format_float(*i as f64, 'g', None),
-        Node::Float(f) => crate::template::gofmt::format_float(*f, 'g', None),
+        Node::Int(i) => crate::gostd::float::format_float(*i as f64, 'g', None),
+        Node::Float(f) => crate::gostd::float::format_float(*f, 'g', None),
         Node::Str(s) => s.clone(),
     })
 }

@@ -9,7 +9,8 @@
 //! [`Node`] from [`crate::yaml::parse_documents`] (which keeps integers).
 use super::model::{Dependency, Lock, Maintainer, Metadata};
 use super::semver::parse_lenient;
-use crate::yaml::{format_go_float32, Node};
+use crate::gostd::float::format_go_float32;
+use crate::yaml::Node;
 use std::collections::BTreeMap;
 
 /// A Chart.yaml (or Chart.lock) that does not decode into Helm's types.

@@ -9,10 +9,12 @@
 //! - [`unicode`]: Unicode printability, categories and case mappings;
 //! - [`fmt`]: the string-level `fmt` verbs (`%q`, `%U`, `%c`, ...);
 //! - [`time`]: `time.Time`, layouts, `time.Parse`, zones, `time.Duration`;
+//! - [`float`]: `strconv.FormatFloat`, shortest and with a precision;
 //! - [`num`]: `strconv.ParseInt`, `ParseUint`, `ParseFloat`;
 //! - [`json`]: `encoding/json`'s float64 text and `json.Marshal` spelling;
 //! - [`base64`]: `encoding/base64`'s `StdEncoding` and its error offsets.
 pub mod base64;
+pub mod float;
 pub mod fmt;
 pub mod gostr;
 pub mod json;

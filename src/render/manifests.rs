@@ -216,7 +216,7 @@ fn scalar_string(n: &Node, field: &str) -> Result<String, String> {
         Node::Null => String::new(),
         Node::Bool(b) => b.to_string(),
         Node::Int(i) => i.to_string(),
-        Node::Float(f) => crate::yaml::format_go_float(*f),
+        Node::Float(f) => crate::gostd::float::format_go_float(*f),
         Node::Str(s) => s.clone(),
         other => {
             return Err(format!(

@@ -142,7 +142,7 @@ fn show_t(n: &Node) -> String {
         Node::Bool(b) => b.to_string(),
         Node::Null => "%!t(<nil>)".to_string(),
         Node::Int(i) => format!("%!t(int64={i})"),
-        Node::Float(f) => format!("%!t(float64={})", crate::yaml::format_go_float(*f)),
+        Node::Float(f) => format!("%!t(float64={})", crate::gostd::float::format_go_float(*f)),
         Node::Str(s) => format!("%!t(string={s})"),
         Node::Seq(items) => {
             let inner: Vec<String> = items.iter().map(show_t).collect();

@@ -1100,8 +1100,8 @@ impl GoObject for GoComplex {
         None
     }
     fn fmt_go(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let re = crate::yaml::format_go_float(self.0);
-        let im = crate::yaml::format_go_float(self.1);
+        let re = crate::gostd::float::format_go_float(self.0);
+        let im = crate::gostd::float::format_go_float(self.1);
         let sign = if im.starts_with(['-', '+']) { "" } else { "+" };
         write!(f, "({re}{sign}{im}i)")
     }

@@ -5,6 +5,7 @@
 //! `%!(EXTRA int=1)`, `%!(NOVERB)`) follow Go 1.23. Quoting and the verbs
 //! that name runes are [`crate::gostd`]'s.
 use super::value::{ListKind, Value};
+use crate::gostd::float::{format_float, format_go_float};
 use crate::gostd::{fmt as verbs, gostr, strconv};
 
 /// Go's `fmt.Sprintf(format, args...)`.
@@ -460,93 +461,10 @@ fn fmt_int(out: &mut String, v: &Value, i: i64, verb: char, sp: &Spec) {
     pad(out, &s, &sp2, true);
 }
 
-/// Go's `strconv.FormatFloat(f, fmt, prec, 64)` for 'e', 'f', 'g' (prec -1 = shortest).
-pub fn format_float(f: f64, fmt: char, prec: Option<usize>) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    let upper = fmt.is_ascii_uppercase();
-    let lower = fmt.to_ascii_lowercase();
-    let s = match lower {
-        'e' => {
-            let s = match prec {
-                Some(p) => format!("{:.*e}", p, f),
-                None => format!("{:e}", f),
-            };
-            fix_exp(&s)
-        }
-        'f' => match prec {
-            Some(p) => format!("{:.*}", p, f),
-            None => {
-                // shortest digits in plain notation
-                let s = format!("{}", f);
-                if s == "-0" {
-                    "-0".into()
-                } else {
-                    s
-                }
-            }
-        },
-        _ => match prec {
-            None => crate::yaml::format_go_float(f),
-            Some(p) => {
-                let p = if p == 0 { 1 } else { p };
-                let sci = format!("{:.*e}", p - 1, f);
-                let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-                let exp: i32 = exp.parse().unwrap_or(0);
-                let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-                let trimmed = digits.trim_end_matches('0');
-                let nd = trimmed.len().max(1) as i32;
-                let mut eprec = p as i32;
-                if eprec > nd && nd > exp {
-                    eprec = nd;
-                }
-                if exp < -4 || exp >= eprec {
-                    let prec_e = (nd - 1).max(0) as usize;
-                    fix_exp(&format!("{:.*e}", prec_e, f))
-                } else {
-                    let decimals = (nd - 1 - exp).max(0) as usize;
-                    format!("{:.*}", decimals, f)
-                }
-            }
-        },
-    };
-    if upper {
-        s.to_uppercase()
-    } else {
-        s
-    }
-}
-
-/// Rust's `1.5e3` / `1.5e-3` exponent into Go's `1.5e+03` / `1.5e-03`.
-fn fix_exp(s: &str) -> String {
-    match s.split_once('e') {
-        Some((m, e)) => {
-            let (sign, digits) = match e.strip_prefix('-') {
-                Some(d) => ('-', d),
-                None => ('+', e),
-            };
-            if digits.len() < 2 {
-                format!("{m}e{sign}0{digits}")
-            } else {
-                format!("{m}e{sign}{digits}")
-            }
-        }
-        None => s.to_string(),
-    }
-}
-
 fn fmt_float(out: &mut String, v: &Value, f: f64, verb: char, sp: &Spec) {
     let body = match verb {
         'v' => match sp.prec {
-            None => crate::yaml::format_go_float(f),
+            None => format_go_float(f),
             Some(p) => format_float(f, 'g', Some(p)),
         },
         'e' | 'E' | 'f' | 'F' => format_float(f, verb, Some(sp.prec.unwrap_or(6))),

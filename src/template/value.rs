@@ -182,7 +182,7 @@ impl Value {
     }
 }
 
-pub use crate::yaml::{format_go_float, format_go_float32};
+use crate::gostd::float::format_go_float;
 
 /// Go's `%v` formatting (what `{{ . }}`, `print` and `toString` show).
 impl fmt::Display for Value {

@@ -11,7 +11,8 @@
 //! yaml.v2's "natural" order.
 use super::parse::V;
 use super::resolve::{self, Scalar};
-use super::{format_go_float, Node};
+use super::Node;
+use crate::gostd::float::format_go_float;
 use std::cmp::Ordering;
 
 /// Which Go library's emitter to imitate.

@@ -104,7 +104,7 @@ fn encode_inner(
         Node::Float(f) => {
             if !f.is_finite() {
                 return Err(JsonEncodeError {
-                    value: super::format_go_float(*f),
+                    value: crate::gostd::float::format_go_float(*f),
                 });
             }
             out.push_str(&format_json_float(*f));

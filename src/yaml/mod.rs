@@ -69,117 +69,13 @@ pub enum Node {
     Map(BTreeMap<String, Node>),
 }
 
-/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`, which `%v` uses for float64:
-/// the shortest representation that round-trips, exponent when exp < -4 || exp >= 21.
-pub fn format_go_float(f: f64) -> String {
-    format_go_float_bits(f, false)
-}
-
-/// Like [`format_go_float`] for a value that Go holds as float32.
-pub fn format_go_float32(f: f32) -> String {
-    format_go_float_bits(f as f64, true)
-}
-
-fn format_go_float_bits(f: f64, is32: bool) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    // Shortest round-trip digits from Rust's formatter, in scientific form.
-    let sci = if is32 {
-        format!("{:e}", f as f32)
-    } else {
-        format!("{:e}", f)
-    };
-    let (mant, exp) = match sci.split_once('e') {
-        Some(p) => p,
-        None => return sci,
-    };
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let neg = mant.starts_with('-');
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let sign = if neg { "-" } else { "" };
-    // 'g' with the shortest precision decides with precision 6: exponent form
-    // when exp < -4 || exp >= 6.
-    let eprec = 6;
-    if exp < -4 || exp >= eprec {
-        let mut out = String::from(sign);
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        let e = exp.abs();
-        if e < 10 {
-            out.push('0');
-        }
-        out.push_str(&e.to_string());
-        out
-    } else if exp < 0 {
-        let mut out = String::from(sign);
-        out.push_str("0.");
-        for _ in 0..(-exp - 1) {
-            out.push('0');
-        }
-        out.push_str(&digits);
-        out
-    } else {
-        let int_len = (exp + 1) as usize;
-        let mut out = String::from(sign);
-        if digits.len() <= int_len {
-            out.push_str(&digits);
-            for _ in digits.len()..int_len {
-                out.push('0');
-            }
-        } else {
-            out.push_str(&digits[..int_len]);
-            out.push('.');
-            out.push_str(&digits[int_len..]);
-        }
-        out
-    }
-}
+/// Go's shortest float formatting, kept here for callers of the yaml API;
+/// it lives in [`crate::gostd::float`].
+pub use crate::gostd::float::{format_go_float, format_go_float32};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn go_float_formatting() {
-        let cases = [
-            (1000000.0, "1e+06"),
-            (999999.0, "999999"),
-            (12345678901.0, "1.2345678901e+10"),
-            (1234567.0, "1.234567e+06"),
-            (1000.0, "1000"),
-            (3.0, "3"),
-            (-0.0, "-0"),
-            (0.00001, "1e-05"),
-            (0.0001, "0.0001"),
-            (1.5, "1.5"),
-            (123456789.0, "1.23456789e+08"),
-            (100000000000000000000.0, "1e+20"),
-            (123456.5, "123456.5"),
-        ];
-        for (f, want) in cases {
-            assert_eq!(format_go_float(f), want, "{f}");
-        }
-    }
 
     /// The release store writes Node through serde_json; Go's encoding/json
     /// (Helm's `toJson`, probed) writes these bytes.

@@ -10,7 +10,8 @@
 use super::error::YamlError;
 use super::json::json_kind;
 use super::resolve::{self, Scalar};
-use super::{format_go_float, format_go_float32, Node};
+use super::Node;
+use crate::gostd::float::{format_go_float, format_go_float32};
 use crate::gostd::gostr::into_go_string;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
