@@ -13,16 +13,20 @@ pub fn format_go_float32(f: f32) -> String {
     format_go_float_bits(f as f64, true)
 }
 
-fn format_go_float_bits(f: f64, is32: bool) -> String {
+/// Go's text for NaN and the infinities, whatever the format.
+fn not_finite(f: f64) -> Option<&'static str> {
     if f.is_nan() {
-        return "NaN".into();
+        Some("NaN")
+    } else if f.is_infinite() {
+        Some(if f > 0.0 { "+Inf" } else { "-Inf" })
+    } else {
+        None
     }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
+}
+
+fn format_go_float_bits(f: f64, is32: bool) -> String {
+    if let Some(s) = not_finite(f) {
+        return s.into();
     }
     if f == 0.0 {
         return if f.is_sign_negative() {
@@ -90,15 +94,8 @@ fn format_go_float_bits(f: f64, is32: bool) -> String {
 
 /// Go's `strconv.FormatFloat(f, fmt, prec, 64)` for 'e', 'f', 'g' (prec -1 = shortest).
 pub fn format_float(f: f64, fmt: char, prec: Option<usize>) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
+    if let Some(s) = not_finite(f) {
+        return s.into();
     }
     let upper = fmt.is_ascii_uppercase();
     let lower = fmt.to_ascii_lowercase();
