@@ -36,6 +36,7 @@ use rudder::plan::planner::Planner;
 use rudder::plan::{DesiredRelease, ObjectAction, Plan, ReleaseAction};
 use rudder::release::store::file::FileStore;
 use rudder::release::store::memory::MemoryStore;
+use rudder::release::store::Skipped;
 use rudder::release::{Release, Store, StoreError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -66,11 +67,18 @@ impl Store for CountingStore {
     fn get(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {
         self.inner.get(namespace, name, version)
     }
-    fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
-        self.inner.history(namespace, name)
+    fn history_reporting(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        self.inner.history_reporting(namespace, name)
     }
-    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
-        self.inner.list_all(namespace)
+    fn list_all_reporting(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        self.inner.list_all_reporting(namespace)
     }
     fn delete(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
