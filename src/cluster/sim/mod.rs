@@ -304,17 +304,7 @@ impl SimCluster {
     /// when fault injection from the environment is on.
     pub fn in_memory() -> SimCluster {
         let state = State::empty(uuid::Uuid::new_v4().to_string());
-        SimCluster::new(
-            None,
-            Some(Loaded {
-                stamp: None,
-                log_stamp: None,
-                log_pos: 0,
-                log_entries: 0,
-                synced: false,
-                state,
-            }),
-        )
+        SimCluster::new(None, Some(Loaded::new(state)))
     }
 
     /// Sets the field manager that `create` and `replace` record.

@@ -63,6 +63,20 @@ pub(super) struct Loaded {
     pub(super) state: State,
 }
 
+impl Loaded {
+    /// `state`, before either file was read.
+    pub(super) fn new(state: State) -> Loaded {
+        Loaded {
+            stamp: None,
+            log_stamp: None,
+            log_pos: 0,
+            log_entries: 0,
+            synced: false,
+            state,
+        }
+    }
+}
+
 /// The canonical form of a path that may not exist yet: the nearest
 /// existing ancestor canonicalised, the rest appended.
 pub(super) fn canonical(dir: &Path) -> PathBuf {
@@ -389,14 +403,7 @@ impl SimCluster {
                     State::parse(&data, &state_path)?
                 }
             };
-            *slot = Some(Loaded {
-                stamp: None,
-                log_stamp: None,
-                log_pos: 0,
-                log_entries: 0,
-                synced: false,
-                state,
-            });
+            *slot = Some(Loaded::new(state));
         }
         let Some(l) = slot.as_mut() else {
             return Err(ClusterError::Corrupt {

@@ -2,7 +2,7 @@
 //! give an object at the cluster's clock (see [`super::controllers`]), and
 //! dry runs (the object as a write would store it, nothing stored).
 use super::state::{now, str_at, State};
-use super::write::{initial_status, spec_changed};
+use super::write::{initial_status, next_generation};
 use super::{controllers, defaults, ClusterError, ObjectKey};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -89,20 +89,11 @@ impl State {
                 }
             }
         }
-        let (generation, written_at) = match live {
-            None => (1, view.now),
-            Some(l) => {
-                let g = l
-                    .get("metadata")
-                    .and_then(|m| m.get("generation"))
-                    .and_then(Value::as_i64)
-                    .unwrap_or(1);
-                if spec_changed(l, &out) {
-                    (g + 1, view.now)
-                } else {
-                    (g, self.written.get(&key).copied().unwrap_or(0))
-                }
-            }
+        let (generation, bumped) = next_generation(live, &out);
+        let written_at = if live.is_none() || bumped {
+            view.now
+        } else {
+            self.written.get(&key).copied().unwrap_or(0)
         };
         if let Some(m) = out.as_object_mut() {
             let status = match live {

@@ -83,21 +83,7 @@ impl State {
             }
         }
         fields::retain_present(&obj, &mut managed);
-        let generation = match live {
-            None => 1,
-            Some(l) => {
-                let g = l
-                    .get("metadata")
-                    .and_then(|m| m.get("generation"))
-                    .and_then(Value::as_i64)
-                    .unwrap_or(1);
-                if spec_changed(l, &obj) {
-                    g + 1
-                } else {
-                    g
-                }
-            }
-        };
+        let (generation, _) = next_generation(live, &obj);
         let (uid, created, rv) = match live {
             Some(l) => (
                 str_at(l, &["metadata", "uid"]).map(str::to_string),
@@ -387,6 +373,24 @@ pub(super) fn initial_status(key: &ObjectKey, obj: &Map<String, Value>) -> Optio
             }))
         }
         _ => None,
+    }
+}
+
+/// The `generation` of `new` replacing `live` (1 for a new object), and
+/// whether the write changes the spec (bumping it).
+pub(super) fn next_generation(live: Option<&Value>, new: &Value) -> (i64, bool) {
+    let Some(l) = live else {
+        return (1, false);
+    };
+    let g = l
+        .get("metadata")
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    if spec_changed(l, new) {
+        (g + 1, true)
+    } else {
+        (g, false)
     }
 }
 
