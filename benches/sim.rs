@@ -147,7 +147,8 @@ fn bench_sim(c: &mut Criterion) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let fresh = |fsync: bool| {
         let dir = tempfile::tempdir_in(tmp.path()).expect("tempdir");
-        let c = cluster(Some(dir.path()), fsync, &inp.releases);
+        // A fresh directory, created by the cluster (0700).
+        let c = cluster(Some(&dir.path().join("cluster")), fsync, &inp.releases);
         (dir, c)
     };
     for fsync in [true, false] {
@@ -188,14 +189,14 @@ fn bench_sim(c: &mut Criterion) {
         b.iter_custom(|iters| {
             timed(
                 iters,
-                || SimCluster::open(dir.path()).expect("open"),
+                || SimCluster::open(dir.path().join("cluster")).expect("open"),
                 |fresh| {
                     fresh.get(&probe).expect("get");
                 },
             )
         })
     });
-    let loaded = SimCluster::open(dir.path()).expect("open");
+    let loaded = SimCluster::open(dir.path().join("cluster")).expect("open");
     group.bench_function(format!("get-dry-run-{n}-dir"), |b| {
         b.iter(|| assert_eq!(get_and_dry_run(&loaded, &first), n))
     });
