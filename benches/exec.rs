@@ -1,6 +1,6 @@
 //! The executor against the planner, side by side on the same state: 200
 //! releases of 100 objects each (50 ConfigMaps and 50 Deployments of about
-//! 1 KiB, the generators of `benches/plan.rs`), rendering excluded.
+//! 1 KiB, the workload of `benches/common`), rendering excluded.
 //!
 //! Measured, in one run:
 //! - `exec/plan-install-200x100`, `exec/apply-install-200x100`: planning the
@@ -30,16 +30,14 @@
 //! written, the temp file and the directory, one per record deleted),
 //! counted by a wrapper around the store.
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
-use rudder::chart::{Chart, Metadata};
 use rudder::cluster::sim::{self, SimCluster};
 use rudder::exec::{journal, Executor, Journal, WallClock};
-use rudder::plan::planner::{Planner, Renderer};
-use rudder::plan::{DesiredRelease, ObjectAction, Plan, ReleaseAction, ReleaseOptions};
+use rudder::plan::planner::Planner;
+use rudder::plan::{DesiredRelease, ObjectAction, Plan, ReleaseAction};
 use rudder::release::store::file::FileStore;
 use rudder::release::store::memory::MemoryStore;
+use rudder::release::store::Skipped;
 use rudder::release::{Release, Store, StoreError};
-use rudder::render::{Head, Manifest, RenderError, RenderOptions, Rendered};
-use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -47,120 +45,8 @@ use std::time::{Duration, Instant};
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const OBJECTS: usize = 100;
-
-fn config_map(release: &str, i: usize, generation: usize) -> String {
-    let mut s = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {release}-cm-{i:03}\n  labels:\n    app.kubernetes.io/name: {release}\n    app.kubernetes.io/instance: {release}\n    app.kubernetes.io/component: config-{i:03}\ndata:\n  generation: \"{generation}\"\n"
-    );
-    let mut k = 0;
-    while s.len() < 1000 {
-        s.push_str(&format!(
-            "  key-{k:02}: \"value {k} of config map {i} in release {release}, padded\"\n"
-        ));
-        k += 1;
-    }
-    s
-}
-
-fn deployment(release: &str, i: usize, generation: usize) -> String {
-    format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {release}-deploy-{i:03}\n  labels:\n    app.kubernetes.io/name: {release}\n    app.kubernetes.io/instance: {release}\n    app.kubernetes.io/component: worker-{i:03}\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels:\n      app.kubernetes.io/instance: {release}\n      app.kubernetes.io/component: worker-{i:03}\n  template:\n    metadata:\n      labels:\n        app.kubernetes.io/instance: {release}\n        app.kubernetes.io/component: worker-{i:03}\n    spec:\n      containers:\n      - name: worker\n        image: registry.example.com/team/worker:1.{generation}.0\n        args: [\"--listen=:8080\", \"--log-level=info\", \"--component=worker-{i:03}\"]\n        ports:\n        - containerPort: 8080\n          name: http\n        env:\n        - name: RELEASE\n          value: {release}\n        - name: COMPONENT\n          value: worker-{i:03}\n        resources:\n          requests:\n            cpu: 100m\n            memory: 128Mi\n          limits:\n            cpu: 500m\n            memory: 256Mi\n",
-        replicas = 2
-    )
-}
-
-/// The rendered output of `release`: 50 ConfigMaps then 50 Deployments.
-/// In `changed`, every tenth object has a new value.
-fn rendered(release: &str, changed: bool) -> Rendered {
-    let mut manifests = Vec::with_capacity(OBJECTS);
-    let mut files = BTreeMap::new();
-    for i in 0..OBJECTS {
-        let generation = usize::from(changed && i % 10 == 0) + 1;
-        let (kind, api_version, name, content) = if i < OBJECTS / 2 {
-            let name = format!("{release}-cm-{i:03}");
-            ("ConfigMap", "v1", name, config_map(release, i, generation))
-        } else {
-            let name = format!("{release}-deploy-{i:03}");
-            (
-                "Deployment",
-                "apps/v1",
-                name,
-                deployment(release, i, generation),
-            )
-        };
-        let source = format!("{release}/templates/obj-{i:03}.yaml");
-        files.insert(source.clone(), content.clone());
-        manifests.push(Manifest {
-            source,
-            content: content.trim().to_string(),
-            head: Head {
-                api_version: api_version.into(),
-                kind: kind.into(),
-                name,
-                namespace: String::new(),
-                annotations: BTreeMap::new(),
-            },
-        });
-    }
-    Rendered {
-        files,
-        manifests,
-        hooks: vec![],
-        crds: vec![],
-        notes: String::new(),
-        warnings: vec![],
-    }
-}
-
-/// Hands out pre-rendered output by release name.
-struct PreRendered(HashMap<String, Rendered>);
-
-impl Renderer for PreRendered {
-    fn render(&self, rel: &DesiredRelease, _: &RenderOptions) -> Result<Rendered, RenderError> {
-        Ok(self.0[&rel.name].clone())
-    }
-}
-
-fn desired(name: &str) -> DesiredRelease {
-    let chart = Chart {
-        metadata: Metadata {
-            api_version: "v2".into(),
-            name: "worker".into(),
-            version: "1.0.0".into(),
-            ..Metadata::default()
-        },
-        ..Chart::default()
-    };
-    let mut d = DesiredRelease::new(name, &format!("ns-{name}"), chart);
-    // Atomic, waiting (Helm 3's rules), one deadline per release.
-    d.options = ReleaseOptions::default();
-    d
-}
-
-/// The releases and both revisions' rendered output.
-struct Inputs {
-    releases: Vec<DesiredRelease>,
-    first: PreRendered,
-    next: PreRendered,
-}
-
-fn inputs(n: usize) -> Inputs {
-    let releases: Vec<DesiredRelease> = (0..n).map(|i| desired(&format!("rel-{i:04}"))).collect();
-    let by = |changed: bool| {
-        PreRendered(
-            releases
-                .iter()
-                .map(|d| (d.name.clone(), rendered(&d.name, changed)))
-                .collect(),
-        )
-    };
-    Inputs {
-        first: by(false),
-        next: by(true),
-        releases,
-    }
-}
+mod common;
+use common::{inputs, Inputs, PreRendered, OBJECTS};
 
 /// Counts the file store's record writes (each is two fsyncs: the temp
 /// file and the directory; a delete is one, the directory).
@@ -181,11 +67,18 @@ impl Store for CountingStore {
     fn get(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {
         self.inner.get(namespace, name, version)
     }
-    fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
-        self.inner.history(namespace, name)
+    fn history_reporting(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        self.inner.history_reporting(namespace, name)
     }
-    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
-        self.inner.list_all(namespace)
+    fn list_all_reporting(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        self.inner.list_all_reporting(namespace)
     }
     fn delete(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {
         self.fsyncs.fetch_add(1, Ordering::Relaxed);

@@ -14,7 +14,6 @@ mod release_common;
 use release_common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// One test's world: a database, real Helm on it, a simulated cluster.
 struct Rig {
@@ -58,25 +57,16 @@ impl Rig {
 
     /// The rudder binary in this rig's directory, on its store and cluster.
     fn rudder(&self, args: &[&str]) -> Out {
-        let out = Command::new(env!("CARGO_BIN_EXE_rudder"))
-            .args(args)
-            .arg("--store")
-            .arg(self.store())
-            .arg("--cluster")
-            .arg(self.cluster())
-            .current_dir(self.dir.path())
-            .env("TZ", "UTC")
-            .env_remove("HELM_DRIVER")
-            .env_remove("RUDDER_SIM_FAIL_AT")
-            .env_remove("RUDDER_CRASH_AT")
-            .env_remove("RUDDER_SIM_LATENCY_MS")
-            .output()
-            .unwrap();
-        Out {
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            ok: out.status.success(),
-        }
+        Out::of(
+            rudder_command(&self.store(), args)
+                .arg("--cluster")
+                .arg(self.cluster())
+                .current_dir(self.dir.path())
+                .env_remove("HELM_DRIVER")
+                .env_remove("RUDDER_SIM_FAIL_AT")
+                .env_remove("RUDDER_CRASH_AT")
+                .env_remove("RUDDER_SIM_LATENCY_MS"),
+        )
     }
 
     fn rudder_ok(&self, args: &[&str]) -> String {
@@ -184,36 +174,35 @@ impl Rig {
 /// becoming ready, and an extra ConfigMap when `extra` is set.
 fn write_chart(dir: &Path) -> PathBuf {
     let c = dir.join("web");
-    std::fs::create_dir_all(c.join("templates")).unwrap();
-    std::fs::write(
-        c.join("Chart.yaml"),
-        "apiVersion: v2\nname: web\nversion: 0.1.0\nappVersion: \"1.0\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("values.yaml"),
-        "color: blue\nreplicas: 1\nready: \"\"\nextra: false\n",
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("templates/cm.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-config\ndata:\n  color: {{ .Values.color | quote }}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("templates/extra.yaml"),
-        "{{- if .Values.extra }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata:\n  a: b\n{{- end }}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("templates/deploy.yaml"),
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n\
-         {{- with .Values.ready }}\n  annotations:\n    sim.rudder.io/ready: {{ . | quote }}\n{{- end }}\n\
-         spec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels:\n      app: web\n\
-         \x20 template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n\
-         \x20     - name: web\n        image: nginx:1.27\n",
-    )
-    .unwrap();
+    write_files(
+        &c,
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: web\nversion: 0.1.0\nappVersion: \"1.0\"\n",
+            ),
+            (
+                "values.yaml",
+                "color: blue\nreplicas: 1\nready: \"\"\nextra: false\n",
+            ),
+            (
+                "templates/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-config\ndata:\n  color: {{ .Values.color | quote }}\n",
+            ),
+            (
+                "templates/extra.yaml",
+                "{{- if .Values.extra }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata:\n  a: b\n{{- end }}\n",
+            ),
+            (
+                "templates/deploy.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n\
+                 {{- with .Values.ready }}\n  annotations:\n    sim.rudder.io/ready: {{ . | quote }}\n{{- end }}\n\
+                 spec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels:\n      app: web\n\
+                 \x20 template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n\
+                 \x20     - name: web\n        image: nginx:1.27\n",
+            ),
+        ],
+    );
     c
 }
 

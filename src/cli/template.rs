@@ -244,67 +244,14 @@ fn run_inner(a: &TemplateArgs, debug: bool, stdout: &mut String) -> Result<(), F
         ),
         _ => None,
     };
-    // Helm's `Install.NameAndChart`, with `helm template`'s default name.
-    let name_template = a.name_template.as_deref().unwrap_or("");
-    let (name, chart_path) = match a.args.as_slice() {
-        [_, _, rest @ ..] if !rest.is_empty() => {
-            return Err(Failure::from(format!(
-                "expected at most two arguments, unexpected arguments: {}",
-                rest.join(", ")
-            )))
-        }
-        [name, chart] => {
-            if a.generate_name {
-                return Err(Failure::from(
-                    "cannot set --generate-name and also specify a name",
-                ));
-            }
-            if !name_template.is_empty() {
-                return Err(Failure::from(
-                    "cannot set --name-template and also specify a name",
-                ));
-            }
-            (name.clone(), chart.clone())
-        }
-        [chart] => match template_name(name_template)? {
-            Some(n) => (n, chart.clone()),
-            None => ("release-name".to_string(), chart.clone()),
-        },
-        _ => return Err(Failure::from(super::usage::min_args_message("template"))),
-    };
+    let (name, chart_path) = name_and_chart(a)?;
     if !std::path::Path::new(&chart_path).exists() {
         return Err(Failure::from(format!("path \"{chart_path}\" not found")));
     }
     let user = a.values.user_values()?;
     // Helm's `availableName`, after the chart and the values are read.
     let check_name = || validate_release_name(&name);
-    // `--namespace=` overrides HELM_NAMESPACE with nothing: Helm then
-    // takes the kubeconfig's, `default` without one.
-    let namespace = a
-        .namespace
-        .clone()
-        .or_else(|| std::env::var("HELM_NAMESPACE").ok())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "default".to_string());
-    let opts = RenderOptions {
-        release_name: name.clone(),
-        namespace,
-        revision: 1,
-        is_upgrade: a.is_upgrade,
-        kube_version,
-        api_versions: a.api_versions.clone(),
-        skip_schema_validation: a.skip_schema_validation,
-        subchart_notes: a.render_subchart_notes,
-        strict: false,
-        enable_dns: a.enable_dns,
-        lint: false,
-    };
-    let out_opts = OutputOptions {
-        include_crds: a.include_crds,
-        skip_tests: a.skip_tests,
-        no_hooks: a.no_hooks,
-        show_only: a.show_only.clone(),
-    };
+    let (opts, out_opts) = options(a, &name, kube_version);
     // The engine is built here rather than inside `render::render` so that
     // it parses the templates while the chart's values load, and can be
     // leaked with the chart and the result below.
@@ -338,34 +285,128 @@ fn run_inner(a: &TemplateArgs, debug: bool, stdout: &mut String) -> Result<(), F
     std::mem::forget(chart);
     let rendered = match result {
         Ok(r) => r,
-        Err(e) => {
-            let partial = e.has_partial_release();
-            if debug {
-                if let RenderError::Manifest { files, .. } = &e {
-                    stdout.push_str(&debug_dump(files.iter()));
-                } else if partial {
-                    stdout.push('\n');
-                }
-                return Err(Failure::from(e));
-            }
-            let mut message = e.to_string();
-            if partial {
-                message.push_str("\n\nUse --debug flag to render out invalid YAML");
-            }
-            return Err(Failure { message });
-        }
+        Err(e) => return Err(render_failure(e, debug, stdout)),
     };
     for w in &rendered.warnings {
         eprintln!("{}", warning_line(w));
     }
-    match (&a.output_dir, &post_renderer) {
-        (None, None) => stdout.push_str(&template_stdout(&rendered, &out_opts)?),
+    print(
+        a,
+        &rendered,
+        &out_opts,
+        post_renderer.as_ref(),
+        &name,
+        debug,
+        stdout,
+    )?;
+    std::mem::forget(rendered);
+    Ok(())
+}
+
+/// The release name and the chart path from `[NAME] CHART`: Helm's
+/// `Install.NameAndChart`, with `helm template`'s default name.
+fn name_and_chart(a: &TemplateArgs) -> Result<(String, String), Failure> {
+    let name_template = a.name_template.as_deref().unwrap_or("");
+    match a.args.as_slice() {
+        [_, _, rest @ ..] if !rest.is_empty() => Err(Failure::from(format!(
+            "expected at most two arguments, unexpected arguments: {}",
+            rest.join(", ")
+        ))),
+        [name, chart] => {
+            if a.generate_name {
+                return Err(Failure::from(
+                    "cannot set --generate-name and also specify a name",
+                ));
+            }
+            if !name_template.is_empty() {
+                return Err(Failure::from(
+                    "cannot set --name-template and also specify a name",
+                ));
+            }
+            Ok((name.clone(), chart.clone()))
+        }
+        [chart] => match template_name(name_template)? {
+            Some(n) => Ok((n, chart.clone())),
+            None => Ok(("release-name".to_string(), chart.clone())),
+        },
+        _ => Err(Failure::from(super::usage::min_args_message("template"))),
+    }
+}
+
+/// The render's options and the output's, from the flags.
+fn options(
+    a: &TemplateArgs,
+    name: &str,
+    kube_version: Option<String>,
+) -> (RenderOptions, OutputOptions) {
+    // `--namespace=` overrides HELM_NAMESPACE with nothing: Helm then
+    // takes the kubeconfig's, `default` without one.
+    let namespace = a
+        .namespace
+        .clone()
+        .or_else(|| std::env::var("HELM_NAMESPACE").ok())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "default".to_string());
+    let opts = RenderOptions {
+        release_name: name.to_string(),
+        namespace,
+        revision: 1,
+        is_upgrade: a.is_upgrade,
+        kube_version,
+        api_versions: a.api_versions.clone(),
+        skip_schema_validation: a.skip_schema_validation,
+        subchart_notes: a.render_subchart_notes,
+        strict: false,
+        enable_dns: a.enable_dns,
+        lint: false,
+    };
+    let out_opts = OutputOptions {
+        include_crds: a.include_crds,
+        skip_tests: a.skip_tests,
+        no_hooks: a.no_hooks,
+        show_only: a.show_only.clone(),
+    };
+    (opts, out_opts)
+}
+
+/// The failure of a render that failed; with `--debug`, what Helm prints
+/// of it first goes to `stdout`.
+fn render_failure(e: RenderError, debug: bool, stdout: &mut String) -> Failure {
+    let partial = e.has_partial_release();
+    if debug {
+        if let RenderError::Manifest { files, .. } = &e {
+            stdout.push_str(&debug_dump(files.iter()));
+        } else if partial {
+            stdout.push('\n');
+        }
+        return Failure::from(e);
+    }
+    let mut message = e.to_string();
+    if partial {
+        message.push_str("\n\nUse --debug flag to render out invalid YAML");
+    }
+    Failure { message }
+}
+
+/// Prints the rendered chart as the flags ask: to `stdout`, through the
+/// post-renderer, or into `--output-dir`.
+fn print(
+    a: &TemplateArgs,
+    rendered: &rudder::render::Rendered,
+    out_opts: &OutputOptions,
+    post_renderer: Option<&PostRenderer>,
+    name: &str,
+    debug: bool,
+    stdout: &mut String,
+) -> Result<(), Failure> {
+    match (&a.output_dir, post_renderer) {
+        (None, None) => stdout.push_str(&template_stdout(rendered, out_opts)?),
         (None, Some(pr)) => {
-            let manifest = release_manifest(&rendered, out_opts.include_crds);
+            let manifest = release_manifest(rendered, out_opts.include_crds);
             match pr.run(&rudder::template::output_bytes(&manifest)) {
                 Ok(out) => {
                     let out = go_string_from_bytes(&out);
-                    stdout.push_str(&template_stdout_of(&out, &rendered, &out_opts)?);
+                    stdout.push_str(&template_stdout_of(&out, rendered, out_opts)?);
                 }
                 Err(e) => {
                     // The release exists with an empty manifest: --debug
@@ -375,7 +416,7 @@ fn run_inner(a: &TemplateArgs, debug: bool, stdout: &mut String) -> Result<(), F
                             show_only: Vec::new(),
                             ..out_opts.clone()
                         };
-                        stdout.push_str(&template_stdout_of("", &rendered, &no_show)?);
+                        stdout.push_str(&template_stdout_of("", rendered, &no_show)?);
                     }
                     let mut message = format!("error while running post render on files: {e}");
                     if !debug {
@@ -395,11 +436,10 @@ fn run_inner(a: &TemplateArgs, debug: bool, stdout: &mut String) -> Result<(), F
                     ),
                 })?;
             }
-            let release_dir = a.release_name.then_some(name.as_str());
-            stdout.push_str(&write_output_dir(&rendered, &out_opts, dir, release_dir)?);
+            let release_dir = a.release_name.then_some(name);
+            stdout.push_str(&write_output_dir(rendered, out_opts, dir, release_dir)?);
         }
     }
-    std::mem::forget(rendered);
     Ok(())
 }
 

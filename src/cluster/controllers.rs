@@ -101,189 +101,273 @@ pub fn status(obj: &Value, age: Duration, default_delay: Duration, nodes: i64) -
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     let b = behaviour(obj, default_delay);
-    let ready = matches!(b, Behaviour::After(d) if age >= d);
-    let gen = int(obj, &["metadata", "generation"]).unwrap_or(1);
-    let name = obj
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let replicas = int(obj, &["spec", "replicas"]).unwrap_or(1);
+    let o = Observed {
+        obj,
+        b,
+        ready: matches!(b, Behaviour::After(d) if age >= d),
+        age,
+        gen: int(obj, &["metadata", "generation"]).unwrap_or(1),
+        name: obj
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        replicas: int(obj, &["spec", "replicas"]).unwrap_or(1),
+        nodes,
+    };
     let mut s = Map::new();
     match (group, kind) {
-        ("apps", "Deployment") => {
-            let r = if ready { replicas } else { 0 };
-            s.insert("observedGeneration".into(), json!(gen));
-            s.insert("replicas".into(), json!(replicas));
-            s.insert("updatedReplicas".into(), json!(replicas));
-            s.insert("readyReplicas".into(), json!(r));
-            s.insert("availableReplicas".into(), json!(r));
-            if !ready {
-                s.insert("unavailableReplicas".into(), json!(replicas));
-            }
-            let deadline = int(obj, &["spec", "progressDeadlineSeconds"]).unwrap_or(600);
-            let progressing = if ready {
-                cond(
-                    "Progressing",
-                    "True",
-                    "NewReplicaSetAvailable",
-                    &format!("ReplicaSet \"{name}\" has successfully progressed."),
-                )
-            } else if b == Behaviour::Fail || age >= Duration::from_secs(deadline.max(0) as u64) {
-                cond(
-                    "Progressing",
-                    "False",
-                    "ProgressDeadlineExceeded",
-                    &format!("ReplicaSet \"{name}\" has timed out progressing."),
-                )
-            } else {
-                cond(
-                    "Progressing",
-                    "True",
-                    "ReplicaSetUpdated",
-                    &format!("ReplicaSet \"{name}\" is progressing."),
-                )
-            };
-            let available = if ready {
-                cond(
-                    "Available",
-                    "True",
-                    "MinimumReplicasAvailable",
-                    "Deployment has minimum availability.",
-                )
-            } else {
-                cond(
-                    "Available",
-                    "False",
-                    "MinimumReplicasUnavailable",
-                    "Deployment does not have minimum availability.",
-                )
-            };
-            s.insert("conditions".into(), json!([available, progressing]));
-        }
-        ("apps", "ReplicaSet") | ("", "ReplicationController") => {
-            let r = if ready { replicas } else { 0 };
-            s.insert("observedGeneration".into(), json!(gen));
-            s.insert("replicas".into(), json!(replicas));
-            s.insert("fullyLabeledReplicas".into(), json!(replicas));
-            s.insert("readyReplicas".into(), json!(r));
-            s.insert("availableReplicas".into(), json!(r));
-        }
-        ("apps", "DaemonSet") => {
-            let n = nodes.max(1);
-            let r = if ready { n } else { 0 };
-            s.insert("observedGeneration".into(), json!(gen));
-            s.insert("desiredNumberScheduled".into(), json!(n));
-            s.insert("currentNumberScheduled".into(), json!(n));
-            s.insert("updatedNumberScheduled".into(), json!(n));
-            s.insert("numberReady".into(), json!(r));
-            s.insert("numberAvailable".into(), json!(r));
-            s.insert("numberMisscheduled".into(), json!(0));
-            if !ready {
-                s.insert("numberUnavailable".into(), json!(n));
-            }
-        }
-        ("apps", "StatefulSet") => {
-            let r = if ready { replicas } else { 0 };
-            let update = format!("{name}-{gen}");
-            let current = if ready || gen <= 1 {
-                update.clone()
-            } else {
-                format!("{name}-{}", gen - 1)
-            };
-            s.insert("observedGeneration".into(), json!(gen));
-            s.insert("replicas".into(), json!(replicas));
-            s.insert("readyReplicas".into(), json!(r));
-            s.insert("availableReplicas".into(), json!(r));
-            s.insert(
-                "currentReplicas".into(),
-                json!(if ready { replicas } else { 0 }),
-            );
-            s.insert("updatedReplicas".into(), json!(replicas));
-            s.insert("currentRevision".into(), json!(current));
-            s.insert("updateRevision".into(), json!(update));
-        }
-        ("batch", "Job") => {
-            let completions = int(obj, &["spec", "completions"]).unwrap_or(1);
-            let backoff = int(obj, &["spec", "backoffLimit"]).unwrap_or(6);
-            s.insert("startTime".into(), json!("2026-01-01T00:00:00Z"));
-            match b {
-                Behaviour::Fail => {
-                    s.insert("failed".into(), json!(backoff + 1));
-                    s.insert(
-                        "conditions".into(),
-                        json!([cond(
-                            "Failed",
-                            "True",
-                            "BackoffLimitExceeded",
-                            "Job has reached the specified backoff limit"
-                        )]),
-                    );
-                }
-                _ if ready => {
-                    s.insert("succeeded".into(), json!(completions));
-                    s.insert("completionTime".into(), json!("2026-01-01T00:00:00Z"));
-                    s.insert(
-                        "conditions".into(),
-                        json!([cond("Complete", "True", "", "")]),
-                    );
-                }
-                _ => {
-                    s.insert("active".into(), json!(1));
-                }
-            }
-        }
-        ("", "Pod") => {
-            if b == Behaviour::Fail {
-                s.insert("phase".into(), json!("Failed"));
-            } else if ready {
-                s.insert("phase".into(), json!("Running"));
-                s.insert(
-                    "conditions".into(),
-                    json!([
-                        cond("Ready", "True", "", ""),
-                        cond("PodScheduled", "True", "", "")
-                    ]),
-                );
-            } else {
-                s.insert("phase".into(), json!("Pending"));
-                s.insert(
-                    "conditions".into(),
-                    json!([cond(
-                        "Ready",
-                        "False",
-                        "ContainersNotReady",
-                        "containers with unready status"
-                    )]),
-                );
-            }
-        }
-        ("", "PersistentVolumeClaim") => {
-            s.insert(
-                "phase".into(),
-                json!(if ready { "Bound" } else { "Pending" }),
-            );
-        }
-        ("", "Service") => {
-            if obj
-                .get("spec")
-                .and_then(|x| x.get("type"))
-                .and_then(Value::as_str)
-                == Some("LoadBalancer")
-            {
-                let ingress = if ready {
-                    json!({"ingress": [{"ip": "192.0.2.10"}]})
-                } else {
-                    json!({})
-                };
-                s.insert("loadBalancer".into(), ingress);
-            } else {
-                s.insert("loadBalancer".into(), json!({}));
-            }
-        }
+        ("apps", "Deployment") => deployment(&o, &mut s),
+        ("apps", "ReplicaSet") | ("", "ReplicationController") => replica_set(&o, &mut s),
+        ("apps", "DaemonSet") => daemon_set(&o, &mut s),
+        ("apps", "StatefulSet") => stateful_set(&o, &mut s),
+        ("batch", "Job") => job(&o, &mut s),
+        ("", "Pod") => pod(&o, &mut s),
+        ("", "PersistentVolumeClaim") => persistent_volume_claim(&o, &mut s),
+        ("", "Service") => service(&o, &mut s),
         _ => return None,
     }
     Some(Value::Object(s))
+}
+
+/// What a controller sees of an object: what [`status`] computes from.
+#[derive(Clone, Copy)]
+struct Observed<'a> {
+    obj: &'a Value,
+    /// What its annotations ask for.
+    b: Behaviour,
+    /// Whether it is ready by now.
+    ready: bool,
+    /// The time since its last spec-changing write.
+    age: Duration,
+    /// `metadata.generation` (default 1).
+    gen: i64,
+    /// `metadata.name`.
+    name: &'a str,
+    /// `spec.replicas` (default 1).
+    replicas: i64,
+    /// The cluster's Node objects.
+    nodes: i64,
+}
+
+/// A Deployment: its replicas, and the `Available` and `Progressing`
+/// conditions (past `progressDeadlineSeconds`, or failing: the deadline
+/// exceeded).
+fn deployment(o: &Observed<'_>, s: &mut Map<String, Value>) {
+    let Observed {
+        obj,
+        b,
+        ready,
+        age,
+        gen,
+        name,
+        replicas,
+        ..
+    } = *o;
+    let r = if ready { replicas } else { 0 };
+    s.insert("observedGeneration".into(), json!(gen));
+    s.insert("replicas".into(), json!(replicas));
+    s.insert("updatedReplicas".into(), json!(replicas));
+    s.insert("readyReplicas".into(), json!(r));
+    s.insert("availableReplicas".into(), json!(r));
+    if !ready {
+        s.insert("unavailableReplicas".into(), json!(replicas));
+    }
+    let deadline = int(obj, &["spec", "progressDeadlineSeconds"]).unwrap_or(600);
+    let progressing = if ready {
+        cond(
+            "Progressing",
+            "True",
+            "NewReplicaSetAvailable",
+            &format!("ReplicaSet \"{name}\" has successfully progressed."),
+        )
+    } else if b == Behaviour::Fail || age >= Duration::from_secs(deadline.max(0) as u64) {
+        cond(
+            "Progressing",
+            "False",
+            "ProgressDeadlineExceeded",
+            &format!("ReplicaSet \"{name}\" has timed out progressing."),
+        )
+    } else {
+        cond(
+            "Progressing",
+            "True",
+            "ReplicaSetUpdated",
+            &format!("ReplicaSet \"{name}\" is progressing."),
+        )
+    };
+    let available = if ready {
+        cond(
+            "Available",
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.",
+        )
+    } else {
+        cond(
+            "Available",
+            "False",
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.",
+        )
+    };
+    s.insert("conditions".into(), json!([available, progressing]));
+}
+
+/// A ReplicaSet or ReplicationController: its replica counts.
+fn replica_set(o: &Observed<'_>, s: &mut Map<String, Value>) {
+    let Observed {
+        ready,
+        gen,
+        replicas,
+        ..
+    } = *o;
+    let r = if ready { replicas } else { 0 };
+    s.insert("observedGeneration".into(), json!(gen));
+    s.insert("replicas".into(), json!(replicas));
+    s.insert("fullyLabeledReplicas".into(), json!(replicas));
+    s.insert("readyReplicas".into(), json!(r));
+    s.insert("availableReplicas".into(), json!(r));
+}
+
+/// A DaemonSet: one pod per node (at least one).
+fn daemon_set(o: &Observed<'_>, s: &mut Map<String, Value>) {
+    let Observed {
+        ready, gen, nodes, ..
+    } = *o;
+    let n = nodes.max(1);
+    let r = if ready { n } else { 0 };
+    s.insert("observedGeneration".into(), json!(gen));
+    s.insert("desiredNumberScheduled".into(), json!(n));
+    s.insert("currentNumberScheduled".into(), json!(n));
+    s.insert("updatedNumberScheduled".into(), json!(n));
+    s.insert("numberReady".into(), json!(r));
+    s.insert("numberAvailable".into(), json!(r));
+    s.insert("numberMisscheduled".into(), json!(0));
+    if !ready {
+        s.insert("numberUnavailable".into(), json!(n));
+    }
+}
+
+/// A StatefulSet: its replica counts and revisions (the current one
+/// catches up with the update revision when ready).
+fn stateful_set(o: &Observed<'_>, s: &mut Map<String, Value>) {
+    let Observed {
+        ready,
+        gen,
+        name,
+        replicas,
+        ..
+    } = *o;
+    let r = if ready { replicas } else { 0 };
+    let update = format!("{name}-{gen}");
+    let current = if ready || gen <= 1 {
+        update.clone()
+    } else {
+        format!("{name}-{}", gen - 1)
+    };
+    s.insert("observedGeneration".into(), json!(gen));
+    s.insert("replicas".into(), json!(replicas));
+    s.insert("readyReplicas".into(), json!(r));
+    s.insert("availableReplicas".into(), json!(r));
+    s.insert(
+        "currentReplicas".into(),
+        json!(if ready { replicas } else { 0 }),
+    );
+    s.insert("updatedReplicas".into(), json!(replicas));
+    s.insert("currentRevision".into(), json!(current));
+    s.insert("updateRevision".into(), json!(update));
+}
+
+/// A Job: active until ready, then complete; failed past its backoff
+/// limit when failing.
+fn job(o: &Observed<'_>, s: &mut Map<String, Value>) {
+    let Observed { obj, b, ready, .. } = *o;
+    let completions = int(obj, &["spec", "completions"]).unwrap_or(1);
+    let backoff = int(obj, &["spec", "backoffLimit"]).unwrap_or(6);
+    s.insert("startTime".into(), json!("2026-01-01T00:00:00Z"));
+    match b {
+        Behaviour::Fail => {
+            s.insert("failed".into(), json!(backoff + 1));
+            s.insert(
+                "conditions".into(),
+                json!([cond(
+                    "Failed",
+                    "True",
+                    "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit"
+                )]),
+            );
+        }
+        _ if ready => {
+            s.insert("succeeded".into(), json!(completions));
+            s.insert("completionTime".into(), json!("2026-01-01T00:00:00Z"));
+            s.insert(
+                "conditions".into(),
+                json!([cond("Complete", "True", "", "")]),
+            );
+        }
+        _ => {
+            s.insert("active".into(), json!(1));
+        }
+    }
+}
+
+/// A Pod: Pending until ready, then Running; Failed when failing.
+fn pod(o: &Observed<'_>, s: &mut Map<String, Value>) {
+    let Observed { b, ready, .. } = *o;
+    if b == Behaviour::Fail {
+        s.insert("phase".into(), json!("Failed"));
+    } else if ready {
+        s.insert("phase".into(), json!("Running"));
+        s.insert(
+            "conditions".into(),
+            json!([
+                cond("Ready", "True", "", ""),
+                cond("PodScheduled", "True", "", "")
+            ]),
+        );
+    } else {
+        s.insert("phase".into(), json!("Pending"));
+        s.insert(
+            "conditions".into(),
+            json!([cond(
+                "Ready",
+                "False",
+                "ContainersNotReady",
+                "containers with unready status"
+            )]),
+        );
+    }
+}
+
+/// A PersistentVolumeClaim: Pending until ready, then Bound.
+fn persistent_volume_claim(o: &Observed<'_>, s: &mut Map<String, Value>) {
+    let Observed { ready, .. } = *o;
+    s.insert(
+        "phase".into(),
+        json!(if ready { "Bound" } else { "Pending" }),
+    );
+}
+
+/// A Service: a LoadBalancer gets its ingress address when ready.
+fn service(o: &Observed<'_>, s: &mut Map<String, Value>) {
+    let Observed { obj, ready, .. } = *o;
+    if obj
+        .get("spec")
+        .and_then(|x| x.get("type"))
+        .and_then(Value::as_str)
+        == Some("LoadBalancer")
+    {
+        let ingress = if ready {
+            json!({"ingress": [{"ip": "192.0.2.10"}]})
+        } else {
+            json!({})
+        };
+        s.insert("loadBalancer".into(), ingress);
+    } else {
+        s.insert("loadBalancer".into(), json!({}));
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,10 @@
 //!   simulated API server whose state is a file under DIR;
 //! - a Kubernetes API server through kube-rs (feature `kube`).
 //!
+//! Beside them, [`controllers`] computes the status the simulated cluster's
+//! objects show, and [`reads`] batches reads of one consistent look at a
+//! cluster.
+//!
 //! Objects travel as JSON values, exactly as the API server sends them. An
 //! object's identity is its [`ObjectKey`]: group, kind, namespace and name,
 //! without the version, as Helm's `isMatchingInfo` compares them.

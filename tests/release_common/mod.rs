@@ -160,10 +160,23 @@ pub struct HelmEnv {
     pub dsn: String,
 }
 
+/// What a command printed, and whether it succeeded.
 pub struct Out {
     pub stdout: String,
     pub stderr: String,
     pub ok: bool,
+}
+
+impl Out {
+    /// Runs `cmd` to the end.
+    pub fn of(cmd: &mut Command) -> Out {
+        let out = cmd.output().unwrap();
+        Out {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            ok: out.status.success(),
+        }
+    }
 }
 
 impl HelmEnv {
@@ -188,20 +201,15 @@ impl HelmEnv {
     }
 
     pub fn run(&self, args: &[&str]) -> Out {
-        let out = common::helm_command(&self.bin, self.home.path())
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HELM_DRIVER", "sql")
-            .env("HELM_DRIVER_SQL_CONNECTION_STRING", &self.dsn)
-            .env_remove("HELM_NAMESPACE")
-            .env_remove("HELM_MAX_HISTORY")
-            .output()
-            .unwrap();
-        Out {
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            ok: out.status.success(),
-        }
+        Out::of(
+            common::helm_command(&self.bin, self.home.path())
+                .args(args)
+                .env("KUBECONFIG", &self.kubeconfig)
+                .env("HELM_DRIVER", "sql")
+                .env("HELM_DRIVER_SQL_CONNECTION_STRING", &self.dsn)
+                .env_remove("HELM_NAMESPACE")
+                .env_remove("HELM_MAX_HISTORY"),
+        )
     }
 
     /// Runs and insists on success.
@@ -212,65 +220,67 @@ impl HelmEnv {
     }
 }
 
+/// The rudder binary on a store, with `args`, in UTC, not yet run.
+pub fn rudder_command(store: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rudder"));
+    cmd.args(args).arg("--store").arg(store).env("TZ", "UTC");
+    cmd
+}
+
 /// The rudder binary on a store.
 pub fn rudder(store: &str, args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_rudder"))
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .env("TZ", "UTC")
-        .output()
-        .unwrap();
-    Out {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        ok: out.status.success(),
+    Out::of(&mut rudder_command(store, args))
+}
+
+/// Writes `files` (path under `dir`, contents), creating their directories.
+pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
+    for (path, contents) in files {
+        let p = dir.join(path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(p, contents).unwrap();
     }
 }
 
 /// A chart with only NOTES.txt and a test hook: nothing for a cluster to create.
 pub fn notes_chart(dir: &Path, version: &str) -> PathBuf {
     let c = dir.join("notes");
-    std::fs::create_dir_all(c.join("templates")).unwrap();
-    std::fs::write(
-        c.join("Chart.yaml"),
-        format!("apiVersion: v2\nname: notes\ndescription: NOTES only\nversion: {version}\nappVersion: \"1.0\"\n\
+    let chart_yaml = format!("apiVersion: v2\nname: notes\ndescription: NOTES only\nversion: {version}\nappVersion: \"1.0\"\n\
 home: https://example.com/notes\nsources: [https://example.com/src]\nkeywords: [notes, test]\n\
 maintainers:\n- name: Ann\n  email: ann@example.com\n- name: Bob\n  url: https://bob.example.com\n\
 icon: https://example.com/icon.png\nkubeVersion: \">=1.20.0-0\"\ntype: application\n\
-annotations:\n  category: Testing\n  example.com/x: \"1\"\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("templates/cm.yaml"),
-        "{{- if .Values.cm }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  a: {{ .Values.a | quote }}\n{{- end }}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("README.md"),
-        "# notes\n\nA chart with <only> notes & a test hook.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("values.schema.json"),
-        "{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"type\": \"object\"}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("values.yaml"),
-        "a: 1\nnested:\n  x: 1\n  y: two\n  keep: [1, 2]\nname: web\n",
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("templates/NOTES.txt"),
-        "Notes for {{ .Release.Name }} rev {{ .Release.Revision }}\na={{ .Values.a }} <&>\n{{ toYaml .Values.nested }}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        c.join("templates/test.yaml"),
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: \"{{ .Release.Name }}-test\"\n  annotations:\n    \"helm.sh/hook\": test\n    \"helm.sh/hook-weight\": \"2\"\nspec:\n  containers: [{name: t, image: busybox}]\n",
-    )
-    .unwrap();
+annotations:\n  category: Testing\n  example.com/x: \"1\"\n");
+    write_files(
+        &c,
+        &[
+            ("Chart.yaml", chart_yaml.as_str()),
+            (
+                "templates/cm.yaml",
+                "{{- if .Values.cm }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  a: {{ .Values.a | quote }}\n{{- end }}\n",
+            ),
+            (
+                "README.md",
+                "# notes\n\nA chart with <only> notes & a test hook.\n",
+            ),
+            (
+                "values.schema.json",
+                "{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"type\": \"object\"}\n",
+            ),
+            (
+                "values.yaml",
+                "a: 1\nnested:\n  x: 1\n  y: two\n  keep: [1, 2]\nname: web\n",
+            ),
+            (
+                "templates/NOTES.txt",
+                "Notes for {{ .Release.Name }} rev {{ .Release.Revision }}\na={{ .Values.a }} <&>\n{{ toYaml .Values.nested }}\n",
+            ),
+            (
+                "templates/test.yaml",
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: \"{{ .Release.Name }}-test\"\n  annotations:\n    \"helm.sh/hook\": test\n    \"helm.sh/hook-weight\": \"2\"\nspec:\n  containers: [{name: t, image: busybox}]\n",
+            ),
+        ],
+    );
     c
 }
 

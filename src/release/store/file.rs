@@ -401,14 +401,6 @@ impl Store for FileStore {
         Self::read_checked(&path, namespace, name, version)?.ok_or(StoreError::NotFound)
     }
 
-    fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
-        Ok(self.history_reporting(namespace, name)?.0)
-    }
-
-    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
-        Ok(self.list_all_reporting(namespace)?.0)
-    }
-
     fn history_reporting(
         &self,
         namespace: &str,

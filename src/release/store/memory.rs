@@ -1,5 +1,5 @@
 //! An in-process store (Helm's memory driver), for tests and dry runs.
-use super::{same_record, sort_by_version, Store, StoreError};
+use super::{same_record, sort_by_version, Skipped, Store, StoreError};
 use crate::release::codec::{self, Write};
 use crate::release::model::Release;
 use crate::release::time::HelmTime;
@@ -64,7 +64,11 @@ impl Store for MemoryStore {
             .ok_or(StoreError::NotFound)
     }
 
-    fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
+    fn history_reporting(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
         // The release's keys share a prefix: a range, not a scan of every
         // record of the store (which made a plan's run quadratic).
         let prefix = codec::key_prefix(name);
@@ -77,16 +81,20 @@ impl Store for MemoryStore {
             .map(|(_, r)| r.clone())
             .collect();
         sort_by_version(&mut v);
-        Ok(v)
+        Ok((v, Vec::new()))
     }
 
-    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
-        Ok(self
+    fn list_all_reporting(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
+        let v = self
             .lock()
             .iter()
             .filter(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
             .map(|(_, r)| r.clone())
-            .collect())
+            .collect();
+        Ok((v, Vec::new()))
     }
 
     fn delete(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError> {

@@ -192,32 +192,37 @@ pub trait Store: Send + Sync {
     /// One revision.
     fn get(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError>;
 
-    /// Every revision of a release, oldest first (empty when there is none).
-    fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError>;
+    /// Every revision of a release, oldest first (empty when there is
+    /// none): [`Store::history_reporting`] without the report.
+    fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
+        Ok(self.history_reporting(namespace, name)?.0)
+    }
 
     /// Every record of every release in a namespace, or in all namespaces
-    /// (`None`), in no particular order.
-    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError>;
+    /// (`None`), in no particular order: [`Store::list_all_reporting`]
+    /// without the report.
+    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
+        Ok(self.list_all_reporting(namespace)?.0)
+    }
 
     /// Removes a revision and returns it.
     fn delete(&self, namespace: &str, name: &str, version: u64) -> Result<Release, StoreError>;
 
-    /// [`Store::history`], plus the records it skipped as unreadable.
+    /// Every revision of a release, oldest first (empty when there is
+    /// none), and the records it skipped as unreadable.
     fn history_reporting(
         &self,
         ns: &str,
         name: &str,
-    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
-        Ok((self.history(ns, name)?, Vec::new()))
-    }
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError>;
 
-    /// [`Store::list_all`], plus the records it skipped as unreadable.
+    /// Every readable record of every release in a namespace, or in all
+    /// namespaces (`None`), in no particular order, and the records it
+    /// skipped as unreadable.
     fn list_all_reporting(
         &self,
         ns: Option<&str>,
-    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError> {
-        Ok((self.list_all(ns)?, Vec::new()))
-    }
+    ) -> Result<(Vec<Release>, Vec<Skipped>), StoreError>;
 }
 
 /// Whether two reads are the same stored record: same JSON body and same

@@ -359,14 +359,6 @@ impl Store for PgStore {
         Ok(rel)
     }
 
-    fn history(&self, namespace: &str, name: &str) -> Result<Vec<Release>, StoreError> {
-        Ok(self.history_reporting(namespace, name)?.0)
-    }
-
-    fn list_all(&self, namespace: Option<&str>) -> Result<Vec<Release>, StoreError> {
-        Ok(self.list_all_reporting(namespace)?.0)
-    }
-
     fn history_reporting(
         &self,
         namespace: &str,
