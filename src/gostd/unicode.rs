@@ -43,6 +43,13 @@ pub fn in_graphic_list(r: char) -> bool {
     u16::try_from(r as u32).is_ok_and(|r| IS_GRAPHIC.binary_search(&r).is_ok())
 }
 
+/// Go regexp's `\s` (RE2's Perl class): ASCII `[\t\n\f\r ]` only, unlike
+/// [`is_space`]. The manifest separator and Masterminds' semver
+/// expressions use it.
+pub fn is_regexp_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0C | b'\r' | b' ')
+}
+
 /// Go's `unicode.IsSpace`.
 pub fn is_space(c: char) -> bool {
     c.is_whitespace()

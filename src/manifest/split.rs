@@ -10,15 +10,11 @@
 //! with the `regex` crate cost about 2% of a small chart's whole render.
 //! A property test checks the hand-written matcher against the expression.
 
-/// Go regexp's `\s`: ASCII `[\t\n\f\r ]` (the separator expression's blanks;
-/// Masterminds' semver expressions use it too).
-pub(crate) fn is_regex_space(b: u8) -> bool {
-    matches!(b, b'\t' | b'\n' | 0x0C | b'\r' | b' ')
-}
+use crate::gostd::unicode::is_regexp_space;
 
 /// Where a run of separator blanks starting at `i` ends.
 fn skip_sep_space(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && is_regex_space(b[i]) {
+    while i < b.len() && is_regexp_space(b[i]) {
         i += 1;
     }
     i
@@ -55,7 +51,7 @@ pub fn split_manifests(text: &str) -> Vec<&str> {
     while let Some(found) = memchr::memmem::find(&b[search..], b"\n---") {
         let newline = search + found;
         let mut start = newline;
-        while start > search && is_regex_space(b[start - 1]) {
+        while start > search && is_regexp_space(b[start - 1]) {
             start -= 1;
         }
         pieces.push(&s[piece_start..start]);

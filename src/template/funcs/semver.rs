@@ -9,7 +9,7 @@
 //! (`chartutil.IsCompatibleRange`) needs.
 use super::util::{arg_str, err, params};
 use super::{CallContext, FuncResult, Registry};
-use crate::manifest::split::is_regex_space;
+use crate::gostd::unicode::is_regexp_space;
 use crate::template::value::{GoObject, Value};
 use regex_lite::Regex;
 use std::cmp::Ordering;
@@ -278,13 +278,13 @@ fn scan_plain_alternative(alt: &str) -> Option<Vec<(&str, [&str; 5])>> {
     ];
     let mut sc = Scan { s: alt, i: 0 };
     let mut out = Vec::new();
-    sc.run(is_regex_space);
+    sc.run(is_regexp_space);
     loop {
         let op = sc.run(|b| matches!(b, b'=' | b'!' | b'<' | b'>' | b'~' | b'^'));
         if !OPS.contains(&op) {
             return None;
         }
-        sc.run(is_regex_space);
+        sc.run(is_regexp_space);
         let start = sc.i;
         if sc
             .s
@@ -330,9 +330,9 @@ fn scan_plain_alternative(alt: &str) -> Option<Vec<(&str, [&str; 5])>> {
         out.push((op, [version, major, minor, patch, pre]));
         // A version ends at a blank, a comma or the end; anything else
         // (a digit after a wildcard, a fourth part, `|`) is not plain.
-        let had_space = !sc.run(is_regex_space).is_empty();
+        let had_space = !sc.run(is_regexp_space).is_empty();
         if sc.eat(b',') {
-            sc.run(is_regex_space);
+            sc.run(is_regexp_space);
         } else if sc.i == alt.len() {
             return Some(out);
         } else if !had_space {
@@ -605,7 +605,7 @@ impl Constraints {
         let has_range = c
             .as_bytes()
             .windows(3)
-            .any(|w| is_regex_space(w[0]) && w[1] == b'-' && is_regex_space(w[2]));
+            .any(|w| is_regexp_space(w[0]) && w[1] == b'-' && is_regexp_space(w[2]));
         let ranged;
         let c = if has_range {
             ranged = rewrite_range(patterns().ok_or(SemverError::ConstraintParser)?, c);
