@@ -1,4 +1,5 @@
-//! Every YAML and JSON parse and emit in rudder, with Go's semantics.
+//! Every YAML and JSON parse and emit in rudder, with Go's semantics,
+//! apart from the Go-struct JSON of release records ([`crate::gostd::json`]).
 //!
 //! Helm reads YAML with `sigs.k8s.io/yaml` on top of `gopkg.in/yaml.v2`
 //! (YAML 1.1 scalars, numbers become float64 after the JSON round trip) and
