@@ -127,6 +127,7 @@
 //! | 2 | [`chart`] | the chart model; building charts from manifests and components; load, validate, lint, package |
 //! | 3 | [`template`] | the Go `text/template` engine with Sprig and Helm's functions |
 //! | 4 | [`render`] | chart + values -> manifests, exactly as `helm template` |
+//! | 4½ | [`source`] | chart repositories, OCI registries, chart URLs and dependencies, in Helm's own files |
 //! | 5 | [`cluster`] | the [`cluster::Cluster`] interface: the simulated cluster, and the Kubernetes one (feature `kube`) |
 //! | 6 | [`release`] | Helm-compatible release records and their stores |
 //! | 7 | [`plan`] | upgrade plans as data: what changes, in which order, what to wait for |
@@ -184,6 +185,7 @@ mod par;
 pub mod plan;
 pub mod release;
 pub mod render;
+pub mod source;
 mod stack;
 pub mod targets;
 pub mod template;

@@ -1,0 +1,54 @@
+//! Chart sources: where a chart comes from before it is loaded. Chart
+//! repositories (`repo add`, `index.yaml`), OCI registries (`oci://`),
+//! chart URLs, and a chart's dependencies (`Chart.lock`, `charts/`), read
+//! and written in Helm's own files, so that helm and rudder can be used
+//! side by side on one machine.
+//!
+//! - [`paths`]: where Helm keeps `repositories.yaml`, the repository cache
+//!   and the registry's `config.json` (Helm's variables, XDG defaults).
+//! - [`reference`]: what a chart argument names (a directory, a `.tgz`,
+//!   `REPO/CHART`, `oci://HOST/PATH`, an `https://` URL).
+//!
+//! Downloads need feature `remote` (on by default).
+//!
+//! This stage comes after [`crate::render`]: it loads what it fetched with
+//! the chart stage and resolves versions with Masterminds constraints (the
+//! template stage's `semverCompare`). The plan and the facade resolve
+//! references through it.
+pub mod paths;
+pub mod reference;
+
+pub use paths::HelmPaths;
+pub use reference::{ChartRef, RefError};
+
+/// Runs `fut` to completion from blocking code: on a current-thread
+/// runtime of its own, on a thread of its own, so that it works from any
+/// thread, inside a caller's tokio runtime or not, and never panics for
+/// it. Network code in this stage is async (reqwest, oci-client); its
+/// blocking entry points come through here.
+#[cfg(feature = "remote")]
+pub(crate) fn block_on<F>(fut: F) -> std::io::Result<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("rudder-source".into())
+        .spawn(move || rt.block_on(fut))?
+        .join()
+        .map_err(|_| std::io::Error::other("a download task panicked"))
+}
+
+/// Makes ring rustls' process-wide crypto provider if no provider was
+/// installed yet (kube-rs uses ring too): reqwest and oci-client are built
+/// without a provider of their own, so that rudder carries one TLS stack.
+#[cfg(feature = "remote")]
+pub(crate) fn ensure_tls_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Another thread may win the race; either way one is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
