@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 
 mod chart;
 mod cluster;
+mod dependency;
 mod exec;
 mod fixtures;
 mod global;
@@ -104,6 +105,9 @@ enum Command {
     Diff(plan::DiffArgs),
     /// Read and write objects in a cluster (as kubectl get/apply/delete).
     Cluster(cluster::ClusterArgs),
+    /// Manage a chart's dependencies (as `helm dependency`).
+    #[command(visible_aliases = ["dep", "dependencies"])]
+    Dependency(dependency::DependencyArgs),
 }
 
 /// Parses the command line, runs it and maps errors to Helm's `Error: ...` form.
@@ -142,6 +146,7 @@ pub fn main() -> ExitCode {
         Command::Uninstall(a) => exec::uninstall(a),
         Command::Apply(a) => exec::apply(a),
         Command::Diff(a) => plan::diff(a),
+        Command::Dependency(a) => dependency::run(a),
     }
 }
 

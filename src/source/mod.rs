@@ -6,6 +6,8 @@
 //!
 //! - [`paths`]: where Helm keeps `repositories.yaml`, the repository cache
 //!   and the registry's `config.json` (Helm's variables, XDG defaults).
+//! - [`deps`]: a chart's dependencies (`dependency update|build|list`,
+//!   `Chart.lock`, `charts/`), as Helm manages them.
 //! - [`reference`]: what a chart argument names (a directory, a `.tgz`,
 //!   `REPO/CHART`, `oci://HOST/PATH`, an `https://` URL).
 //!
@@ -15,6 +17,7 @@
 //! the chart stage and resolves versions with Masterminds constraints (the
 //! template stage's `semverCompare`). The plan and the facade resolve
 //! references through it.
+pub mod deps;
 pub mod paths;
 pub mod reference;
 

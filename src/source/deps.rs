@@ -1,0 +1,1280 @@
+//! A chart's dependencies, as `helm dependency update|build|list` manage
+//! them (Helm v3.17.2 `pkg/downloader/manager.go`,
+//! `internal/resolver/resolver.go`, `pkg/action/dependency.go`), writing
+//! the files Helm writes: `Chart.lock` (or `requirements.lock` for an
+//! apiVersion v1 chart) and `charts/<name>-<version>.tgz`.
+//!
+//! - [`Manager::update`]: resolves each dependency of Chart.yaml (or
+//!   requirements.yaml) to a version, fetches it into `charts/`, and
+//!   writes the lock when its digest changed.
+//! - [`Manager::build`]: fetches the versions of the lock; refuses a lock
+//!   whose digest no longer matches Chart.yaml, with Helm's message.
+//! - [`list`]: `helm dependency list`'s table and warnings.
+//!
+//! A dependency's `repository:` is read as Helm reads it: `""` (already in
+//! `charts/<name>/`), `file://PATH` (a chart directory, relative to the
+//! chart; packaged into `charts/` as Helm's `chartutil.Save` packages it,
+//! see [`archive`]), `@NAME` or `alias:NAME` (a repository of
+//! `repositories.yaml`, replaced by its URL), a URL (a repository of
+//! `repositories.yaml` with that URL, or one Helm was not told about, which
+//! it caches as `helm-manager-<sha256 of the URL>`), or `oci://`.
+//!
+//! Everything remote goes through a [`Fetcher`]: repository indexes, OCI
+//! tags and downloads. [`LocalFetcher`] reads `repositories.yaml` and
+//! fetches nothing; the repository and registry code plugs in a fetcher
+//! that downloads.
+//!
+//! Downloads and packages land in `tmpcharts-<pid>` next to `charts/` and
+//! are moved into `charts/` only when every dependency succeeded, so a
+//! failure leaves `charts/` as it was (Helm's rule); outdated chart
+//! archives in `charts/` are then deleted, except those of dependencies
+//! without a repository. `condition`, `tags`, `import-values` and `alias`
+//! are never touched.
+pub mod archive;
+pub mod list;
+pub mod lock;
+
+pub use archive::{helm_archive, ArchiveError, ModTimes};
+pub use list::{list, ListError};
+pub use lock::{generated_now, hash_req, hash_v2_req, lock_file_name, lock_text, DigestError};
+
+use crate::chart::model::{Chart, Dependency, Lock};
+use crate::chart::LoadError;
+use crate::gostd::strconv::quote;
+use crate::template::funcs::semver::{parse_version, Constraints};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// An error a [`Fetcher`] returns; its text is printed after Helm's own
+/// words (`could not download URL: ...`).
+pub type FetchError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A repository of `repositories.yaml`: the name `@NAME` references use
+/// and its URL.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RepoRef {
+    /// The repository's name.
+    pub name: String,
+    /// The repository's URL.
+    pub url: String,
+}
+
+/// A repository whose index a [`Fetcher`] refreshes into the cache.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RefreshTarget {
+    /// The name its index is cached under (`<cache>/<name>-index.yaml`):
+    /// the repository's name, or `helm-manager-<sha256 of the URL>` for a
+    /// URL that is not in `repositories.yaml`.
+    pub cache_name: String,
+    /// The repository's URL.
+    pub url: String,
+    /// Whether the repository is in `repositories.yaml` (its credentials
+    /// and TLS settings apply).
+    pub managed: bool,
+}
+
+/// One version of a chart in a repository index, in the index's order
+/// (Helm sorts each chart's versions newest first when it loads an index).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct IndexVersion {
+    /// The version, as the index spells it.
+    pub version: String,
+    /// Whether the entry has at least one download URL (entries without
+    /// one are skipped, as Helm skips them).
+    pub has_urls: bool,
+}
+
+/// Where a remote dependency comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteSource<'a> {
+    /// A chart repository: its URL and the name its index is cached under
+    /// (see [`RefreshTarget::cache_name`]); `managed` when it is in
+    /// `repositories.yaml`.
+    Repo {
+        /// The repository URL.
+        url: &'a str,
+        /// The cache name of its index.
+        cache_name: &'a str,
+        /// Whether it is in `repositories.yaml`.
+        managed: bool,
+    },
+    /// An OCI repository, `oci://HOST/PATH` (the chart name is appended).
+    Oci(&'a str),
+}
+
+/// A downloaded chart archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// The file name Helm saves it under: the last path segment of the
+    /// download URL (usually `<name>-<version>.tgz`; always that for OCI).
+    pub file_name: String,
+    /// The archive's bytes, already checked against the digest of the
+    /// index or manifest.
+    pub archive: Vec<u8>,
+}
+
+/// Everything [`Manager`] needs from repositories and registries.
+pub trait Fetcher {
+    /// The repositories of `repositories.yaml`, in file order; `Ok(None)`
+    /// when the file does not exist (Helm treats that as none).
+    fn repositories(&self) -> Result<Option<Vec<RepoRef>>, FetchError>;
+
+    /// Refreshes the cached index of each target (Helm's
+    /// `parallelRepoUpdate`), one result per target in the same order. A
+    /// failure is reported and is not fatal, as in Helm.
+    fn refresh(&self, targets: &[RefreshTarget]) -> Vec<Result<(), FetchError>>;
+
+    /// Loads the cached index of every repository of `repositories.yaml`
+    /// (Helm's `loadChartRepositories`, run before any download, which
+    /// fails when one of them is not cached). The default does nothing.
+    fn load_indexes(&self, _repos: &[RepoRef]) -> Result<(), FetchError> {
+        Ok(())
+    }
+
+    /// The versions of `chart` in the cached index `cache_name`; `Ok(None)`
+    /// when the index has no such chart; an error when the index is not
+    /// cached or does not load.
+    fn index_versions(
+        &self,
+        cache_name: &str,
+        chart: &str,
+    ) -> Result<Option<Vec<IndexVersion>>, FetchError>;
+
+    /// The tags of `oci://.../chart` (for a version constraint that is not
+    /// an exact version), as Helm's registry client lists them.
+    fn oci_tags(&self, repository: &str, chart: &str) -> Result<Vec<String>, FetchError>;
+
+    /// Downloads `chart` at exactly `version` from `source`.
+    fn download(
+        &self,
+        source: RemoteSource<'_>,
+        chart: &str,
+        version: &str,
+    ) -> Result<Fetched, FetchError>;
+
+    /// The URL a download of `chart` `version` from `source` names in
+    /// messages (Helm's `churl`); the default is the OCI reference, or the
+    /// repository URL and chart.
+    fn chart_url(&self, source: RemoteSource<'_>, chart: &str, version: &str) -> String {
+        match source {
+            RemoteSource::Oci(repo) => format!("{repo}/{chart}:{version}"),
+            RemoteSource::Repo { url, .. } => format!("{url}/{chart}-{version}.tgz"),
+        }
+    }
+}
+
+/// A [`Fetcher`] that reads `repositories.yaml` (names and URLs) and
+/// fetches nothing: `file://` and `charts/` dependencies work, and remote
+/// ones fail with a clear error.
+#[derive(Debug, Clone)]
+pub struct LocalFetcher {
+    /// `repositories.yaml`.
+    pub repository_config: PathBuf,
+}
+
+/// Why [`LocalFetcher`] could not do something.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalFetchError {
+    /// `repositories.yaml` could not be read or parsed.
+    #[error("couldn't load repositories file ({path}): {message}")]
+    RepoFile {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A remote operation in a build that only reads local charts.
+    #[error("{what}: this rudder reads local dependencies only (file://, charts/)")]
+    Remote {
+        /// What was asked.
+        what: String,
+    },
+}
+
+impl Fetcher for LocalFetcher {
+    fn repositories(&self) -> Result<Option<Vec<RepoRef>>, FetchError> {
+        let err = |message: String| LocalFetchError::RepoFile {
+            path: self.repository_config.clone(),
+            message,
+        };
+        let bytes = match std::fs::read(&self.repository_config) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Box::new(err(e.to_string()))),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let node = crate::yaml::parse_yaml_to_json(&text).map_err(|e| err(e.to_string()))?;
+        let mut out = Vec::new();
+        if let crate::yaml::Node::Map(m) = node {
+            if let Some(crate::yaml::Node::Seq(items)) = m.get("repositories") {
+                for i in items {
+                    if let crate::yaml::Node::Map(e) = i {
+                        let s = |k: &str| match e.get(k) {
+                            Some(crate::yaml::Node::Str(s)) => s.clone(),
+                            _ => String::new(),
+                        };
+                        out.push(RepoRef {
+                            name: s("name"),
+                            url: s("url"),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
+    fn refresh(&self, targets: &[RefreshTarget]) -> Vec<Result<(), FetchError>> {
+        targets
+            .iter()
+            .map(|t| {
+                Err(Box::new(LocalFetchError::Remote {
+                    what: format!("refreshing the index of {}", t.url),
+                }) as FetchError)
+            })
+            .collect()
+    }
+
+    fn index_versions(
+        &self,
+        cache_name: &str,
+        _chart: &str,
+    ) -> Result<Option<Vec<IndexVersion>>, FetchError> {
+        Err(Box::new(LocalFetchError::Remote {
+            what: format!("reading the index {cache_name}"),
+        }))
+    }
+
+    fn oci_tags(&self, repository: &str, chart: &str) -> Result<Vec<String>, FetchError> {
+        Err(Box::new(LocalFetchError::Remote {
+            what: format!("listing the tags of {repository}/{chart}"),
+        }))
+    }
+
+    fn download(
+        &self,
+        source: RemoteSource<'_>,
+        chart: &str,
+        version: &str,
+    ) -> Result<Fetched, FetchError> {
+        Err(Box::new(LocalFetchError::Remote {
+            what: format!("downloading {}", self.chart_url(source, chart, version)),
+        }))
+    }
+}
+
+/// Why a dependency command failed; each message is Helm's.
+#[derive(Debug, thiserror::Error)]
+pub enum DepsError {
+    /// The chart path does not exist (`could not find PATH: stat PATH: ...`).
+    #[error("could not find {path}: stat {path}: {message}")]
+    ChartNotFound {
+        /// The chart path.
+        path: String,
+        /// The OS error.
+        message: String,
+    },
+    /// The chart path is a file: only directories are updated.
+    #[error("only unpacked charts can be updated")]
+    NotUnpacked,
+    /// The chart (or a dependency) does not load.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A `file://` path or `charts/<name>` that does not exist.
+    #[error("directory {0} not found")]
+    LocalPathNotFound(String),
+    /// A version constraint that does not parse.
+    #[error("dependency {name:?} has an invalid version/constraint format: {message}")]
+    InvalidConstraint {
+        /// The dependency.
+        name: String,
+        /// Masterminds' message.
+        message: String,
+    },
+    /// A version constraint that does not parse, as `downloadAll` words it.
+    #[error("dependency {name} has an invalid version/constraint format: {message}")]
+    InvalidConstraintUnquoted {
+        /// The dependency.
+        name: String,
+        /// Masterminds' message.
+        message: String,
+    },
+    /// Repositories that are neither URLs nor known names.
+    #[error("no repository definition for {}. Please add them via 'helm repo add'{}", .missing.join(", "), if *.note { NON_URL_NOTE } else { "" })]
+    NoRepositoryDefinition {
+        /// The repositories, as Chart.yaml gives them.
+        missing: Vec<String>,
+        /// Whether one of them looks like a bare name (Helm adds a hint).
+        note: bool,
+    },
+    /// `dependency build`: lock repositories not in `repositories.yaml`
+    /// (Helm's `ErrRepoNotFound`; the CLI adds `. Please add the missing
+    /// repos via 'helm repo add'`).
+    #[error("no repository definition for {}", .0.join(", "))]
+    RepoNotFound(Vec<String>),
+    /// Dependencies no version of which satisfies the constraint.
+    #[error("can't get a valid version for {} subchart(s): {}. Make sure a matching chart version exists in the repo, or change the version constraint in Chart.yaml", .0.len(), .0.join(", "))]
+    NoValidVersion(Vec<String>),
+    /// A `file://` chart whose version does not satisfy the constraint.
+    #[error("can't get a valid version for dependency {0}")]
+    NoValidLocalVersion(String),
+    /// A chart of `charts/` whose version does not satisfy the constraint.
+    #[error("dependency {name} at version {version} does not satisfy the constraint {constraint}")]
+    Unsatisfied {
+        /// The dependency.
+        name: String,
+        /// The version found.
+        version: String,
+        /// The constraint.
+        constraint: String,
+    },
+    /// A chart of `charts/<name>` whose version does not parse.
+    #[error("invalid version {version} for dependency {name}: {message}")]
+    InvalidVersion {
+        /// The constraint.
+        version: String,
+        /// The dependency.
+        name: String,
+        /// Masterminds' message.
+        message: String,
+    },
+    /// A `file://` chart whose version does not parse (Masterminds' message).
+    #[error("{0}")]
+    Semver(String),
+    /// A chart of `charts/<name>` that does not load.
+    #[error("unable to load chart '{path}': {error}")]
+    LocalChart {
+        /// The directory.
+        path: String,
+        /// The loader's error.
+        error: LoadError,
+    },
+    /// `dependency build` with a lock that no longer matches Chart.yaml.
+    #[error("the lock file ({lock}) is out of sync with the dependencies file ({deps}). Please update the dependencies")]
+    OutOfSync {
+        /// `Chart.lock` or `requirements.lock`.
+        lock: &'static str,
+        /// `Chart.yaml` or `requirements.yaml`.
+        deps: &'static str,
+    },
+    /// The repository's index is not cached.
+    #[error("no cached repository for {repo} found. (try 'helm repo update'): {error}")]
+    NoCachedRepository {
+        /// The cache name.
+        repo: String,
+        /// The fetcher's error.
+        error: FetchError,
+    },
+    /// The index has no chart of that name.
+    #[error("{name} chart not found in repo {repo}")]
+    ChartNotInRepo {
+        /// The chart.
+        name: String,
+        /// The repository.
+        repo: String,
+    },
+    /// OCI tags could not be listed.
+    #[error("could not retrieve list of tags for repository {repo}: {error}")]
+    Tags {
+        /// The repository.
+        repo: String,
+        /// The fetcher's error.
+        error: FetchError,
+    },
+    /// A download failed.
+    #[error("could not download {url}: {error}")]
+    Download {
+        /// The chart URL.
+        url: String,
+        /// The fetcher's error.
+        error: FetchError,
+    },
+    /// The fetcher could not read `repositories.yaml` or an index.
+    #[error("{0}")]
+    Repositories(FetchError),
+    /// `charts` exists and is not a directory.
+    #[error("{} is not a directory", quote(.0))]
+    ChartsNotADirectory(String),
+    /// The lock file is a symbolic link (Helm 4 refuses to write through it).
+    #[error("the {file} file is a symlink to {}", quote(.target))]
+    LockIsSymlink {
+        /// The lock file's name.
+        file: &'static str,
+        /// Where it points.
+        target: String,
+    },
+    /// A `file://` dependency could not be packaged.
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    /// The digest could not be computed.
+    #[error(transparent)]
+    Digest(#[from] DigestError),
+    /// A file operation failed.
+    #[error("{op} {path}: {message}")]
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// The path.
+        path: String,
+        /// The OS error.
+        message: String,
+    },
+}
+
+const NON_URL_NOTE: &str = "\nNote that repositories must be URLs or aliases. For example, to refer to the \"example\"\nrepository, use \"https://charts.example.com/\" or \"@example\" instead of\n\"example\". Don't forget to add the repo, too ('helm repo add').";
+
+fn io_err<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> DepsError + 'p {
+    move |e| DepsError::Io {
+        op,
+        path: path.display().to_string(),
+        message: os_message(&e),
+    }
+}
+
+/// Go's text of an OS error (`no such file or directory`).
+fn os_message(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_lowercase(),
+        None => s,
+    }
+}
+
+/// Go's `filepath.Join` of a chart path and a relative path, cleaned.
+fn join(base: &str, rel: &str) -> String {
+    clean(&format!("{base}/{rel}"))
+}
+
+/// Go's `filepath.Clean`.
+pub fn clean(p: &str) -> String {
+    if p.is_empty() {
+        return ".".into();
+    }
+    let rooted = p.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|l| *l != "..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push("..");
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    let body = parts.join("/");
+    match (rooted, body.is_empty()) {
+        (true, _) => format!("/{body}"),
+        (false, true) => ".".into(),
+        (false, false) => body,
+    }
+}
+
+/// Helm's `resolver.GetLocalPath`: a `file://` repository (or
+/// `charts/<name>`) as a path: absolute when it starts with `/`, else
+/// relative to the chart.
+pub fn local_path(repo: &str, chart_path: &str) -> Result<String, DepsError> {
+    let p = repo.strip_prefix("file://").unwrap_or(repo);
+    let dep_path = if p.starts_with('/') {
+        clean(p)
+    } else {
+        join(chart_path, p)
+    };
+    match std::fs::metadata(&dep_path) {
+        Ok(_) => Ok(dep_path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(DepsError::LocalPathNotFound(dep_path))
+        }
+        Err(e) => Err(DepsError::Io {
+            op: "stat",
+            path: dep_path,
+            message: os_message(&e),
+        }),
+    }
+}
+
+/// Whether `repo` is an OCI reference (`oci://`).
+pub fn is_oci(repo: &str) -> bool {
+    repo.starts_with("oci://")
+}
+
+/// Helm's `urlutil.Equal`: two URLs are the same once their paths are
+/// cleaned (an empty path is `/`, a trailing slash does not count).
+pub fn url_equal(a: &str, b: &str) -> bool {
+    fn norm(u: &str) -> Option<String> {
+        let (scheme, rest) = match u.split_once("://") {
+            Some((s, r)) if !s.is_empty() => (Some(s), r),
+            _ => (None, u),
+        };
+        let (auth, tail) = match scheme {
+            Some(_) => match rest.find(['/', '?', '#']) {
+                Some(i) => (&rest[..i], &rest[i..]),
+                None => (rest, ""),
+            },
+            None => ("", rest),
+        };
+        let (path, query) = match tail.find(['?', '#']) {
+            Some(i) => (&tail[..i], &tail[i..]),
+            None => (tail, ""),
+        };
+        if path.contains(' ') || auth.contains(' ') {
+            return None;
+        }
+        let path = if path.is_empty() { "/" } else { path };
+        Some(format!(
+            "{}{auth}{}{query}",
+            scheme
+                .map(|s| format!("{}://", s.to_lowercase()))
+                .unwrap_or_default(),
+            clean(path)
+        ))
+    }
+    match (norm(a), norm(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => clean(a) == clean(b),
+    }
+}
+
+/// Go's `url.ParseRequestURI(s)` succeeds: an absolute URI (a scheme) or
+/// an absolute path.
+fn is_request_uri(s: &str) -> bool {
+    if s.starts_with('/') {
+        return true;
+    }
+    let Some(i) = s.find(':') else { return false };
+    let scheme = &s[..i];
+    let mut chars = scheme.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !s.contains(' ')
+}
+
+/// The cache name Helm gives a repository URL that is not in
+/// `repositories.yaml`: `helm-manager-` and the SHA-256 of the URL.
+pub fn manager_cache_name(url: &str) -> String {
+    use sha2::Digest;
+    let sum = sha2::Sha256::digest(url.as_bytes());
+    let mut s = String::from("helm-manager-");
+    for b in sum {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+fn constraint(d: &Dependency) -> Result<Constraints, String> {
+    Constraints::parse(&d.version).map_err(|e| e.to_string())
+}
+
+/// `helm dependency update` and `build` on one chart directory.
+pub struct Manager<'a> {
+    /// The chart directory, cleaned as Helm cleans its argument.
+    pub chart_path: String,
+    /// Do not refresh repository indexes first (`--skip-refresh`).
+    pub skip_update: bool,
+    /// Print what Helm prints with `--debug`.
+    pub debug: bool,
+    /// Repositories, indexes and downloads.
+    pub fetcher: &'a dyn Fetcher,
+    /// Where progress lines go (Helm prints them on stdout).
+    pub out: &'a mut dyn Write,
+}
+
+impl std::fmt::Debug for Manager<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager")
+            .field("chart_path", &self.chart_path)
+            .field("skip_update", &self.skip_update)
+            .field("debug", &self.debug)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Manager::update`] did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpdateOutcome {
+    /// The lock, as resolved (written or not).
+    pub lock: Option<Lock>,
+    /// Whether the lock file was written (it is not when its digest did
+    /// not change, as in Helm).
+    pub lock_written: bool,
+}
+
+use serde::{Deserialize, Serialize};
+
+impl Manager<'_> {
+    fn say(&mut self, line: &str) {
+        let _ = self.out.write_all(line.as_bytes());
+    }
+
+    fn load_chart_dir(&self) -> Result<Chart, DepsError> {
+        let p = Path::new(&self.chart_path);
+        match std::fs::metadata(p) {
+            Err(e) => Err(DepsError::ChartNotFound {
+                path: self.chart_path.clone(),
+                message: os_message(&e),
+            }),
+            Ok(m) if !m.is_dir() => Err(DepsError::NotUnpacked),
+            Ok(_) => Ok(crate::chart::load_dir(p)?),
+        }
+    }
+
+    fn repositories(&self) -> Result<Vec<RepoRef>, DepsError> {
+        Ok(self
+            .fetcher
+            .repositories()
+            .map_err(DepsError::Repositories)?
+            .unwrap_or_default())
+    }
+
+    /// Helm's `Update`: resolve, fetch into `charts/`, write the lock when
+    /// its digest changed. A chart without dependencies is left alone.
+    pub fn update(&mut self) -> Result<UpdateOutcome, DepsError> {
+        let c = self.load_chart_dir()?;
+        let mut req = c.metadata.dependencies.clone();
+        if req.is_empty() {
+            return Ok(UpdateOutcome {
+                lock: None,
+                lock_written: false,
+            });
+        }
+        let repos = self.repositories()?;
+        let mut repo_names = self.resolve_repo_names(&mut req, &repos)?;
+        self.ensure_missing_repos(&mut repo_names, &req);
+        if !self.skip_update {
+            self.update_repositories(&repos);
+        }
+        let mut lock = self.resolve(&req, &repo_names)?;
+        self.download_all(&mut lock.dependencies, &repos)?;
+        lock.digest = hash_req(&req, &lock.dependencies)?;
+        if c.lock.as_ref().is_some_and(|old| old.digest == lock.digest) {
+            return Ok(UpdateOutcome {
+                lock: Some(lock),
+                lock_written: false,
+            });
+        }
+        self.write_lock(&lock, &c.metadata.api_version)?;
+        Ok(UpdateOutcome {
+            lock: Some(lock),
+            lock_written: true,
+        })
+    }
+
+    /// Helm's `Build`: fetch the versions of the lock into `charts/`; with
+    /// no lock, [`Manager::update`]. A lock whose digest does not match
+    /// the dependencies is refused.
+    pub fn build(&mut self) -> Result<(), DepsError> {
+        let c = self.load_chart_dir()?;
+        let Some(lock) = c.lock.clone() else {
+            return self.update().map(|_| ());
+        };
+        let mut req = c.metadata.dependencies.clone();
+        let v1 = c.metadata.api_version == "v1";
+        let out_of_sync = DepsError::OutOfSync {
+            lock: lock_file_name(&c.metadata.api_version),
+            deps: if v1 {
+                "requirements.yaml"
+            } else {
+                "Chart.yaml"
+            },
+        };
+        let v2_sum = if v1 { Some(hash_v2_req(&req)?) } else { None };
+        let repos = self.repositories()?;
+        self.resolve_repo_names(&mut req, &repos)?;
+        let sum = hash_req(&req, &lock.dependencies)?;
+        if sum != lock.digest {
+            match v2_sum {
+                Some(v2) => {
+                    eprintln!(
+                        "{} warning: a valid Helm v3 hash was not found. Checking against Helm v2 hash...",
+                        crate::gostd::time::GoTime::now().format("2006/01/02 15:04:05")
+                    );
+                    if v2 != lock.digest {
+                        return Err(out_of_sync);
+                    }
+                }
+                None => return Err(out_of_sync),
+            }
+        }
+        self.has_all_repos(&lock.dependencies, &repos)?;
+        if !self.skip_update {
+            self.update_repositories(&repos);
+        }
+        let mut deps = lock.dependencies.clone();
+        self.download_all(&mut deps, &repos)
+    }
+
+    /// Helm's `resolveRepoNames`: the cache name of each dependency's
+    /// repository, by dependency name (or by URL for a URL that is not in
+    /// `repositories.yaml`); `@NAME`/`alias:NAME` repositories are
+    /// replaced by their URLs in `deps`.
+    fn resolve_repo_names(
+        &mut self,
+        deps: &mut [Dependency],
+        repos: &[RepoRef],
+    ) -> Result<BTreeMap<String, String>, DepsError> {
+        let mut names = BTreeMap::new();
+        let mut missing = Vec::new();
+        for dd in deps.iter_mut() {
+            if dd.repository.is_empty() {
+                continue;
+            }
+            if dd.repository.starts_with("file://") {
+                local_path(&dd.repository, &self.chart_path)?;
+                if self.debug {
+                    self.say(&format!("Repository from local path: {}\n", dd.repository));
+                }
+                names.insert(dd.name.clone(), dd.repository.clone());
+                continue;
+            }
+            if is_oci(&dd.repository) {
+                names.insert(dd.name.clone(), dd.repository.clone());
+                continue;
+            }
+            let alias = dd
+                .repository
+                .strip_prefix('@')
+                .or_else(|| dd.repository.strip_prefix("alias:"));
+            let mut found = false;
+            for r in repos {
+                if alias.is_some_and(|a| a == r.name) {
+                    dd.repository = r.url.clone();
+                    names.insert(dd.name.clone(), r.name.clone());
+                    found = true;
+                    break;
+                } else if url_equal(&r.url, &dd.repository) {
+                    names.insert(dd.name.clone(), r.name.clone());
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                if is_request_uri(&dd.repository) {
+                    names.insert(dd.repository.clone(), dd.repository.clone());
+                    continue;
+                }
+                missing.push(dd.repository.clone());
+            }
+        }
+        if !missing.is_empty() {
+            let note = missing
+                .iter()
+                .any(|r| !r.contains("//") && !r.starts_with('@') && !r.starts_with("alias:"));
+            return Err(DepsError::NoRepositoryDefinition { missing, note });
+        }
+        Ok(names)
+    }
+
+    /// Helm's `ensureMissingRepos`: a URL not in `repositories.yaml` gets
+    /// the cache name `helm-manager-<sha256>`, and its index is refreshed.
+    fn ensure_missing_repos(&mut self, names: &mut BTreeMap<String, String>, deps: &[Dependency]) {
+        let mut targets = Vec::new();
+        for dd in deps {
+            if dd.repository.is_empty() || names.contains_key(&dd.name) {
+                continue;
+            }
+            let rn = manager_cache_name(&dd.repository);
+            names.insert(dd.name.clone(), rn.clone());
+            targets.push(RefreshTarget {
+                cache_name: rn,
+                url: dd.repository.clone(),
+                managed: false,
+            });
+        }
+        if !self.skip_update && !targets.is_empty() {
+            self.say("Getting updates for unmanaged Helm repositories...\n");
+            self.refresh(&targets, &[]);
+        }
+    }
+
+    fn refresh(&mut self, targets: &[RefreshTarget], repos: &[RepoRef]) {
+        let results = self.fetcher.refresh(targets);
+        for (t, r) in targets.iter().zip(results) {
+            let name = repos
+                .iter()
+                .find(|r| r.name == t.cache_name)
+                .map(|r| r.name.as_str());
+            let line = match (r, name.filter(|_| t.managed)) {
+                (Ok(()), Some(n)) => format!(
+                    "...Successfully got an update from the {} chart repository\n",
+                    quote(n)
+                ),
+                (Ok(()), None) => format!(
+                    "...Successfully got an update from the {} chart repository\n",
+                    quote(&t.url)
+                ),
+                (Err(e), Some(n)) => format!(
+                    "...Unable to get an update from the {} chart repository ({}):\n\t{e}\n",
+                    quote(n),
+                    t.url
+                ),
+                (Err(e), None) => format!(
+                    "...Unable to get an update from the {} chart repository:\n\t{e}\n",
+                    quote(&t.url)
+                ),
+            };
+            self.say(&line);
+        }
+    }
+
+    /// Helm's `UpdateRepositories`: refresh every repository of
+    /// `repositories.yaml`.
+    fn update_repositories(&mut self, repos: &[RepoRef]) {
+        if repos.is_empty() {
+            return;
+        }
+        self.say("Hang tight while we grab the latest from your chart repositories...\n");
+        let targets: Vec<RefreshTarget> = repos
+            .iter()
+            .map(|r| RefreshTarget {
+                cache_name: r.name.clone(),
+                url: r.url.clone(),
+                managed: true,
+            })
+            .collect();
+        self.refresh(&targets, repos);
+        self.say("Update Complete. \u{2388}Happy Helming!\u{2388}\n");
+    }
+
+    /// Helm's `hasAllRepos` (`dependency build`): every repository of the
+    /// lock must be in `repositories.yaml` (URLs compared as Helm does).
+    fn has_all_repos(&self, deps: &[Dependency], repos: &[RepoRef]) -> Result<(), DepsError> {
+        let missing: Vec<String> = deps
+            .iter()
+            .filter(|d| {
+                !(d.repository.is_empty()
+                    || d.repository.starts_with("file://")
+                    || is_oci(&d.repository))
+            })
+            .filter(|d| {
+                let want = d.repository.strip_suffix('/').unwrap_or(&d.repository);
+                !repos.iter().any(|r| url_equal(&r.url, want))
+            })
+            .map(|d| d.repository.clone())
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(DepsError::RepoNotFound(missing))
+        }
+    }
+
+    /// Helm's `Resolver.Resolve`: a lock with each dependency at the first
+    /// version (newest first) that satisfies its constraint.
+    fn resolve(
+        &mut self,
+        reqs: &[Dependency],
+        names: &BTreeMap<String, String>,
+    ) -> Result<Lock, DepsError> {
+        let mut locked: Vec<Dependency> = Vec::with_capacity(reqs.len());
+        let mut missing = Vec::new();
+        let missing_text = |d: &Dependency| {
+            format!(
+                "{} (repository {}, version {})",
+                quote(&d.name),
+                quote(&d.repository),
+                quote(&d.version)
+            )
+        };
+        let lock_dep = |d: &Dependency, version: String| Dependency {
+            name: d.name.clone(),
+            repository: d.repository.clone(),
+            version,
+            ..Default::default()
+        };
+        for d in reqs {
+            let c = constraint(d).map_err(|message| DepsError::InvalidConstraint {
+                name: d.name.clone(),
+                message,
+            })?;
+            if d.repository.is_empty() {
+                local_path(&format!("charts/{}", d.name), &self.chart_path)?;
+                locked.push(lock_dep(d, d.version.clone()));
+                continue;
+            }
+            if d.repository.starts_with("file://") {
+                let path = local_path(&d.repository, &self.chart_path)?;
+                let ch = crate::chart::load_dir(&path)?;
+                match parse_version(&ch.metadata.version) {
+                    Ok(v) if c.check(&v) => {
+                        locked.push(lock_dep(d, ch.metadata.version.clone()));
+                    }
+                    _ => {
+                        missing.push(missing_text(d));
+                        locked.push(lock_dep(d, String::new()));
+                    }
+                }
+                continue;
+            }
+            let repo_name = names.get(&d.name).cloned().unwrap_or_default();
+            if repo_name.is_empty() {
+                locked.push(lock_dep(d, d.version.clone()));
+                continue;
+            }
+            let oci = is_oci(&d.repository);
+            let versions: Vec<IndexVersion> = if !oci {
+                match self.fetcher.index_versions(&repo_name, &d.name) {
+                    Err(error) => {
+                        return Err(DepsError::NoCachedRepository {
+                            repo: repo_name,
+                            error,
+                        })
+                    }
+                    Ok(None) => {
+                        return Err(DepsError::ChartNotInRepo {
+                            name: d.name.clone(),
+                            repo: d.repository.clone(),
+                        })
+                    }
+                    Ok(Some(v)) => v,
+                }
+            } else if parse_version(&d.version).is_ok() {
+                vec![IndexVersion {
+                    version: d.version.clone(),
+                    has_urls: true,
+                }]
+            } else {
+                let repo = d.repository.trim_start_matches("oci://");
+                let tags = self
+                    .fetcher
+                    .oci_tags(&d.repository, &d.name)
+                    .map_err(|error| DepsError::Tags {
+                        repo: format!("{repo}/{}", d.name),
+                        error,
+                    })?;
+                tags.into_iter()
+                    .map(|t| IndexVersion {
+                        version: t,
+                        has_urls: true,
+                    })
+                    .collect()
+            };
+            let found = versions
+                .iter()
+                .find_map(|iv| match parse_version(&iv.version) {
+                    Ok(v) if (oci || iv.has_urls) && c.check(&v) => Some(v.original.clone()),
+                    _ => None,
+                });
+            match found {
+                Some(v) => locked.push(lock_dep(d, v)),
+                None => {
+                    missing.push(missing_text(d));
+                    locked.push(lock_dep(d, String::new()));
+                }
+            }
+        }
+        if !missing.is_empty() {
+            return Err(DepsError::NoValidVersion(missing));
+        }
+        let digest = hash_req(reqs, &locked)?;
+        Ok(Lock {
+            generated: generated_now(),
+            digest,
+            dependencies: locked,
+        })
+    }
+
+    /// Helm's `downloadAll`: every dependency into `tmpcharts-<pid>`, then
+    /// moved into `charts/` when all succeeded (outdated archives deleted);
+    /// on failure `charts/` is left as it was.
+    fn download_all(
+        &mut self,
+        deps: &mut [Dependency],
+        repos: &[RepoRef],
+    ) -> Result<(), DepsError> {
+        self.fetcher
+            .load_indexes(repos)
+            .map_err(DepsError::Repositories)?;
+        let dest = join(&self.chart_path, "charts");
+        let tmp = join(
+            &self.chart_path,
+            &format!("tmpcharts-{}", std::process::id()),
+        );
+        match std::fs::metadata(&dest) {
+            Ok(m) if !m.is_dir() => return Err(DepsError::ChartsNotADirectory(dest)),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&dest).map_err(io_err("mkdir", Path::new(&dest)))?;
+            }
+            Err(e) => {
+                return Err(DepsError::Io {
+                    op: "unable to retrieve file info for",
+                    path: dest,
+                    message: os_message(&e),
+                })
+            }
+        }
+        std::fs::create_dir_all(&tmp).map_err(io_err("mkdir", Path::new(&tmp)))?;
+        let r = self.download_into(deps, &dest, &tmp);
+        let _ = std::fs::remove_dir_all(&tmp);
+        r
+    }
+
+    fn download_into(
+        &mut self,
+        deps: &mut [Dependency],
+        dest: &str,
+        tmp: &str,
+    ) -> Result<(), DepsError> {
+        self.say(&format!("Saving {} charts\n", deps.len()));
+        let mut save_error: Option<DepsError> = None;
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        for dep in deps.iter_mut() {
+            if dep.repository.is_empty() {
+                self.say(&format!(
+                    "Dependency {} did not declare a repository. Assuming it exists in the charts directory\n",
+                    dep.name
+                ));
+                let path = join(dest, &dep.name);
+                let ch = crate::chart::load_dir(&path).map_err(|error| DepsError::LocalChart {
+                    path: path.clone(),
+                    error,
+                })?;
+                let c =
+                    constraint(dep).map_err(|message| DepsError::InvalidConstraintUnquoted {
+                        name: dep.name.clone(),
+                        message,
+                    })?;
+                let v =
+                    parse_version(&ch.metadata.version).map_err(|e| DepsError::InvalidVersion {
+                        version: dep.version.clone(),
+                        name: dep.name.clone(),
+                        message: e.to_string(),
+                    })?;
+                if !c.check(&v) {
+                    save_error = Some(DepsError::Unsatisfied {
+                        name: dep.name.clone(),
+                        version: ch.metadata.version.clone(),
+                        constraint: dep.version.clone(),
+                    });
+                    break;
+                }
+                continue;
+            }
+            if dep.repository.starts_with("file://") {
+                if self.debug {
+                    self.say(&format!(
+                        "Archiving {} from repo {}\n",
+                        dep.name, dep.repository
+                    ));
+                }
+                match self.tar_from_local_dir(dep, tmp) {
+                    Ok(v) => dep.version = v,
+                    Err(e) => {
+                        save_error = Some(e);
+                        break;
+                    }
+                }
+                continue;
+            }
+            let oci = is_oci(&dep.repository);
+            let cache_name;
+            let source = if oci {
+                RemoteSource::Oci(&dep.repository)
+            } else {
+                let repos = self.repositories()?;
+                let known = repos.iter().find(|r| url_equal(&dep.repository, &r.url));
+                cache_name = match known {
+                    Some(r) => r.name.clone(),
+                    None => manager_cache_name(&dep.repository),
+                };
+                RemoteSource::Repo {
+                    url: &dep.repository,
+                    cache_name: &cache_name,
+                    managed: known.is_some(),
+                }
+            };
+            let churl = self.fetcher.chart_url(source, &dep.name, &dep.version);
+            if !seen.insert(churl.clone()) {
+                self.say(&format!(
+                    "Already downloaded {} from repo {}\n",
+                    dep.name, dep.repository
+                ));
+                continue;
+            }
+            self.say(&format!(
+                "Downloading {} from repo {}\n",
+                dep.name, dep.repository
+            ));
+            match self.fetcher.download(source, &dep.name, &dep.version) {
+                Ok(f) => {
+                    let name = Path::new(&f.file_name)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| format!("{}-{}.tgz", dep.name, dep.version));
+                    let path = Path::new(tmp).join(name);
+                    crate::fsutil::atomic_write(&path, &f.archive, crate::fsutil::Mode::SHARED)
+                        .map_err(|e| DepsError::Io {
+                            op: e.op,
+                            path: e.path.display().to_string(),
+                            message: os_message(&e.error),
+                        })?;
+                }
+                Err(error) => {
+                    save_error = Some(DepsError::Download { url: churl, error });
+                    break;
+                }
+            }
+        }
+        if let Some(e) = save_error {
+            self.say(&format!("Save error occurred:  {e}\n"));
+            return Err(e);
+        }
+        self.safe_move_deps(deps, tmp, dest)
+    }
+
+    /// Helm's `tarFromLocalDir`: package a `file://` chart into `dest` if
+    /// its version satisfies the constraint; returns the version.
+    fn tar_from_local_dir(&mut self, dep: &Dependency, dest: &str) -> Result<String, DepsError> {
+        let orig = local_path(&dep.repository, &self.chart_path)?;
+        let ch = crate::chart::load_dir(&orig)?;
+        let c = constraint(dep).map_err(|message| DepsError::InvalidConstraintUnquoted {
+            name: dep.name.clone(),
+            message,
+        })?;
+        let v =
+            parse_version(&ch.metadata.version).map_err(|e| DepsError::Semver(e.to_string()))?;
+        if !c.check(&v) {
+            return Err(DepsError::NoValidLocalVersion(dep.name.clone()));
+        }
+        let times = ModTimes::from_dir(&ch, Path::new(&orig));
+        let bytes = helm_archive(&ch, &times)?;
+        let path =
+            Path::new(dest).join(format!("{}-{}.tgz", ch.metadata.name, ch.metadata.version));
+        crate::fsutil::atomic_write(&path, &bytes, crate::fsutil::Mode::SHARED).map_err(|e| {
+            DepsError::Io {
+                op: e.op,
+                path: e.path.display().to_string(),
+                message: os_message(&e.error),
+            }
+        })?;
+        Ok(ch.metadata.version)
+    }
+
+    /// Helm's `safeMoveDeps`: each chart archive of `source` moved into
+    /// `dest`, then every other chart archive of `dest` deleted, except
+    /// those of dependencies without a repository.
+    fn safe_move_deps(
+        &mut self,
+        deps: &[Dependency],
+        source: &str,
+        dest: &str,
+    ) -> Result<(), DepsError> {
+        let files = |dir: &str| -> Result<Vec<String>, DepsError> {
+            let mut v = Vec::new();
+            for e in std::fs::read_dir(dir).map_err(io_err("open", Path::new(dir)))? {
+                let e = e.map_err(io_err("readdirent", Path::new(dir)))?;
+                if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                    continue;
+                }
+                v.push(e.file_name().to_string_lossy().into_owned());
+            }
+            v.sort();
+            Ok(v)
+        };
+        let source_files = files(source)?;
+        let dest_files = files(dest)?;
+        let local: BTreeSet<&str> = deps
+            .iter()
+            .filter(|d| d.repository.is_empty())
+            .map(|d| d.name.as_str())
+            .collect();
+        let mut in_source = BTreeSet::new();
+        for f in &source_files {
+            let from = join(source, f);
+            let to = join(dest, f);
+            in_source.insert(f.clone());
+            if let Err(e) = crate::chart::load_file(&from) {
+                self.say(&format!(
+                    "Could not verify {from} for moving: {e} (Skipping)"
+                ));
+                continue;
+            }
+            if let Err(e) = std::fs::rename(&from, &to) {
+                self.say(&format!(
+                    "Unable to move {from} to charts dir {} (Skipping)",
+                    os_message(&e)
+                ));
+                continue;
+            }
+        }
+        self.say("Deleting outdated charts\n");
+        for f in &dest_files {
+            if in_source.contains(f) {
+                continue;
+            }
+            let path = join(dest, f);
+            let ch = match crate::chart::load_file(&path) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.say(&format!(
+                        "Could not verify {path} for deletion: {e} (Skipping)\n"
+                    ));
+                    continue;
+                }
+            };
+            if local.contains(ch.metadata.name.as_str()) {
+                continue;
+            }
+            if let Err(e) = std::fs::remove_file(&path) {
+                self.say(&format!(
+                    "Could not delete {path}: {} (Skipping)",
+                    os_message(&e)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Helm's `writeLock` (with Helm 4's refusal of a symlinked lock file):
+    /// the lock's YAML, mode 0644, written atomically.
+    fn write_lock(&mut self, lock: &Lock, api_version: &str) -> Result<(), DepsError> {
+        let name = lock_file_name(api_version);
+        let path = PathBuf::from(join(&self.chart_path, name));
+        if let Ok(m) = std::fs::symlink_metadata(&path) {
+            if m.file_type().is_symlink() {
+                let target = std::fs::read_link(&path)
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_default();
+                return Err(DepsError::LockIsSymlink { file: name, target });
+            }
+        }
+        crate::fsutil::atomic_write(
+            &path,
+            lock_text(lock).as_bytes(),
+            crate::fsutil::Mode::Umask(0o644),
+        )
+        .map_err(|e| DepsError::Io {
+            op: e.op,
+            path: e.path.display().to_string(),
+            message: os_message(&e.error),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_compare_as_helm() {
+        assert!(url_equal("https://a/charts", "https://a/charts/"));
+        assert!(url_equal("https://a", "https://a/"));
+        assert!(!url_equal("https://a/x", "https://b/x"));
+        assert!(is_request_uri("https://x"));
+        assert!(is_request_uri("/abs"));
+        assert!(!is_request_uri("stable"));
+        assert!(!is_request_uri("1http://x"));
+    }
+
+    #[test]
+    fn paths_clean_as_go() {
+        assert_eq!(clean("./a/../b/"), "b");
+        assert_eq!(clean("a/../.."), "..");
+        assert_eq!(clean("/../x"), "/x");
+        assert_eq!(join(".", "charts"), "charts");
+    }
+}
