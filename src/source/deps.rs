@@ -688,9 +688,9 @@ impl Manager<'_> {
         if sum != lock.digest {
             match v2_sum {
                 Some(v2) => {
+                    // Helm 3 logs it with `log.Lshortfile`.
                     eprintln!(
-                        "{} warning: a valid Helm v3 hash was not found. Checking against Helm v2 hash...",
-                        crate::gostd::time::GoTime::now().format("2006/01/02 15:04:05")
+                        "manager.go:122: warning: a valid Helm v3 hash was not found. Checking against Helm v2 hash..."
                     );
                     if v2 != lock.digest {
                         return Err(out_of_sync);
