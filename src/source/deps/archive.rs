@@ -437,7 +437,8 @@ mod tests {
 
     #[test]
     fn pax_records_count_their_own_length() {
-        assert_eq!(pax_record("path", "a"), "10 path=a\n");
+        assert_eq!(pax_record("path", "a"), "9 path=a\n");
+        assert_eq!(pax_record("path", "abcdefgh"), "17 path=abcdefgh\n");
         let long = "x".repeat(95);
         let r = pax_record("path", &long);
         assert_eq!(r.len().to_string(), r.split(' ').next().unwrap());

@@ -95,7 +95,8 @@ mod tests {
     fn digest_matches_helm() {
         // Chart.yaml: child (">=0.1.0 <1", file://../child, condition
         // child.enabled, tags [a, b], import-values [{child: x, parent: y},
-        // data]) and local (1.x, "", alias loc).
+        // data]) and local (1.x, "", alias loc): helm 3.17.2 and 4.1.4
+        // both wrote this digest into Chart.lock.
         let mut child = dep("child", ">=0.1.0 <1", "file://../child");
         child.condition = "child.enabled".into();
         child.tags = vec!["a".into(), "b".into()];
@@ -103,7 +104,8 @@ mod tests {
             Node::Map(
                 [
                     ("child".to_string(), Node::Str("x".into())),
-                    ("parent".to_string(), Node::Str("y".into())),
+                    // YAML 1.1: a bare `y` is true.
+                    ("parent".to_string(), Node::Bool(true)),
                 ]
                 .into_iter()
                 .collect(),
@@ -123,9 +125,29 @@ mod tests {
         );
     }
 
+    /// apiVersion v1 (requirements.yaml): child (">0.2", file://../child,
+    /// import-values [{child: x, parent: y}]) locked at 0.3.0; helm 3.17.2
+    /// wrote this digest into requirements.lock.
+    #[test]
+    fn v1_digest_matches_helm() {
+        let mut child = dep("child", ">0.2", "file://../child");
+        child.import_values = vec![Node::Map(
+            [
+                ("child".to_string(), Node::Str("x".into())),
+                ("parent".to_string(), Node::Bool(true)),
+            ]
+            .into_iter()
+            .collect(),
+        )];
+        assert_eq!(
+            hash_req(&[child], &[dep("child", "0.3.0", "file://../child")]).unwrap(),
+            "sha256:500bf7526213e953d1f9b00a5c2ded2d398b71f25db91a8579822124023e8cb7"
+        );
+    }
+
     #[test]
     fn json_is_gos() {
-        let req = vec![dep("a", ">=1.0.0 <2", "https://x/?a&b")];
+        let req = [dep("a", ">=1.0.0 <2", "https://x/?a&b")];
         let text = crate::gostd::json::marshal(&(&req[..], &req[..0])).unwrap();
         assert_eq!(
             text,
