@@ -6,6 +6,7 @@
 //!
 //! - [`paths`]: where Helm keeps `repositories.yaml`, the repository cache
 //!   and the registry's `config.json` (Helm's variables, XDG defaults).
+//! - [`index`]: a repository's `index.yaml` (parse, resolve versions, write).
 //! - [`reference`]: what a chart argument names (a directory, a `.tgz`,
 //!   `REPO/CHART`, `oci://HOST/PATH`, an `https://` URL).
 //!
@@ -15,6 +16,7 @@
 //! the chart stage and resolves versions with Masterminds constraints (the
 //! template stage's `semverCompare`). The plan and the facade resolve
 //! references through it.
+pub mod index;
 pub mod paths;
 pub mod reference;
 
