@@ -10,7 +10,10 @@ mod exec;
 mod fixtures;
 mod global;
 mod plan;
+mod pull;
 mod release;
+mod repo;
+mod source;
 mod template;
 mod usage;
 mod values;
@@ -104,6 +107,11 @@ enum Command {
     Diff(plan::DiffArgs),
     /// Read and write objects in a cluster (as kubectl get/apply/delete).
     Cluster(cluster::ClusterArgs),
+    /// Add, list, remove, update and index chart repositories (as `helm repo`).
+    Repo(repo::RepoArgs),
+    /// Download a chart from a repository, a URL or a registry (as `helm pull`).
+    #[command(visible_alias = "fetch")]
+    Pull(pull::PullArgs),
 }
 
 /// Parses the command line, runs it and maps errors to Helm's `Error: ...` form.
@@ -142,6 +150,8 @@ pub fn main() -> ExitCode {
         Command::Uninstall(a) => exec::uninstall(a),
         Command::Apply(a) => exec::apply(a),
         Command::Diff(a) => plan::diff(a),
+        Command::Repo(a) => repo::run(a),
+        Command::Pull(a) => pull::run(a),
     }
 }
 

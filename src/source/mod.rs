@@ -27,6 +27,7 @@ pub mod index;
 pub mod paths;
 pub mod reference;
 pub mod repofile;
+pub mod resolve;
 
 pub use paths::HelmPaths;
 pub use reference::{ChartRef, RefError};
