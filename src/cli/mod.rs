@@ -11,7 +11,10 @@ mod exec;
 mod fixtures;
 mod global;
 mod plan;
+mod pull;
 mod release;
+mod repo;
+mod source;
 mod template;
 mod usage;
 mod values;
@@ -105,6 +108,11 @@ enum Command {
     Diff(plan::DiffArgs),
     /// Read and write objects in a cluster (as kubectl get/apply/delete).
     Cluster(cluster::ClusterArgs),
+    /// Add, list, remove, update and index chart repositories (as `helm repo`).
+    Repo(repo::RepoArgs),
+    /// Download a chart from a repository, a URL or a registry (as `helm pull`).
+    #[command(visible_alias = "fetch")]
+    Pull(pull::PullArgs),
     /// Manage a chart's dependencies (as `helm dependency`).
     #[command(visible_aliases = ["dep", "dependencies"])]
     Dependency(dependency::DependencyArgs),
@@ -146,6 +154,8 @@ pub fn main() -> ExitCode {
         Command::Uninstall(a) => exec::uninstall(a),
         Command::Apply(a) => exec::apply(a),
         Command::Diff(a) => plan::diff(a),
+        Command::Repo(a) => repo::run(a),
+        Command::Pull(a) => pull::run(a),
         Command::Dependency(a) => dependency::run(a),
     }
 }

@@ -8,8 +8,13 @@
 //!   and the registry's `config.json` (Helm's variables, XDG defaults).
 //! - [`deps`]: a chart's dependencies (`dependency update|build|list`,
 //!   `Chart.lock`, `charts/`), as Helm manages them.
+//! - [`index`]: a repository's `index.yaml` (parse, resolve versions, write).
 //! - [`reference`]: what a chart argument names (a directory, a `.tgz`,
 //!   `REPO/CHART`, `oci://HOST/PATH`, an `https://` URL).
+//! - [`repofile`]: `repositories.yaml`, as `helm repo add` writes it.
+//! - `http` (feature `remote`): downloads, with Helm's TLS and credential
+//!   rules, and errors for hung, truncated and redirected downloads.
+//! - [`cache`]: the content-addressed chart cache.
 //!
 //! Downloads need feature `remote` (on by default).
 //!
@@ -17,9 +22,15 @@
 //! the chart stage and resolves versions with Masterminds constraints (the
 //! template stage's `semverCompare`). The plan and the facade resolve
 //! references through it.
+pub mod cache;
 pub mod deps;
+#[cfg(feature = "remote")]
+pub mod http;
+pub mod index;
 pub mod paths;
 pub mod reference;
+pub mod repofile;
+pub mod resolve;
 
 pub use paths::HelmPaths;
 pub use reference::{ChartRef, RefError};

@@ -1,0 +1,714 @@
+//! A chart repository's `index.yaml`, as Helm 3.17.2's `pkg/repo/index.go`
+//! reads, resolves and writes it.
+//!
+//! - [`parse`]: Helm's `loadIndex`. JSON when the bytes are valid JSON
+//!   (`encoding/json`, lenient), otherwise YAML through the crate's guarded
+//!   parser (sigs.k8s.io/yaml `UnmarshalStrict`: unknown fields are errors;
+//!   alias bombs and over-deep documents are refused). `apiVersion` is
+//!   required; invalid entries are skipped with Helm's warning; each chart's
+//!   versions are sorted newest first (`SortEntries`).
+//! - [`IndexFile::get`]: Helm's `IndexFile.Get`, version resolution with
+//!   Masterminds constraints.
+//!
+//! Times (`generated`, `created`) are kept as the text Go's `time.Time`
+//! marshals to (RFC 3339 with nanoseconds, trailing zeros trimmed, the
+//! offset as written): what Helm writes back when it re-marshals an index.
+use crate::chart::metadata::{apply_metadata, DecodeNotes};
+use crate::chart::Metadata;
+use crate::gostd::strconv::quote;
+use crate::gostd::time::{parse_in_location, GoTime, Location};
+use crate::template::funcs::semver::{parse_version, Constraints, SemverError, Version};
+use crate::yaml::Node;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// The index API version Helm writes (`repo.APIVersionV1`).
+pub const API_VERSION_V1: &str = "v1";
+
+/// Go's zero `time.Time` as `encoding/json` writes it.
+pub const ZERO_TIME: &str = "0001-01-01T00:00:00Z";
+
+/// A chart repository's index (`repo.IndexFile`).
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct IndexFile {
+    /// `apiVersion` (`v1`).
+    pub api_version: String,
+    /// `generated`: Go's RFC 3339 text of the generation time.
+    pub generated: String,
+    /// `entries`: chart name to its versions, newest first after [`parse`]
+    /// or [`IndexFile::sort_entries`].
+    pub entries: BTreeMap<String, Vec<ChartVersion>>,
+    /// `serverInfo` (ChartMuseum's; Helm keeps and writes it back).
+    #[serde(default)]
+    pub server_info: BTreeMap<String, Node>,
+    /// `publicKeys`.
+    #[serde(default)]
+    pub public_keys: Vec<String>,
+    /// `annotations`: free-form, uninterpreted.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// One version of a chart in an index (`repo.ChartVersion`): the chart's
+/// `Chart.yaml` fields plus where to download it.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct ChartVersion {
+    /// The chart's metadata (embedded in the entry, as in Helm).
+    pub metadata: Metadata,
+    /// `urls`: where the archive can be downloaded (absolute or relative to
+    /// the repository URL).
+    pub urls: Vec<String>,
+    /// `created`: Go's RFC 3339 text of the time the entry was added.
+    pub created: String,
+    /// `removed`.
+    pub removed: bool,
+    /// `digest`: the archive's sha256, hex.
+    pub digest: String,
+    /// `checksum` (Helm 2's; kept and written back, never used).
+    #[serde(default)]
+    pub checksum: String,
+    /// `engine` (Helm 2's; kept and written back, never used).
+    #[serde(default)]
+    pub engine: String,
+    /// `tillerVersion` (Helm 2's; kept and written back, never used).
+    #[serde(default)]
+    pub tiller_version: String,
+    /// `url` (Helm 2's; kept and written back, never used).
+    #[serde(default)]
+    pub url: String,
+}
+
+impl ChartVersion {
+    /// The chart version (`Chart.yaml`'s `version`).
+    pub fn version(&self) -> &str {
+        &self.metadata.version
+    }
+
+    /// The chart name.
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+}
+
+/// Why an index cannot be read, or a chart version not found in it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IndexError {
+    /// The index is empty (`ErrEmptyIndexYaml`).
+    #[error("error loading {source_name}: empty index.yaml file")]
+    Empty {
+        /// The file or URL the index came from.
+        source_name: String,
+    },
+    /// The index has no `apiVersion` (`ErrNoAPIVersion`).
+    #[error("error loading {source_name}: no API version specified")]
+    NoApiVersion {
+        /// The file or URL the index came from.
+        source_name: String,
+    },
+    /// The YAML or JSON is malformed or refused (an alias bomb, a document
+    /// nested too deep), or does not decode into Helm's types.
+    #[error("error loading {source_name}: {message}")]
+    Decode {
+        /// The file or URL the index came from.
+        source_name: String,
+        /// Helm's message (sigs.k8s.io/yaml's or encoding/json's).
+        message: String,
+    },
+    /// No chart of that name in the index (`ErrNoChartName`).
+    #[error("no chart name found")]
+    NoChartName {
+        /// The chart asked for.
+        name: String,
+    },
+    /// The chart has no versions at all (`ErrNoChartVersion`).
+    #[error("no chart version found")]
+    NoChartVersion {
+        /// The chart asked for.
+        name: String,
+    },
+    /// No version of the chart satisfies the constraint.
+    #[error("no chart version found for {name}-{version}")]
+    VersionNotFound {
+        /// The chart asked for.
+        name: String,
+        /// The version or constraint asked for.
+        version: String,
+    },
+    /// The version asked for is not a Masterminds constraint.
+    #[error("{error}")]
+    Constraint {
+        /// The constraint as given.
+        constraint: String,
+        /// Masterminds' error (`improper constraint: ...`).
+        error: SemverError,
+    },
+}
+
+/// Helm's `loadIndex` on `bytes` read from `source` (a file path or a URL,
+/// used in messages). Warnings for skipped entries go to stderr, as Helm
+/// logs them; [`parse_with_warnings`] returns them instead.
+pub fn parse(bytes: &[u8], source: &str) -> Result<IndexFile, IndexError> {
+    let (index, warnings) = parse_with_warnings(bytes, source)?;
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    Ok(index)
+}
+
+/// [`parse`], returning Helm's warnings (`skipping loading invalid entry
+/// ...`) rather than printing them.
+pub fn parse_with_warnings(
+    bytes: &[u8],
+    source: &str,
+) -> Result<(IndexFile, Vec<String>), IndexError> {
+    let decode_err = |message: String| IndexError::Decode {
+        source_name: source.to_string(),
+        message,
+    };
+    if bytes.is_empty() {
+        return Err(IndexError::Empty {
+            source_name: source.to_string(),
+        });
+    }
+    let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok();
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        decode_err(format!(
+            "error converting YAML to JSON: yaml: invalid UTF-8 at byte {}",
+            e.valid_up_to()
+        ))
+    })?;
+    let (doc, mode) = if is_json {
+        let doc = crate::yaml::parse_json(text).map_err(|e| decode_err(e.to_string()))?;
+        (doc, Mode::Json)
+    } else {
+        let doc = crate::yaml::parse_document(text)
+            .map_err(|e| decode_err(format!("error converting YAML to JSON: {e}")))?;
+        (doc, Mode::Yaml)
+    };
+    let mut index = decode_index(&doc, mode).map_err(|e| decode_err(mode.wrap(e)))?;
+    let mut warnings = Vec::new();
+    let mut entries = BTreeMap::new();
+    for (name, versions) in std::mem::take(&mut index.entries) {
+        let mut kept = Vec::new();
+        // Helm walks each list from its end: its warnings come in that order.
+        for (cv, notes) in versions.into_iter().rev() {
+            let Some(mut cv) = cv else {
+                warnings.push(format!(
+                    "skipping loading invalid entry for chart {} from {source}: empty entry",
+                    quote(&name)
+                ));
+                continue;
+            };
+            if cv.metadata.api_version.is_empty() {
+                cv.metadata.api_version = API_VERSION_V1.into();
+            }
+            let raw_version = cv.metadata.version.clone();
+            if let Err(e) = cv.metadata.validate(notes) {
+                // JFrog strips aliases (helm#12748): Helm keeps such entries.
+                if !e
+                    .to_string()
+                    .starts_with("validation: more than one dependency with name or alias")
+                {
+                    warnings.push(format!(
+                        "skipping loading invalid entry for chart {} {} from {source}: {e}",
+                        quote(&name),
+                        quote(&raw_version)
+                    ));
+                    continue;
+                }
+            }
+            kept.push(cv);
+        }
+        kept.reverse();
+        entries.insert(name, kept);
+    }
+    let mut out = IndexFile {
+        api_version: index.api_version,
+        generated: index.generated,
+        entries,
+        server_info: index.server_info,
+        public_keys: index.public_keys,
+        annotations: index.annotations,
+    };
+    out.sort_entries();
+    if out.api_version.is_empty() {
+        return Err(IndexError::NoApiVersion {
+            source_name: source.to_string(),
+        });
+    }
+    Ok((out, warnings))
+}
+
+/// Masterminds' ordering of two chart versions; a version that does not
+/// parse sorts below every one that does (Helm's `ChartVersions.Less`).
+fn version_order(a: &str, b: &str) -> Ordering {
+    match (parse_version(a), parse_version(b)) {
+        (Ok(x), Ok(y)) => x.compare(&y),
+        (Err(_), Ok(_)) => Ordering::Less,
+        (Ok(_), Err(_)) => Ordering::Greater,
+        (Err(_), Err(_)) => Ordering::Equal,
+    }
+}
+
+impl IndexFile {
+    /// An empty index as Helm's `NewIndexFile` makes it, generated now.
+    pub fn new() -> IndexFile {
+        IndexFile {
+            api_version: API_VERSION_V1.into(),
+            generated: GoTime::now().rfc3339_nano(),
+            ..IndexFile::default()
+        }
+    }
+
+    /// Helm's `SortEntries`: each chart's versions newest first (stable for
+    /// equal versions).
+    pub fn sort_entries(&mut self) {
+        for versions in self.entries.values_mut() {
+            versions.sort_by(|a, b| version_order(b.version(), a.version()));
+        }
+    }
+
+    /// Helm's `IndexFile.Get`: the entry of chart `name` for `version`, a
+    /// Masterminds constraint. An empty version means the newest stable
+    /// version (`*`: pre-releases are skipped). A version string equal to an
+    /// entry's version wins over constraint matching; otherwise the first
+    /// entry, in the index's order, whose version satisfies the constraint.
+    pub fn get(&self, name: &str, version: &str) -> Result<&ChartVersion, IndexError> {
+        let vs = self
+            .entries
+            .get(name)
+            .ok_or_else(|| IndexError::NoChartName { name: name.into() })?;
+        if vs.is_empty() {
+            return Err(IndexError::NoChartVersion { name: name.into() });
+        }
+        let constraint = Constraints::parse(if version.is_empty() { "*" } else { version })
+            .map_err(|error| IndexError::Constraint {
+                constraint: version.into(),
+                error,
+            })?;
+        if !version.is_empty() {
+            if let Some(cv) = vs.iter().find(|cv| cv.version() == version) {
+                return Ok(cv);
+            }
+        }
+        vs.iter()
+            .find(|cv| {
+                parse_version(cv.version())
+                    .map(|v: Version| constraint.check(&v))
+                    .unwrap_or(false)
+            })
+            .ok_or_else(|| IndexError::VersionNotFound {
+                name: name.into(),
+                version: version.into(),
+            })
+    }
+
+    /// Helm's `Has`: whether [`IndexFile::get`] finds `name` at `version`.
+    pub fn has(&self, name: &str, version: &str) -> bool {
+        self.get(name, version).is_ok()
+    }
+}
+
+/// Which decoder Helm used: `encoding/json` for valid JSON, sigs.k8s.io/yaml
+/// `UnmarshalStrict` otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Json,
+    Yaml,
+}
+
+impl Mode {
+    /// The prefix sigs.k8s.io/yaml puts before encoding/json's errors.
+    fn wrap(self, e: String) -> String {
+        match self {
+            Mode::Json => e,
+            Mode::Yaml => format!("error unmarshaling JSON: while decoding JSON: {e}"),
+        }
+    }
+}
+
+/// The decoded document before `loadIndex`'s checks: each entry with the
+/// notes `Metadata.Validate` needs, `None` for a null entry.
+struct RawIndex {
+    api_version: String,
+    generated: String,
+    entries: BTreeMap<String, Vec<(Option<ChartVersion>, DecodeNotes)>>,
+    server_info: BTreeMap<String, Node>,
+    public_keys: Vec<String>,
+    annotations: BTreeMap<String, String>,
+}
+
+const INDEX_FIELDS: &[&str] = &[
+    "serverInfo",
+    "apiVersion",
+    "generated",
+    "entries",
+    "publicKeys",
+    "annotations",
+];
+
+const VERSION_FIELDS: &[&str] = &[
+    "urls",
+    "created",
+    "removed",
+    "digest",
+    "checksum",
+    "engine",
+    "tillerVersion",
+    "url",
+];
+
+const METADATA_FIELDS: &[&str] = &[
+    "name",
+    "home",
+    "sources",
+    "version",
+    "description",
+    "keywords",
+    "maintainers",
+    "icon",
+    "apiVersion",
+    "condition",
+    "tags",
+    "appVersion",
+    "deprecated",
+    "annotations",
+    "kubeVersion",
+    "dependencies",
+    "type",
+];
+
+/// `encoding/json`'s field matching: exact name first, then ASCII
+/// case-insensitive.
+fn field_of(key: &str, known: &[&'static str]) -> Option<&'static str> {
+    known
+        .iter()
+        .find(|f| **f == key)
+        .or_else(|| known.iter().find(|f| f.eq_ignore_ascii_case(key)))
+        .copied()
+}
+
+fn type_err(n: &Node, strct: &str, field: &str, ty: &str) -> String {
+    format!(
+        "json: cannot unmarshal {} into Go struct field {strct}.{field} of type {ty}",
+        n.json_kind()
+    )
+}
+
+/// A Go `string` field. sigs.k8s.io/yaml turns YAML scalars into strings
+/// for string fields; encoding/json accepts only strings.
+fn string_field(n: &Node, mode: Mode, strct: &str, field: &str) -> Result<String, String> {
+    match (n, mode) {
+        (Node::Null, _) => Ok(String::new()),
+        (Node::Str(s), _) => Ok(s.clone()),
+        (Node::Bool(b), Mode::Yaml) => Ok(b.to_string()),
+        (Node::Int(i), Mode::Yaml) => Ok(i.to_string()),
+        (Node::Float(f), Mode::Yaml) => Ok(crate::gostd::float::format_go_float32(*f as f32)),
+        (other, _) => Err(type_err(other, strct, field, "string")),
+    }
+}
+
+fn strings_field(n: &Node, mode: Mode, strct: &str, field: &str) -> Result<Vec<String>, String> {
+    match n {
+        Node::Null => Ok(Vec::new()),
+        Node::Seq(items) => items
+            .iter()
+            .map(|i| string_field(i, mode, strct, field))
+            .collect(),
+        other => Err(type_err(other, strct, field, "[]string")),
+    }
+}
+
+/// A Go `time.Time` field: RFC 3339 text, normalised to what Go writes back.
+fn time_field(n: &Node) -> Result<Option<String>, String> {
+    match n {
+        Node::Null => Ok(None),
+        Node::Str(s) => {
+            let t = parse_in_location("2006-01-02T15:04:05Z07:00", s, Location::Utc)
+                .map_err(|e| e.to_string())?;
+            Ok(Some(t.rfc3339_nano()))
+        }
+        _ => Err("Time.UnmarshalJSON: input is not a JSON string".into()),
+    }
+}
+
+fn decode_index(doc: &Node, mode: Mode) -> Result<RawIndex, String> {
+    let mut out = RawIndex {
+        api_version: String::new(),
+        generated: ZERO_TIME.into(),
+        entries: BTreeMap::new(),
+        server_info: BTreeMap::new(),
+        public_keys: Vec::new(),
+        annotations: BTreeMap::new(),
+    };
+    let m = match doc {
+        Node::Null => return Ok(out),
+        Node::Map(m) => m,
+        other => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type repo.IndexFile",
+                other.json_kind()
+            ))
+        }
+    };
+    for (key, v) in m {
+        let Some(f) = field_of(key, INDEX_FIELDS) else {
+            if mode == Mode::Yaml {
+                return Err(format!("json: unknown field {}", quote(key)));
+            }
+            continue;
+        };
+        match f {
+            "apiVersion" => out.api_version = string_field(v, mode, "IndexFile", f)?,
+            "generated" => {
+                if let Some(t) = time_field(v)? {
+                    out.generated = t;
+                }
+            }
+            "publicKeys" => out.public_keys = strings_field(v, mode, "IndexFile", f)?,
+            "serverInfo" => match v {
+                Node::Null => out.server_info.clear(),
+                Node::Map(sm) => out.server_info.extend(sm.clone()),
+                other => return Err(type_err(other, "IndexFile", f, "map[string]interface {}")),
+            },
+            "annotations" => match v {
+                Node::Null => out.annotations.clear(),
+                Node::Map(am) => {
+                    for (k, s) in am {
+                        let s = string_field(s, mode, "IndexFile", "annotations")?;
+                        out.annotations.insert(k.clone(), s);
+                    }
+                }
+                other => return Err(type_err(other, "IndexFile", f, "map[string]string")),
+            },
+            _ => match v {
+                Node::Null => out.entries.clear(),
+                Node::Map(em) => {
+                    for (name, list) in em {
+                        let versions = match list {
+                            Node::Null => Vec::new(),
+                            Node::Seq(items) => items
+                                .iter()
+                                .map(|i| decode_version(i, mode))
+                                .collect::<Result<_, _>>()?,
+                            other => {
+                                return Err(type_err(
+                                    other,
+                                    "IndexFile",
+                                    "entries",
+                                    "repo.ChartVersions",
+                                ))
+                            }
+                        };
+                        out.entries.insert(name.clone(), versions);
+                    }
+                }
+                other => {
+                    return Err(type_err(
+                        other,
+                        "IndexFile",
+                        f,
+                        "map[string]repo.ChartVersions",
+                    ))
+                }
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// Metadata fields that are Go strings, checked in JSON mode (where a
+/// number in a string field is an error, not a conversion).
+const METADATA_STRINGS: &[&str] = &[
+    "name",
+    "home",
+    "version",
+    "description",
+    "icon",
+    "apiVersion",
+    "condition",
+    "tags",
+    "appVersion",
+    "kubeVersion",
+    "type",
+];
+
+fn decode_version(n: &Node, mode: Mode) -> Result<(Option<ChartVersion>, DecodeNotes), String> {
+    let m = match n {
+        Node::Null => return Ok((None, DecodeNotes::default())),
+        Node::Map(m) => m,
+        other => return Err(type_err(other, "IndexFile", "entries", "repo.ChartVersion")),
+    };
+    let mut cv = ChartVersion {
+        created: ZERO_TIME.into(),
+        ..ChartVersion::default()
+    };
+    let mut md_fields = BTreeMap::new();
+    for (key, v) in m {
+        if let Some(f) = field_of(key, VERSION_FIELDS) {
+            let s = |v: &Node| string_field(v, mode, "ChartVersion", f);
+            match f {
+                "urls" => cv.urls = strings_field(v, mode, "ChartVersion", f)?,
+                "created" => {
+                    if let Some(t) = time_field(v)? {
+                        cv.created = t;
+                    }
+                }
+                "removed" => {
+                    cv.removed = match v {
+                        Node::Null => false,
+                        Node::Bool(b) => *b,
+                        other => return Err(type_err(other, "ChartVersion", f, "bool")),
+                    }
+                }
+                "digest" => cv.digest = s(v)?,
+                "checksum" => cv.checksum = s(v)?,
+                "engine" => cv.engine = s(v)?,
+                "tillerVersion" => cv.tiller_version = s(v)?,
+                _ => cv.url = s(v)?,
+            }
+        } else if let Some(f) = field_of(key, METADATA_FIELDS) {
+            if mode == Mode::Json && METADATA_STRINGS.contains(&f) {
+                string_field(v, mode, "ChartVersion", f)?;
+            }
+            md_fields.insert(key.clone(), v.clone());
+        } else if mode == Mode::Yaml {
+            return Err(format!("json: unknown field {}", quote(key)));
+        }
+    }
+    let mut notes = DecodeNotes::default();
+    apply_metadata(&mut cv.metadata, &Node::Map(md_fields), &mut notes).map_err(|e| {
+        // Helm names the outer struct for promoted fields.
+        e.to_string()
+            .trim_start_matches("error unmarshaling JSON: while decoding JSON: ")
+            .replace("Go struct field Metadata.", "Go struct field ChartVersion.")
+    })?;
+    Ok((Some(cv), notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"apiVersion: v1
+entries:
+  nginx:
+    - urls:
+        - https://example.com/nginx-0.1.0.tgz
+      name: nginx
+      description: string
+      version: 0.1.0
+      home: https://github.com/something
+      digest: "sha256:1234567890"
+      created: 2016-10-06T16:23:20.499814565-06:00
+    - urls:
+        - https://example.com/nginx-0.2.0.tgz
+      name: nginx
+      version: 0.2.0
+      created: "2016-10-06T16:23:20.000Z"
+    - urls: [https://example.com/nginx-1.0.0-rc1.tgz]
+      name: nginx
+      version: 1.0.0-rc1
+  alpine:
+    - urls: [alpine-1.0.0.tgz]
+      name: alpine
+      version: 1.0.0
+generated: 2016-10-06T16:23:20.499029981-06:00
+"#;
+
+    fn sample() -> IndexFile {
+        parse(SAMPLE.as_bytes(), "index.yaml").unwrap()
+    }
+
+    #[test]
+    fn parses_and_sorts() {
+        let i = sample();
+        assert_eq!(i.api_version, "v1");
+        assert_eq!(i.generated, "2016-10-06T16:23:20.499029981-06:00");
+        let v: Vec<_> = i.entries["nginx"].iter().map(|c| c.version()).collect();
+        assert_eq!(v, ["1.0.0-rc1", "0.2.0", "0.1.0"]);
+        let n = &i.entries["nginx"][1];
+        assert_eq!(n.created, "2016-10-06T16:23:20Z");
+        assert_eq!(i.entries["nginx"][0].created, ZERO_TIME);
+        assert_eq!(n.metadata.api_version, "v1");
+        assert_eq!(i.entries["nginx"][2].digest, "sha256:1234567890");
+        assert_eq!(i.entries["alpine"][0].name(), "alpine");
+    }
+
+    #[test]
+    fn get_resolves_like_helm() {
+        let i = sample();
+        let g = |n: &str, v: &str| i.get(n, v).map(|c| c.version().to_string());
+        assert_eq!(g("nginx", "").unwrap(), "0.2.0");
+        assert_eq!(g("nginx", "*").unwrap(), "0.2.0");
+        assert_eq!(g("nginx", "1.0.0-rc1").unwrap(), "1.0.0-rc1");
+        assert_eq!(g("nginx", ">=1.0.0-0").unwrap(), "1.0.0-rc1");
+        assert_eq!(g("nginx", "<0.2.0").unwrap(), "0.1.0");
+        assert_eq!(g("nginx", "0.1.x").unwrap(), "0.1.0");
+        assert_eq!(g("nginx", "~0.1").unwrap(), "0.1.0");
+        assert_eq!(g("nginx", "^0.1.0").unwrap(), "0.1.0");
+        assert_eq!(g("nginx", "0.1.0 || 0.2.0").unwrap(), "0.2.0");
+        assert_eq!(
+            g("nginx", "3.x").unwrap_err().to_string(),
+            "no chart version found for nginx-3.x"
+        );
+        assert_eq!(
+            g("nope", "").unwrap_err().to_string(),
+            "no chart name found"
+        );
+        assert_eq!(
+            g("nginx", "not a version!").unwrap_err().to_string(),
+            "improper constraint: not a version!"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_source() {
+        assert_eq!(
+            parse(b"", "/x/index.yaml").unwrap_err().to_string(),
+            "error loading /x/index.yaml: empty index.yaml file"
+        );
+        assert_eq!(
+            parse(b"entries: {}\n", "https://r/index.yaml")
+                .unwrap_err()
+                .to_string(),
+            "error loading https://r/index.yaml: no API version specified"
+        );
+        let e = parse(b"apiVersion: v1\nfoo: 1\n", "i").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "error loading i: error unmarshaling JSON: while decoding JSON: json: unknown field \"foo\""
+        );
+        // JSON is decoded leniently.
+        assert!(parse(br#"{"apiVersion":"v1","foo":1}"#, "i").is_ok());
+    }
+
+    #[test]
+    fn invalid_entries_are_skipped_with_helms_warning() {
+        let text = "apiVersion: v1\nentries:\n  a:\n    - name: a\n      version: 1.0.0\n    - name: a\n      version: not-semver\n    - null\n";
+        let (i, w) = parse_with_warnings(text.as_bytes(), "idx").unwrap();
+        assert_eq!(i.entries["a"].len(), 1);
+        assert_eq!(
+            w,
+            [
+                "skipping loading invalid entry for chart \"a\" from idx: empty entry",
+                "skipping loading invalid entry for chart \"a\" \"not-semver\" from idx: validation: chart.metadata.version \"not-semver\" is invalid",
+            ]
+        );
+    }
+
+    #[test]
+    fn alias_bomb_is_refused_quickly() {
+        let mut text = String::from("apiVersion: v1\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        let start = std::time::Instant::now();
+        let e = parse(text.as_bytes(), "bomb").unwrap_err();
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        assert!(e.to_string().contains("excessive aliasing"), "{e}");
+    }
+}
