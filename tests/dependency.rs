@@ -305,9 +305,22 @@ fn compare(helm: &Run, ours: &Run, who: &str, exact_tar: bool) -> Vec<String> {
 /// Returns rudder's run.
 fn check(tools: &Tools, label: &str, scenario: &Path, chart: &str, args: &[&str]) -> Run {
     let work = tempfile::tempdir().expect("tempdir");
-    let h3 = run(tools, Tool::Helm3, scenario, work.path(), chart, args);
-    let h4 = run(tools, Tool::Helm4, scenario, work.path(), chart, args);
-    let r = run(tools, Tool::Rudder, scenario, work.path(), chart, args);
+    check_in(tools, label, scenario, work.path(), chart, args)
+}
+
+/// [`check`] in `work`, where each tool's Helm home (`<work>/<Tool>-home`)
+/// may already hold repositories.
+fn check_in(
+    tools: &Tools,
+    label: &str,
+    scenario: &Path,
+    work: &Path,
+    chart: &str,
+    args: &[&str],
+) -> Run {
+    let h3 = run(tools, Tool::Helm3, scenario, work, chart, args);
+    let h4 = run(tools, Tool::Helm4, scenario, work, chart, args);
+    let r = run(tools, Tool::Rudder, scenario, work, chart, args);
     let mut diffs = compare(&h3, &r, "helm3", false);
     diffs.extend(compare(&h4, &r, "helm4", true));
     assert!(
@@ -768,24 +781,18 @@ dependencies:
 }
 
 // ---------------------------------------------------------------------
-// Repository dependencies: the manager's logic against Helm's, on a chart
-// repository served over HTTP by the test. rudder's downloading fetcher
-// is not part of this module; a test fetcher stands in for it (it reads
-// `repositories.yaml` as written by `helm repo add`, caches index.yaml as
-// Helm names it, and downloads over plain HTTP), so that what is compared
-// is the manager's: resolution (`@alias`, `alias:`, a URL of a known
-// repository, a URL of an unknown one), messages, Chart.lock and the
-// files in charts/ (the downloaded bytes, compared exactly).
+// Repository dependencies, on a chart repository served over HTTP by the
+// test: `@alias`, `alias:`, the URL of an added repository, and the URL of
+// one that is not added (Helm's `helm-manager-<sha256>` cache). Each tool
+// adds the repository with its own `repo add`, then runs the same
+// commands; the downloaded archives are compared byte for byte.
 // ---------------------------------------------------------------------
 
-use rudder::source::deps::{
-    FetchError, Fetched, Fetcher, IndexVersion, LocalFetcher, Manager, RefreshTarget, RemoteSource,
-};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 
-/// A static file server for `root` on 127.0.0.1 (one thread, until the
-/// process ends); returns its base URL.
+/// A static file server for `root` on 127.0.0.1 (threads live until the
+/// test process ends); returns its base URL.
 fn serve(root: PathBuf) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
@@ -816,8 +823,7 @@ fn respond(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
         .next()
         .unwrap_or("/")
         .trim_start_matches('/');
-    let file = root.join(path);
-    match std::fs::read(&file) {
+    match std::fs::read(root.join(path)) {
         Ok(body) if !path.contains("..") => {
             write!(
                 stream,
@@ -831,161 +837,31 @@ fn respond(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
     }
 }
 
-/// A plain-HTTP GET of `url`: the body on 200.
-fn http_get(url: &str) -> Result<Vec<u8>, FetchError> {
-    let rest = url.strip_prefix("http://").ok_or("only http:// here")?;
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
+/// Adds repository `name` at `url` to `tool`'s home in `work`, with the
+/// tool's own `repo add`.
+fn repo_add(tools: &Tools, tool: Tool, work: &Path, name: &str, url: &str) {
+    let home = work.join(format!("{tool:?}-home"));
+    let mut cmd = match tool {
+        Tool::Helm3 => common::helm_command(&tools.helm3, &home),
+        Tool::Helm4 => common::helm_command(&tools.helm4, &home),
+        Tool::Rudder => {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_rudder"));
+            c.env("HELM_CONFIG_HOME", home.join("config"))
+                .env("HELM_CACHE_HOME", home.join("cache"))
+                .env("HELM_DATA_HOME", home.join("data"));
+            c
+        }
     };
-    let mut s = TcpStream::connect(host)?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut all = Vec::new();
-    s.read_to_end(&mut all)?;
-    let split = all
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("no header end")?;
-    let head = String::from_utf8_lossy(&all[..split]).into_owned();
-    if !head.starts_with("HTTP/1.1 200") {
-        return Err(format!("GET {url}: {}", head.lines().next().unwrap_or("")).into());
-    }
-    Ok(all[split + 4..].to_vec())
-}
-
-/// The test's stand-in for the repository side.
-struct TestFetcher {
-    local: LocalFetcher,
-    cache: PathBuf,
-}
-
-impl TestFetcher {
-    fn index(&self, cache_name: &str) -> Result<rudder::yaml::Node, FetchError> {
-        let p = self.cache.join(format!("{cache_name}-index.yaml"));
-        let text = std::fs::read_to_string(&p).map_err(|e| format!("open {}: {e}", p.display()))?;
-        Ok(rudder::yaml::parse_yaml_to_json(&text)?)
-    }
-
-    fn entries(
-        &self,
-        cache_name: &str,
-        chart: &str,
-    ) -> Result<Option<Vec<rudder::yaml::Node>>, FetchError> {
-        use rudder::yaml::Node;
-        let Node::Map(m) = self.index(cache_name)? else {
-            return Err("index is not a map".into());
-        };
-        let Some(Node::Map(entries)) = m.get("entries") else {
-            return Ok(None);
-        };
-        Ok(match entries.get(chart) {
-            Some(Node::Seq(v)) => Some(v.clone()),
-            _ => None,
-        })
-    }
-}
-
-fn field(n: &rudder::yaml::Node, k: &str) -> String {
-    match n {
-        rudder::yaml::Node::Map(m) => match m.get(k) {
-            Some(rudder::yaml::Node::Str(s)) => s.clone(),
-            _ => String::new(),
-        },
-        _ => String::new(),
-    }
-}
-
-fn urls(n: &rudder::yaml::Node) -> Vec<String> {
-    match n {
-        rudder::yaml::Node::Map(m) => match m.get("urls") {
-            Some(rudder::yaml::Node::Seq(v)) => v
-                .iter()
-                .filter_map(|u| match u {
-                    rudder::yaml::Node::Str(s) => Some(s.clone()),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    }
-}
-
-impl Fetcher for TestFetcher {
-    fn repositories(&self) -> Result<Option<Vec<rudder::source::deps::RepoRef>>, FetchError> {
-        self.local.repositories()
-    }
-
-    fn refresh(&self, targets: &[RefreshTarget]) -> Vec<Result<(), FetchError>> {
-        targets
-            .iter()
-            .map(|t| {
-                let body = http_get(&format!("{}/index.yaml", t.url.trim_end_matches('/')))?;
-                std::fs::create_dir_all(&self.cache)?;
-                std::fs::write(
-                    self.cache.join(format!("{}-index.yaml", t.cache_name)),
-                    body,
-                )?;
-                Ok(())
-            })
-            .collect()
-    }
-
-    fn index_versions(
-        &self,
-        cache_name: &str,
-        chart: &str,
-    ) -> Result<Option<Vec<IndexVersion>>, FetchError> {
-        Ok(self.entries(cache_name, chart)?.map(|v| {
-            v.iter()
-                .map(|e| IndexVersion {
-                    version: field(e, "version"),
-                    has_urls: !urls(e).is_empty(),
-                })
-                .collect()
-        }))
-    }
-
-    fn oci_tags(&self, repository: &str, chart: &str) -> Result<Vec<String>, FetchError> {
-        Err(format!("no registry in this test ({repository}/{chart})").into())
-    }
-
-    fn download(
-        &self,
-        source: RemoteSource<'_>,
-        chart: &str,
-        version: &str,
-    ) -> Result<Fetched, FetchError> {
-        let RemoteSource::Repo {
-            url, cache_name, ..
-        } = source
-        else {
-            return Err("no registry in this test".into());
-        };
-        let entries = self
-            .entries(cache_name, chart)?
-            .ok_or("chart not in index")?;
-        let e = entries
-            .iter()
-            .find(|e| field(e, "version") == version)
-            .ok_or("no matching version")?;
-        let u = urls(e).into_iter().next().ok_or("no URL")?;
-        let full = if u.contains("://") {
-            u
-        } else {
-            format!("{}/{u}", url.trim_end_matches('/'))
-        };
-        let archive = http_get(&full)?;
-        let file_name = full.rsplit('/').next().unwrap_or_default().to_string();
-        Ok(Fetched { file_name, archive })
-    }
+    let o = cmd
+        .env("HOME", &home)
+        .args(["repo", "add", name, url])
+        .output()
+        .expect("repo add");
+    assert!(o.status.success(), "{tool:?} repo add: {o:?}");
 }
 
 #[test]
-fn repository_dependencies_resolve_as_helm() {
+fn repository_dependencies_match_helm() {
     let Some(tools) = tools() else { return };
     let tmp = tempfile::tempdir().expect("tempdir");
     let srv = tmp.path().join("srv");
@@ -1018,6 +894,10 @@ fn repository_dependencies_resolve_as_helm() {
         assert!(o.status.success(), "{o:?}");
     }
     let base = serve(srv);
+    let work = tmp.path().join("work");
+    for t in [Tool::Helm3, Tool::Helm4, Tool::Rudder] {
+        repo_add(&tools, t, &work, "myrepo", &base);
+    }
     let scenario = tmp.path().join("scenario");
     write(
         &scenario.join("p/Chart.yaml"),
@@ -1042,184 +922,96 @@ dependencies:
 "#
         ),
     );
-    let mut helm_runs = Vec::new();
-    for (major, bin) in [(3, &tools.helm3), (4, &tools.helm4)] {
-        let home = tmp.path().join(format!("home{major}"));
-        let add = common::helm_command(bin, &home)
-            .env("HOME", &home)
-            .args(["repo", "add", "myrepo", &base])
-            .output()
-            .expect("repo add");
-        assert!(add.status.success(), "{add:?}");
-        let dir = tmp.path().join(format!("helm{major}"));
-        copy_dir(&scenario, &dir);
-        let o = common::helm_command(bin, &home)
-            .env("HOME", &home)
-            .current_dir(&dir)
-            .args(["dependency", "update", "p"])
-            .output()
-            .expect("dep update");
-        helm_runs.push((major, dir, o));
-    }
-    // rudder: repositories.yaml written by `helm repo add` (helm 3's home).
-    let home = tmp.path().join("home3");
-    let paths = rudder::source::HelmPaths::from_lookup(|k| match k {
-        "HELM_CONFIG_HOME" => Some(home.join("config").display().to_string()),
-        "HELM_CACHE_HOME" => Some(tmp.path().join("rudder-cache").display().to_string()),
-        "HELM_DATA_HOME" => Some(home.join("data").display().to_string()),
-        "HOME" => Some(home.display().to_string()),
-        _ => None,
-    });
-    let fetcher = TestFetcher {
-        local: LocalFetcher {
-            repository_config: paths.repository_config.clone(),
-        },
-        cache: paths.repository_cache.clone(),
-    };
-    let dir = tmp.path().join("rudder");
-    copy_dir(&scenario, &dir);
-    let mut out = Vec::new();
-    let outcome = Manager {
-        chart_path: dir.join("p").display().to_string(),
-        skip_update: false,
-        debug: false,
-        fetcher: &fetcher,
-        out: &mut out,
-    }
-    .update()
-    .expect("update");
-    assert!(outcome.lock_written);
-    let ours = String::from_utf8_lossy(&out).into_owned();
-    let strip = |t: &str| -> String {
-        t.lines()
-            .filter(|l| !l.starts_with("generated:"))
-            .map(|l| format!("{l}\n"))
-            .collect()
-    };
-    let our_lock = std::fs::read_to_string(dir.join("p/Chart.lock")).expect("lock");
-    let mut our_tree = Vec::new();
-    tree(&dir.join("p"), &dir.join("p"), &mut our_tree);
-    our_tree.sort();
-    for (major, hdir, o) in &helm_runs {
-        assert!(o.status.success(), "helm {major}: {o:?}");
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout),
-            ours,
-            "helm {major} stdout"
-        );
-        let lock = std::fs::read_to_string(hdir.join("p/Chart.lock")).expect("helm lock");
-        assert_eq!(strip(&lock), strip(&our_lock), "helm {major} Chart.lock");
-        let mut t = Vec::new();
-        tree(&hdir.join("p"), &hdir.join("p"), &mut t);
-        t.sort();
-        assert_eq!(t, our_tree, "helm {major} tree");
-        for f in t.iter().filter(|f| f.ends_with(".tgz")) {
-            assert_eq!(
-                std::fs::read(hdir.join("p").join(f)).expect("read"),
-                std::fs::read(dir.join("p").join(f)).expect("read"),
-                "helm {major}: {f} bytes"
-            );
-        }
-        eprintln!("repository deps: helm {major} and rudder's manager agree (stdout, Chart.lock, charts/ bytes)");
-    }
-    assert!(
-        our_lock.contains(&format!("repository: {base}\n")),
-        "@alias resolved to the URL:\n{our_lock}"
-    );
-
-    // Build from that lock: the unknown repository (`.../other`) is not in
-    // repositories.yaml, which `dependency build` requires: both refuse.
-    let (_, h3dir, _) = &helm_runs[0];
-    let o = common::helm_command(&tools.helm3, &home)
-        .env("HOME", &home)
-        .current_dir(h3dir)
-        .args(["dependency", "build", "p", "--skip-refresh"])
-        .output()
-        .expect("dep build");
-    let mut out = Vec::new();
-    let e = Manager {
-        chart_path: dir.join("p").display().to_string(),
-        skip_update: true,
-        debug: false,
-        fetcher: &fetcher,
-        out: &mut out,
-    }
-    .build()
-    .expect_err("build refuses a repository that is not added");
-    assert_eq!(o.status.code(), Some(1), "{o:?}");
-    assert_eq!(
-        String::from_utf8_lossy(&o.stderr),
-        format!("Error: {e}. Please add the missing repos via 'helm repo add'\n"),
-        "build error"
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&out),
-        "build stdout"
-    );
-
-    // A chart whose repositories are all added: helm 3 updates it, then
-    // helm and rudder each build from that lock into an empty charts/.
     write(
-        &h3dir.join("q/Chart.yaml"),
+        &scenario.join("q/Chart.yaml"),
         &format!(
             "apiVersion: v2\nname: q\nversion: 1.0.0\ndependencies:\n- name: alpha\n  version: \"<2\"\n  repository: \"@myrepo\"\n- name: beta\n  version: \"0.1\"\n  repository: {base}\n"
         ),
     );
-    let helm_in = |args: &[&str]| {
-        common::helm_command(&tools.helm3, &home)
-            .env("HOME", &home)
-            .current_dir(h3dir)
-            .args(args)
-            .output()
-            .expect("helm runs")
-    };
-    let o = helm_in(&["dependency", "update", "q"]);
-    assert!(o.status.success(), "{o:?}");
-    let q = h3dir.join("q");
-    let ours_q = tmp.path().join("rudder-q");
-    copy_dir(&q, &ours_q);
-    std::fs::remove_dir_all(ours_q.join("charts")).expect("rm charts");
-    let saved: Vec<(String, Vec<u8>)> = std::fs::read_dir(q.join("charts"))
-        .expect("charts")
-        .flatten()
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).expect("read"),
-            )
-        })
-        .collect();
-    std::fs::remove_dir_all(q.join("charts")).expect("rm charts");
-    let o = helm_in(&["dependency", "build", "q"]);
-    assert!(o.status.success(), "{o:?}");
-    let mut out = Vec::new();
-    Manager {
-        chart_path: ours_q.display().to_string(),
-        skip_update: false,
-        debug: false,
-        fetcher: &fetcher,
-        out: &mut out,
-    }
-    .build()
-    .expect("build");
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&out),
-        "build stdout"
+    write(
+        &scenario.join("bad/Chart.yaml"),
+        "apiVersion: v2\nname: bad\nversion: 1.0.0\ndependencies:\n- name: alpha\n  version: \">=3\"\n  repository: \"@myrepo\"\n- name: nope\n  version: \"*\"\n  repository: \"@myrepo\"\n",
     );
-    assert_eq!(saved.len(), 2);
-    for (name, bytes) in saved {
-        assert_eq!(
-            std::fs::read(ours_q.join("charts").join(&name)).expect("built"),
-            bytes,
-            "{name}"
-        );
-        assert_eq!(
-            std::fs::read(q.join("charts").join(&name)).expect("built"),
-            bytes,
-            "{name}"
-        );
-    }
-    eprintln!("repository deps: build from helm's lock, same output and bytes");
+    let r = check_in(
+        &tools,
+        "repo update",
+        &scenario,
+        &work,
+        "p",
+        &["dependency", "update", "p"],
+    );
+    assert_eq!(r.code, Some(0));
+    assert_eq!(
+        r.archives.keys().collect::<Vec<_>>(),
+        ["alpha-1.1.0.tgz", "beta-0.1.0.tgz", "gamma-3.0.0.tgz"]
+    );
+    let lock = r.raw_locks.get("Chart.lock").expect("lock").clone();
+    assert!(
+        lock.contains(&format!("repository: {base}\n")),
+        "@alias pinned as its URL:\n{lock}"
+    );
+    check_in(
+        &tools,
+        "repo update (skip refresh)",
+        &scenario,
+        &work,
+        "p",
+        &["dependency", "update", "p", "--skip-refresh"],
+    );
+    let r = check_in(
+        &tools,
+        "repo update q",
+        &scenario,
+        &work,
+        "q",
+        &["dependency", "update", "q"],
+    );
+    let q_lock = r.raw_locks.get("Chart.lock").expect("lock").clone();
+    check_in(
+        &tools,
+        "repo no valid version",
+        &scenario,
+        &work,
+        "bad",
+        &["dependency", "update", "bad"],
+    );
+
+    // Build from the locks: `p` uses a repository that is not added, which
+    // build refuses; `q` builds into an empty charts/.
+    let built = tmp.path().join("built");
+    copy_dir(&scenario, &built);
+    write(&built.join("p/Chart.lock"), &lock);
+    write(&built.join("q/Chart.lock"), &q_lock);
+    let r = check_in(
+        &tools,
+        "repo build unknown repo",
+        &built,
+        &work,
+        "p",
+        &["dependency", "build", "p"],
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr
+            .contains("Please add the missing repos via 'helm repo add'"),
+        "{}",
+        r.stderr
+    );
+    let r = check_in(
+        &tools,
+        "repo build",
+        &built,
+        &work,
+        "q",
+        &["dependency", "build", "q"],
+    );
+    assert_eq!(r.archives.len(), 2, "{r:?}");
+    check_in(
+        &tools,
+        "repo list",
+        &built,
+        &work,
+        "q",
+        &["dependency", "list", "q"],
+    );
 }

@@ -2,8 +2,9 @@
 //! Helm's `helm dependency` commands, flags, output and exit codes, over
 //! [`rudder::source::deps`].
 use clap::{Args, Subcommand};
-use rudder::source::deps::{self, DepsError, Fetcher, LocalFetcher, Manager};
-use rudder::source::HelmPaths;
+#[cfg(not(feature = "remote"))]
+use rudder::source::deps::LocalFetcher;
+use rudder::source::deps::{self, DepsError, Fetcher, Manager};
 use std::process::ExitCode;
 
 /// `rudder dependency ...`.
@@ -123,7 +124,28 @@ fn fetch(a: FetchArgs, command: &str) -> ExitCode {
             "--verify is not supported by rudder dependency yet (no provenance check is made)",
         );
     }
-    let paths = HelmPaths::from_env();
+    let paths = super::global().helm_paths();
+    #[cfg(feature = "remote")]
+    let fetcher = {
+        let path = |s: &Option<String>| {
+            s.as_ref()
+                .filter(|s| !s.is_empty())
+                .map(std::path::PathBuf::from)
+        };
+        deps::fetch::RepoFetcher {
+            paths: paths.clone(),
+            http: rudder::source::http::HttpOptions {
+                username: a.username.clone().unwrap_or_default(),
+                password: a.password.clone().unwrap_or_default(),
+                ca_file: path(&a.ca_file),
+                cert_file: path(&a.cert_file),
+                key_file: path(&a.key_file),
+                insecure_skip_tls_verify: a.insecure_skip_tls_verify,
+                ..Default::default()
+            },
+        }
+    };
+    #[cfg(not(feature = "remote"))]
     let fetcher = LocalFetcher {
         repository_config: paths.repository_config.clone(),
     };

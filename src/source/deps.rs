@@ -20,9 +20,10 @@
 //! it caches as `helm-manager-<sha256 of the URL>`), or `oci://`.
 //!
 //! Everything remote goes through a [`Fetcher`]: repository indexes, OCI
-//! tags and downloads. [`LocalFetcher`] reads `repositories.yaml` and
-//! fetches nothing; the repository and registry code plugs in a fetcher
-//! that downloads.
+//! tags and downloads. `fetch::RepoFetcher` (feature `remote`) fetches
+//! from chart repositories with Helm's files and rudder's content cache,
+//! downloads in parallel; [`LocalFetcher`] reads `repositories.yaml` and
+//! fetches nothing.
 //!
 //! Downloads and packages land in `tmpcharts-<pid>` next to `charts/` and
 //! are moved into `charts/` only when every dependency succeeded, so a
@@ -31,6 +32,8 @@
 //! without a repository. `condition`, `tags`, `import-values` and `alias`
 //! are never touched.
 pub mod archive;
+#[cfg(feature = "remote")]
+pub mod fetch;
 pub mod list;
 pub mod lock;
 
@@ -145,23 +148,40 @@ pub trait Fetcher {
     /// an exact version), as Helm's registry client lists them.
     fn oci_tags(&self, repository: &str, chart: &str) -> Result<Vec<String>, FetchError>;
 
-    /// Downloads `chart` at exactly `version` from `source`.
-    fn download(
+    /// Where `chart` at exactly `version` is downloaded from (Helm's
+    /// `findChartURL`): the chart's URL, or why it cannot be found (no such
+    /// chart or version in the index). The URL names the download in
+    /// messages and deduplicates dependencies that are the same chart.
+    fn chart_url(
         &self,
         source: RemoteSource<'_>,
         chart: &str,
         version: &str,
-    ) -> Result<Fetched, FetchError>;
+    ) -> Result<String, FetchError>;
 
-    /// The URL a download of `chart` `version` from `source` names in
-    /// messages (Helm's `churl`); the default is the OCI reference, or the
-    /// repository URL and chart.
-    fn chart_url(&self, source: RemoteSource<'_>, chart: &str, version: &str) -> String {
-        match source {
-            RemoteSource::Oci(repo) => format!("{repo}/{chart}:{version}"),
-            RemoteSource::Repo { url, .. } => format!("{url}/{chart}-{version}.tgz"),
-        }
+    /// Downloads every request at once (in parallel where the fetcher can);
+    /// one answer per request, in order. The default downloads one after
+    /// the other with [`Fetcher::download`].
+    fn download_all(&self, requests: &[DownloadRequest<'_>]) -> Vec<Result<Fetched, FetchError>> {
+        requests.iter().map(|r| self.download(r)).collect()
     }
+
+    /// Downloads one chart archive.
+    fn download(&self, request: &DownloadRequest<'_>) -> Result<Fetched, FetchError>;
+}
+
+/// One download: a chart at an exact version, and the URL
+/// [`Fetcher::chart_url`] gave for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownloadRequest<'a> {
+    /// Where the chart comes from.
+    pub source: RemoteSource<'a>,
+    /// The chart's name.
+    pub chart: &'a str,
+    /// The exact version.
+    pub version: &'a str,
+    /// The chart URL ([`Fetcher::chart_url`]).
+    pub url: &'a str,
 }
 
 /// A [`Fetcher`] that reads `repositories.yaml` (names and URLs) and
@@ -252,14 +272,21 @@ impl Fetcher for LocalFetcher {
         }))
     }
 
-    fn download(
+    fn chart_url(
         &self,
         source: RemoteSource<'_>,
         chart: &str,
         version: &str,
-    ) -> Result<Fetched, FetchError> {
+    ) -> Result<String, FetchError> {
+        Ok(match source {
+            RemoteSource::Oci(repo) => format!("{repo}/{chart}:{version}"),
+            RemoteSource::Repo { url, .. } => format!("{url}/{chart}-{version}.tgz"),
+        })
+    }
+
+    fn download(&self, request: &DownloadRequest<'_>) -> Result<Fetched, FetchError> {
         Err(Box::new(LocalFetchError::Remote {
-            what: format!("downloading {}", self.chart_url(source, chart, version)),
+            what: format!("downloading {}", request.url),
         }))
     }
 }
@@ -379,6 +406,14 @@ pub enum DepsError {
     Tags {
         /// The repository.
         repo: String,
+        /// The fetcher's error.
+        error: FetchError,
+    },
+    /// The chart's URL could not be found (no such chart or version).
+    #[error("could not find {url}: {error}")]
+    Find {
+        /// The chart URL (empty when not found, as in Helm).
+        url: String,
         /// The fetcher's error.
         error: FetchError,
     },
@@ -567,6 +602,30 @@ pub fn manager_cache_name(url: &str) -> String {
 
 fn constraint(d: &Dependency) -> Result<Constraints, String> {
     Constraints::parse(&d.version).map_err(|e| e.to_string())
+}
+
+/// A remote dependency's source and chart URL, owned.
+#[derive(Debug)]
+struct PlannedDownload {
+    oci: bool,
+    repo_url: String,
+    cache_name: String,
+    managed: bool,
+    url: Result<String, FetchError>,
+}
+
+impl PlannedDownload {
+    fn source(&self) -> RemoteSource<'_> {
+        if self.oci {
+            RemoteSource::Oci(&self.repo_url)
+        } else {
+            RemoteSource::Repo {
+                url: &self.repo_url,
+                cache_name: &self.cache_name,
+                managed: self.managed,
+            }
+        }
+    }
 }
 
 /// `helm dependency update` and `build` on one chart directory.
@@ -1019,10 +1078,11 @@ impl Manager<'_> {
         dest: &str,
         tmp: &str,
     ) -> Result<(), DepsError> {
+        let (mut plans, mut fetched) = self.plan_downloads(deps)?;
         self.say(&format!("Saving {} charts\n", deps.len()));
         let mut save_error: Option<DepsError> = None;
         let mut seen: BTreeSet<String> = BTreeSet::new();
-        for dep in deps.iter_mut() {
+        for (dep_index, dep) in deps.iter_mut().enumerate() {
             if dep.repository.is_empty() {
                 self.say(&format!(
                     "Dependency {} did not declare a repository. Assuming it exists in the charts directory\n",
@@ -1070,24 +1130,19 @@ impl Manager<'_> {
                 }
                 continue;
             }
-            let oci = is_oci(&dep.repository);
-            let cache_name;
-            let source = if oci {
-                RemoteSource::Oci(&dep.repository)
-            } else {
-                let repos = self.repositories()?;
-                let known = repos.iter().find(|r| url_equal(&dep.repository, &r.url));
-                cache_name = match known {
-                    Some(r) => r.name.clone(),
-                    None => manager_cache_name(&dep.repository),
-                };
-                RemoteSource::Repo {
-                    url: &dep.repository,
-                    cache_name: &cache_name,
-                    managed: known.is_some(),
+            let Some(plan) = plans.get_mut(&dep_index) else {
+                continue;
+            };
+            let churl = match std::mem::replace(&mut plan.url, Ok(String::new())) {
+                Ok(u) => u,
+                Err(error) => {
+                    save_error = Some(DepsError::Find {
+                        url: String::new(),
+                        error,
+                    });
+                    break;
                 }
             };
-            let churl = self.fetcher.chart_url(source, &dep.name, &dep.version);
             if !seen.insert(churl.clone()) {
                 self.say(&format!(
                     "Already downloaded {} from repo {}\n",
@@ -1099,7 +1154,10 @@ impl Manager<'_> {
                 "Downloading {} from repo {}\n",
                 dep.name, dep.repository
             ));
-            match self.fetcher.download(source, &dep.name, &dep.version) {
+            let got = fetched
+                .remove(&churl)
+                .unwrap_or_else(|| Err("the download was not planned".into()));
+            match got {
                 Ok(f) => {
                     let name = Path::new(&f.file_name)
                         .file_name()
@@ -1124,6 +1182,73 @@ impl Manager<'_> {
             return Err(e);
         }
         self.safe_move_deps(deps, tmp, dest)
+    }
+
+    /// Where each remote dependency comes from and its chart URL (Helm's
+    /// `findChartURL`), then every distinct chart downloaded at once, so
+    /// that the downloads run in parallel; the loop of
+    /// [`Manager::download_into`] then reports them in Helm's order.
+    #[allow(clippy::type_complexity)]
+    fn plan_downloads(
+        &mut self,
+        deps: &[Dependency],
+    ) -> Result<
+        (
+            BTreeMap<usize, PlannedDownload>,
+            BTreeMap<String, Result<Fetched, FetchError>>,
+        ),
+        DepsError,
+    > {
+        let mut plans = BTreeMap::new();
+        let remote: Vec<usize> = deps
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| !d.repository.is_empty() && !d.repository.starts_with("file://"))
+            .map(|(i, _)| i)
+            .collect();
+        if remote.is_empty() {
+            return Ok((plans, BTreeMap::new()));
+        }
+        let repos = self.repositories()?;
+        for i in remote {
+            let d = &deps[i];
+            let known = repos.iter().find(|r| url_equal(&d.repository, &r.url));
+            let mut p = PlannedDownload {
+                oci: is_oci(&d.repository),
+                repo_url: d.repository.clone(),
+                cache_name: match known {
+                    Some(r) => r.name.clone(),
+                    None => manager_cache_name(&d.repository),
+                },
+                managed: known.is_some(),
+                url: Ok(String::new()),
+            };
+            p.url = self.fetcher.chart_url(p.source(), &d.name, &d.version);
+            plans.insert(i, p);
+        }
+        let mut wanted: Vec<(usize, String)> = Vec::new();
+        for (i, p) in &plans {
+            if let Ok(u) = &p.url {
+                if !wanted.iter().any(|(_, w)| w == u) {
+                    wanted.push((*i, u.clone()));
+                }
+            }
+        }
+        let requests: Vec<DownloadRequest<'_>> = wanted
+            .iter()
+            .filter_map(|(i, u)| {
+                let p = plans.get(i)?;
+                Some(DownloadRequest {
+                    source: p.source(),
+                    chart: &deps[*i].name,
+                    version: &deps[*i].version,
+                    url: u,
+                })
+            })
+            .collect();
+        let answers = self.fetcher.download_all(&requests);
+        let fetched = wanted.into_iter().map(|(_, u)| u).zip(answers).collect();
+        Ok((plans, fetched))
     }
 
     /// Helm's `tarFromLocalDir`: package a `file://` chart into `dest` if

@@ -1,0 +1,337 @@
+//! The [`Fetcher`] over chart repositories (feature `remote`): Helm's
+//! `repositories.yaml`, its index cache (`<name>-index.yaml` and
+//! `<name>-charts.txt`), HTTP downloads with each repository's credentials
+//! and TLS settings ([`crate::source::http`]), every archive checked
+//! against its index's digest, and rudder's content-addressed cache (a
+//! chart already cached at that digest is not downloaded again).
+//!
+//! OCI dependencies are not fetched here yet: they fail with a clear
+//! error until the registry client is wired in.
+use super::{
+    DownloadRequest, FetchError, Fetched, Fetcher, IndexVersion, RefreshTarget, RemoteSource,
+    RepoRef,
+};
+use crate::source::cache::{check_digest, ContentCache};
+use crate::source::http::{self, Getter, HttpOptions};
+use crate::source::index::IndexFile;
+use crate::source::paths::HelmPaths;
+use crate::source::repofile::{RepoEntry, RepoFile};
+use crate::template::funcs::semver::parse_version;
+
+/// Fetches dependencies from the repositories of Helm's files.
+#[derive(Debug, Clone)]
+pub struct RepoFetcher {
+    /// Helm's file locations.
+    pub paths: HelmPaths,
+    /// Credentials and TLS for repositories that are not in
+    /// `repositories.yaml` (the command's `--username`, `--ca-file`, ...).
+    pub http: HttpOptions,
+}
+
+/// Why the repository fetcher failed; each names the file or URL.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoFetchError {
+    /// A file could not be read (Go's `open PATH: ...`).
+    #[error("open {path}: {message}")]
+    Open {
+        /// The file.
+        path: String,
+        /// The OS error.
+        message: String,
+    },
+    /// A chart is not in the index.
+    #[error("entry not found")]
+    NoEntry,
+    /// No version of the chart equals the one asked for.
+    #[error("no matching version")]
+    NoVersion,
+    /// A repository that is not added: its chart was not found at its URL.
+    #[error("chart {chart} not found in {url}: {message}")]
+    NotInUrl {
+        /// The chart.
+        chart: String,
+        /// The repository URL.
+        url: String,
+        /// Why.
+        message: String,
+    },
+    /// OCI dependencies need the registry client.
+    #[error("{0}: OCI dependencies are not supported by this rudder yet")]
+    Oci(String),
+    /// `repositories.yaml` names no such repository.
+    #[error("repo {0} not found")]
+    NoRepo(String),
+}
+
+fn os_message(e: &std::io::Error) -> String {
+    super::os_message(e)
+}
+
+impl RepoFetcher {
+    fn repo_file(&self) -> Result<RepoFile, FetchError> {
+        Ok(RepoFile::load_or_default(&self.paths.repository_config)?)
+    }
+
+    fn entry(&self, name: &str) -> Result<RepoEntry, FetchError> {
+        self.repo_file()?
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Box::new(RepoFetchError::NoRepo(name.into())) as FetchError)
+    }
+
+    /// Helm's `repo.LoadIndexFile` of a cached index.
+    fn cached(&self, cache_name: &str) -> Result<IndexFile, FetchError> {
+        let p = self.paths.index_file(cache_name);
+        let bytes = crate::input::read(&p).map_err(|e| RepoFetchError::Open {
+            path: p.display().to_string(),
+            message: os_message(&e),
+        })?;
+        Ok(crate::source::index::parse(
+            &bytes,
+            &p.display().to_string(),
+        )?)
+    }
+
+    /// Stores a downloaded index as Helm's `DownloadIndexFile` does.
+    fn store(&self, cache_name: &str, url: &str, bytes: &[u8]) -> Result<(), FetchError> {
+        let index = crate::source::index::parse(bytes, url)?;
+        let mut charts = String::new();
+        for n in index.entries.keys() {
+            charts.push_str(n);
+            charts.push('\n');
+        }
+        std::fs::create_dir_all(&self.paths.repository_cache)?;
+        let mode = crate::fsutil::Mode::Umask(0o644);
+        crate::fsutil::atomic_write(&self.paths.charts_file(cache_name), charts.as_bytes(), mode)?;
+        crate::fsutil::atomic_write(&self.paths.index_file(cache_name), bytes, mode)?;
+        Ok(())
+    }
+
+    fn options_for(&self, managed_name: Option<&str>) -> Result<HttpOptions, FetchError> {
+        Ok(match managed_name {
+            Some(n) => HttpOptions::from_entry(&self.entry(n)?),
+            None => self.http.clone(),
+        })
+    }
+}
+
+/// Helm's `versionEquals`: equal as versions, or as strings when the wanted
+/// one does not parse.
+fn version_equals(want: &str, have: &str) -> bool {
+    match parse_version(want) {
+        Err(_) => want == have,
+        Ok(a) => parse_version(have).is_ok_and(|b| a.compare(&b) == std::cmp::Ordering::Equal),
+    }
+}
+
+impl Fetcher for RepoFetcher {
+    fn repositories(&self) -> Result<Option<Vec<RepoRef>>, FetchError> {
+        if !self.paths.repository_config.exists() {
+            return Ok(None);
+        }
+        Ok(Some(
+            self.repo_file()?
+                .repositories
+                .into_iter()
+                .map(|e| RepoRef {
+                    name: e.name,
+                    url: e.url,
+                })
+                .collect(),
+        ))
+    }
+
+    fn refresh(&self, targets: &[RefreshTarget]) -> Vec<Result<(), FetchError>> {
+        let mut jobs = Vec::new();
+        let mut slots: Vec<Result<(usize, String), FetchError>> = Vec::new();
+        for t in targets {
+            let prepared = self
+                .options_for(t.managed.then_some(t.cache_name.as_str()))
+                .and_then(|o| Ok(Getter::new(&o, Some(&t.url))?))
+                .and_then(|g| Ok((g, http::index_url(&t.url)?)));
+            match prepared {
+                Ok((g, u)) => {
+                    slots.push(Ok((jobs.len(), u.clone())));
+                    jobs.push((g, u));
+                }
+                Err(e) => slots.push(Err(e)),
+            }
+        }
+        let mut answers: Vec<Option<Result<Vec<u8>, http::HttpError>>> =
+            http::get_all(jobs).into_iter().map(Some).collect();
+        slots
+            .into_iter()
+            .zip(targets)
+            .map(|(slot, t)| {
+                let (i, url) = slot?;
+                let bytes = answers
+                    .get_mut(i)
+                    .and_then(Option::take)
+                    .ok_or("no answer for the index download")??;
+                self.store(&t.cache_name, &url, &bytes)
+            })
+            .collect()
+    }
+
+    fn load_indexes(&self, repos: &[RepoRef]) -> Result<(), FetchError> {
+        for r in repos {
+            self.cached(&r.name)?;
+        }
+        Ok(())
+    }
+
+    fn index_versions(
+        &self,
+        cache_name: &str,
+        chart: &str,
+    ) -> Result<Option<Vec<IndexVersion>>, FetchError> {
+        let index = self.cached(cache_name)?;
+        Ok(index.entries.get(chart).map(|vs| {
+            vs.iter()
+                .map(|cv| IndexVersion {
+                    version: cv.version().to_string(),
+                    has_urls: !cv.urls.is_empty(),
+                })
+                .collect()
+        }))
+    }
+
+    fn oci_tags(&self, repository: &str, chart: &str) -> Result<Vec<String>, FetchError> {
+        Err(Box::new(RepoFetchError::Oci(format!(
+            "{repository}/{chart}"
+        ))))
+    }
+
+    fn chart_url(
+        &self,
+        source: RemoteSource<'_>,
+        chart: &str,
+        version: &str,
+    ) -> Result<String, FetchError> {
+        match source {
+            RemoteSource::Oci(repo) => Ok(format!("{repo}/{chart}:{version}")),
+            RemoteSource::Repo {
+                url,
+                cache_name,
+                managed: true,
+            } => {
+                let index = self.cached(cache_name)?;
+                let vs = index.entries.get(chart).ok_or(RepoFetchError::NoEntry)?;
+                let cv = vs
+                    .iter()
+                    .filter(|cv| !cv.urls.is_empty())
+                    .find(|cv| version.is_empty() || version_equals(version, cv.version()))
+                    .ok_or(RepoFetchError::NoVersion)?;
+                Ok(http::resolve_reference(url, &cv.urls[0])?)
+            }
+            RemoteSource::Repo { url, .. } => {
+                // Helm's FindChartInRepoURL: the index fetched for the call.
+                let not_found = |message: String| RepoFetchError::NotInUrl {
+                    chart: chart.into(),
+                    url: url.into(),
+                    message,
+                };
+                let g = Getter::new(&self.http, Some(url))?;
+                let bytes = http::get_one(&g, &http::index_url(url)?)
+                    .map_err(|e| not_found(crate::error_chain(&e)))?;
+                let index = crate::source::index::parse(&bytes, url)?;
+                let cv = index
+                    .get(chart, version)
+                    .map_err(|e| not_found(e.to_string()))?;
+                let first = cv.urls.first().ok_or_else(|| not_found("no URLs".into()))?;
+                Ok(http::resolve_reference(url, first)?)
+            }
+        }
+    }
+
+    fn download_all(&self, requests: &[DownloadRequest<'_>]) -> Vec<Result<Fetched, FetchError>> {
+        let cache = ContentCache::new(self.paths.content_cache());
+        let mut out: Vec<Option<Result<Fetched, FetchError>>> = Vec::new();
+        let mut jobs = Vec::new();
+        let mut pending: Vec<(usize, String, String)> = Vec::new();
+        for r in requests {
+            let file_name = file_name_of(r.url);
+            let plan = (|| -> Result<Option<(Getter, String)>, FetchError> {
+                let (managed, digest) = match r.source {
+                    RemoteSource::Oci(repo) => {
+                        return Err(Box::new(RepoFetchError::Oci(format!("{repo}/{}", r.chart))))
+                    }
+                    RemoteSource::Repo {
+                        cache_name,
+                        managed,
+                        ..
+                    } => (
+                        managed,
+                        self.cached(cache_name)
+                            .ok()
+                            .and_then(|i| {
+                                i.entries.get(r.chart).and_then(|vs| {
+                                    vs.iter()
+                                        .find(|cv| version_equals(r.version, cv.version()))
+                                        .map(|cv| cv.digest.clone())
+                                })
+                            })
+                            .unwrap_or_default(),
+                    ),
+                };
+                if let Some(bytes) = (!digest.is_empty()).then(|| cache.get(&digest)).flatten() {
+                    out.push(Some(Ok(Fetched {
+                        file_name: file_name.clone(),
+                        archive: bytes,
+                    })));
+                    return Ok(None);
+                }
+                let opts = match r.source {
+                    RemoteSource::Repo { cache_name, .. } if managed => {
+                        self.options_for(Some(cache_name))?
+                    }
+                    _ => self.http.clone(),
+                };
+                let base = match r.source {
+                    RemoteSource::Repo { url, .. } => url,
+                    RemoteSource::Oci(u) => u,
+                };
+                let g = Getter::new(&opts, Some(base))?;
+                pending.push((out.len(), digest, file_name.clone()));
+                out.push(None);
+                Ok(Some((g, r.url.to_string())))
+            })();
+            match plan {
+                Ok(Some(job)) => jobs.push(job),
+                Ok(None) => {}
+                Err(e) => out.push(Some(Err(e))),
+            }
+        }
+        let answers = http::get_all(jobs);
+        for ((slot, digest, file_name), got) in pending.into_iter().zip(answers) {
+            let url = requests
+                .get(slot)
+                .map(|r| r.url.to_string())
+                .unwrap_or_default();
+            let r = (|| -> Result<Fetched, FetchError> {
+                let archive = got?;
+                check_digest(&url, &digest, &archive)?;
+                cache.put(&archive)?;
+                Ok(Fetched { file_name, archive })
+            })();
+            if let Some(o) = out.get_mut(slot) {
+                *o = Some(r);
+            }
+        }
+        out.into_iter()
+            .map(|o| o.unwrap_or_else(|| Err("no answer for the download".into())))
+            .collect()
+    }
+
+    fn download(&self, request: &DownloadRequest<'_>) -> Result<Fetched, FetchError> {
+        self.download_all(std::slice::from_ref(request))
+            .pop()
+            .unwrap_or_else(|| Err("no answer for the download".into()))
+    }
+}
+
+/// The last path segment of a URL (Helm saves downloads under it).
+fn file_name_of(url: &str) -> String {
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
