@@ -1015,3 +1015,89 @@ dependencies:
         &["dependency", "list", "q"],
     );
 }
+
+/// rudder's own guarantees on top of Helm's behaviour: a chart already in
+/// the content cache at its index digest is not downloaded again, and an
+/// archive that does not match its index digest is refused (naming both
+/// digests) with nothing left in charts/.
+#[test]
+fn repository_downloads_are_cached_and_digest_checked() {
+    let Some(tools) = tools() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let srv = tmp.path().join("srv");
+    for (name, version) in [("alpha", "1.0.0"), ("beta", "0.1.0")] {
+        let c = rudder::chart::Chart {
+            metadata: rudder::chart::Metadata {
+                api_version: "v2".into(),
+                name: name.into(),
+                version: version.into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        rudder::chart::save_archive(&c, &srv).expect("package");
+    }
+    let o = common::helm_command(&tools.helm3, &tmp.path().join("index-home"))
+        .args(["repo", "index"])
+        .arg(&srv)
+        .output()
+        .expect("helm repo index");
+    assert!(o.status.success(), "{o:?}");
+    let base = serve(srv.clone());
+    let work = tmp.path().join("work");
+    repo_add(&tools, Tool::Rudder, &work, "myrepo", &base);
+    let scenario = tmp.path().join("scenario");
+    write(
+        &scenario.join("p/Chart.yaml"),
+        "apiVersion: v2\nname: p\nversion: 1.0.0\ndependencies:\n- name: alpha\n  version: \"1\"\n  repository: \"@myrepo\"\n",
+    );
+    let first = run(
+        &tools,
+        Tool::Rudder,
+        &scenario,
+        &work,
+        "p",
+        &["dependency", "update", "p"],
+    );
+    assert_eq!(first.code, Some(0), "{first:?}");
+    // The server loses the archive: the cached copy serves.
+    std::fs::remove_file(srv.join("alpha-1.0.0.tgz")).expect("rm");
+    let again = run(
+        &tools,
+        Tool::Rudder,
+        &scenario,
+        &work,
+        "p",
+        &["dependency", "update", "p"],
+    );
+    assert_eq!(again.code, Some(0), "served from the cache: {again:?}");
+    assert_eq!(again.archives, first.archives);
+
+    // An archive that is not the one its index names: refused.
+    let beta = srv.join("beta-0.1.0.tgz");
+    let mut bytes = std::fs::read(&beta).expect("read");
+    bytes.extend_from_slice(b"tampered");
+    std::fs::write(&beta, bytes).expect("write");
+    write(
+        &scenario.join("q/Chart.yaml"),
+        "apiVersion: v2\nname: q\nversion: 1.0.0\ndependencies:\n- name: beta\n  version: \"*\"\n  repository: \"@myrepo\"\n",
+    );
+    let bad = run(
+        &tools,
+        Tool::Rudder,
+        &scenario,
+        &work,
+        "q",
+        &["dependency", "update", "q"],
+    );
+    assert_eq!(bad.code, Some(1), "{bad:?}");
+    assert!(
+        bad.stderr.contains("digest mismatch") && bad.stderr.contains("expected sha256:"),
+        "{}",
+        bad.stderr
+    );
+    assert!(
+        bad.archives.is_empty() && !bad.tree.iter().any(|p| p.starts_with("tmpcharts")),
+        "{bad:?}"
+    );
+}
