@@ -396,6 +396,10 @@ mod remote {
     ) -> Result<Fetched, SourceError> {
         let archive = got?;
         check_digest(&p.url, &p.digest, &archive)?;
+        // Only a chart archive rudder would load enters the cache: the
+        // loader's limits (entry and total sizes, paths) apply to what was
+        // downloaded exactly as to a local archive.
+        crate::chart::loader::load_archive_files(&archive)?;
         let digest = cache.put(&archive).map_err(|e| SourceError::Cache {
             path: cache.path(""),
             message: e.to_string(),
