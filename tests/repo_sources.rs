@@ -357,10 +357,10 @@ fn append_entry(tgz: &[u8], path: &str, data: &[u8]) -> Vec<u8> {
     let mut archive = tar::Archive::new(&tar_bytes[..]);
     for e in archive.entries().unwrap() {
         let mut e = e.unwrap();
-        let mut h = e.header().clone();
+        let h = e.header().clone();
         let mut body = Vec::new();
         e.read_to_end(&mut body).unwrap();
-        out.append(&mut h, &body[..]).unwrap();
+        out.append(&h, &body[..]).unwrap();
     }
     let mut h = tar::Header::new_gnu();
     h.set_size(data.len() as u64);
