@@ -584,3 +584,61 @@ fn tls_with_a_ca_file_and_a_client_certificate() {
     c.args(["template", "x", "r/demo"]);
     assert!(ok(c).contains("name: x"));
 }
+
+#[test]
+fn the_facade_loads_charts_by_reference_async_and_blocking() {
+    use rudder::source::resolve::LocateOptions;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let (archive, _) = small_repo(&tmp.path().join("srv"), None);
+    let server = ChartServer::start(
+        &tmp.path().join("srv"),
+        ServerOptions::default().with_basic_auth("u", "p"),
+    );
+    let h = home.display().to_string();
+    let mut opts = LocateOptions::from_env();
+    opts.paths = rudder::source::HelmPaths::from_lookup(|k| (k == "HOME").then(|| h.clone()));
+    opts.repo_url = Some(server.url());
+    opts.version = "~0.1".into();
+    opts.http.username = "u".into();
+    opts.http.password = "p".into();
+    let store = format!("file:{}", tmp.path().join("store").display());
+    let cluster = format!("sim:{}", tmp.path().join("cluster").display());
+    let blocking = rudder::blocking::Client::builder()
+        .store(store.clone())
+        .cluster(cluster.clone())
+        .build()
+        .unwrap();
+    let chart = blocking.load_chart("demo", &opts).unwrap();
+    assert_eq!(
+        (
+            chart.metadata.name.as_str(),
+            chart.metadata.version.as_str()
+        ),
+        ("demo", "0.1.0")
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let chart = rt.block_on(async {
+        let client = rudder::Client::builder()
+            .store(store)
+            .cluster(cluster)
+            .build()
+            .await
+            .unwrap();
+        client.load_chart("demo", &opts).await.unwrap()
+    });
+    assert_eq!(chart.metadata.name, "demo");
+    // The second load came from the cache.
+    assert_eq!(server.count(&format!("/{archive}")), 1);
+    // A version no index entry satisfies is named.
+    opts.version = ">=2".into();
+    let e = blocking.load_chart("demo", &opts).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("chart \"demo\" version \">=2\" not found in"),
+        "{e}"
+    );
+}
