@@ -7,7 +7,7 @@
 //! - [`paths`]: where Helm keeps `repositories.yaml`, the repository cache
 //!   and the registry's `config.json` (Helm's variables, XDG defaults).
 //! - [`index`]: a repository's `index.yaml` (parse, resolve versions, write).
-//! - [`reference`]: what a chart argument names (a directory, a `.tgz`,
+//! - [`reference`](mod@reference): what a chart argument names (a directory, a `.tgz`,
 //!   `REPO/CHART`, `oci://HOST/PATH`, an `https://` URL).
 //! - [`repofile`]: `repositories.yaml`, as `helm repo add` writes it.
 //! - `http` (feature `remote`): downloads, with Helm's TLS and credential
