@@ -9,7 +9,7 @@
 //! - [`deps`]: a chart's dependencies (`dependency update|build|list`,
 //!   `Chart.lock`, `charts/`), as Helm manages them.
 //! - [`index`]: a repository's `index.yaml` (parse, resolve versions, write).
-//! - [`reference`]: what a chart argument names (a directory, a `.tgz`,
+//! - [`reference`](mod@reference): what a chart argument names (a directory, a `.tgz`,
 //!   `REPO/CHART`, `oci://HOST/PATH`, an `https://` URL).
 //! - [`repofile`]: `repositories.yaml`, as `helm repo add` writes it.
 //! - `http` (feature `remote`): downloads, with Helm's TLS and credential

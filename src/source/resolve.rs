@@ -19,7 +19,9 @@
 //! # Ok::<(), rudder::source::resolve::SourceError>(())
 //! ```
 use crate::chart::{Chart, LoadError};
-use crate::source::cache::{check_digest, ContentCache, DigestMismatch};
+#[cfg(feature = "remote")]
+use crate::source::cache::check_digest;
+use crate::source::cache::{ContentCache, DigestMismatch};
 use crate::source::index::{IndexError, IndexFile};
 use crate::source::paths::HelmPaths;
 use crate::source::reference::{parse_arg, ChartRef, RefError};
@@ -220,6 +222,7 @@ pub fn fetch_all(refs: &[ChartRef], opts: &LocateOptions) -> Vec<Result<Fetched,
     }
     #[cfg(not(feature = "remote"))]
     {
+        let _ = opts;
         refs.iter()
             .map(|r| match r {
                 ChartRef::Local { path } => read_local(path),
@@ -396,6 +399,10 @@ mod remote {
     ) -> Result<Fetched, SourceError> {
         let archive = got?;
         check_digest(&p.url, &p.digest, &archive)?;
+        // Only a chart archive rudder would load enters the cache: the
+        // loader's limits (entry and total sizes, paths) apply to what was
+        // downloaded exactly as to a local archive.
+        crate::chart::loader::load_archive_files(&archive)?;
         let digest = cache.put(&archive).map_err(|e| SourceError::Cache {
             path: cache.path(""),
             message: e.to_string(),
