@@ -641,6 +641,21 @@ fn errors_match_helm() {
     );
     check(
         &tools,
+        "unknown flag",
+        root,
+        "child",
+        &["dependency", "update", "child", "--bogus"],
+    );
+    // `helm dependency` alone prints its help and succeeds (the help
+    // texts are each tool's own).
+    let work = tempfile::tempdir().expect("tempdir");
+    for tool in [Tool::Helm3, Tool::Rudder] {
+        let r = run(&tools, tool, root, work.path(), "child", &["dependency"]);
+        assert_eq!(r.code, Some(0), "{tool:?}: {r:?}");
+        assert!(r.stdout.contains("dependency"), "{tool:?}: {r:?}");
+    }
+    check(
+        &tools,
         "no dependencies",
         root,
         "child",

@@ -81,6 +81,22 @@ const SPECS: &[Spec] = &[
         "helm package [CHART_PATH] [...] [flags]",
         Arity::Any,
     ),
+    spec(&["dependency"], "helm dependency [command]", Arity::Help),
+    spec(
+        &["dependency", "build"],
+        "helm dependency build CHART [flags]",
+        Arity::Any,
+    ),
+    spec(
+        &["dependency", "list"],
+        "helm dependency list CHART [flags]",
+        Arity::Any,
+    ),
+    spec(
+        &["dependency", "update"],
+        "helm dependency update CHART [flags]",
+        Arity::Any,
+    ),
     spec(&["get"], "helm get [command]", Arity::Help),
     spec(
         &["get", "all"],
