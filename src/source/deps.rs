@@ -31,6 +31,38 @@
 //! archives in `charts/` are then deleted, except those of dependencies
 //! without a repository. `condition`, `tags`, `import-values` and `alias`
 //! are never touched.
+//!
+//! ```
+//! use rudder::source::deps::{LocalFetcher, Manager};
+//! let dir = tempfile::tempdir()?;
+//! let write = |p: &str, t: &str| -> std::io::Result<()> {
+//!     let p = dir.path().join(p);
+//!     std::fs::create_dir_all(p.parent().unwrap())?;
+//!     std::fs::write(p, t)
+//! };
+//! write("child/Chart.yaml", "apiVersion: v2\nname: child\nversion: 0.2.0\n")?;
+//! write(
+//!     "web/Chart.yaml",
+//!     "apiVersion: v2\nname: web\nversion: 1.0.0\ndependencies:\n\
+//!      - name: child\n  version: ^0.2.0\n  repository: file://../child\n",
+//! )?;
+//! let fetcher = LocalFetcher { repository_config: dir.path().join("repositories.yaml") };
+//! let mut out = Vec::new();
+//! let done = Manager {
+//!     chart_path: dir.path().join("web").display().to_string(),
+//!     skip_update: false,
+//!     debug: false,
+//!     fetcher: &fetcher,
+//!     out: &mut out,
+//! }
+//! .update()?;
+//! assert!(done.lock_written);
+//! assert!(dir.path().join("web/charts/child-0.2.0.tgz").is_file());
+//! let lock = std::fs::read_to_string(dir.path().join("web/Chart.lock"))?;
+//! assert!(lock.starts_with("dependencies:\n- name: child\n  repository: file://../child\n  version: 0.2.0\n"));
+//! assert_eq!(String::from_utf8(out)?, "Saving 1 charts\nDeleting outdated charts\n");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 pub mod archive;
 #[cfg(feature = "remote")]
 pub mod fetch;
