@@ -14,6 +14,8 @@ mod release;
 mod template;
 mod usage;
 mod values;
+#[cfg(feature = "provenance")]
+mod verify;
 
 pub use global::GlobalArgs;
 
@@ -104,6 +106,9 @@ enum Command {
     Diff(plan::DiffArgs),
     /// Read and write objects in a cluster (as kubectl get/apply/delete).
     Cluster(cluster::ClusterArgs),
+    /// Verify that a chart at the given path has been signed and is valid (as `helm verify`).
+    #[cfg(feature = "provenance")]
+    Verify(verify::VerifyArgs),
 }
 
 /// Parses the command line, runs it and maps errors to Helm's `Error: ...` form.
@@ -142,6 +147,8 @@ pub fn main() -> ExitCode {
         Command::Uninstall(a) => exec::uninstall(a),
         Command::Apply(a) => exec::apply(a),
         Command::Diff(a) => plan::diff(a),
+        #[cfg(feature = "provenance")]
+        Command::Verify(a) => verify::run(a),
     }
 }
 

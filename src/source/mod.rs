@@ -8,6 +8,8 @@
 //!   and the registry's `config.json` (Helm's variables, XDG defaults).
 //! - [`reference`]: what a chart argument names (a directory, a `.tgz`,
 //!   `REPO/CHART`, `oci://HOST/PATH`, an `https://` URL).
+//! - `provenance`: Helm's `.prov` files, checked as `helm verify` checks
+//!   them (feature `provenance`, on by default).
 //!
 //! Downloads need feature `remote` (on by default).
 //!
@@ -16,6 +18,8 @@
 //! template stage's `semverCompare`). The plan and the facade resolve
 //! references through it.
 pub mod paths;
+#[cfg(feature = "provenance")]
+pub mod provenance;
 pub mod reference;
 
 pub use paths::HelmPaths;
