@@ -469,6 +469,28 @@ fn public_subkeys(
     s.iter().map(|k| (k.key.clone(), k.signatures.clone()))
 }
 
+/// The packets of `data` without GnuPG's trust packets (a legacy
+/// `pubring.gpg` has one after each key, user ID and signature; Go skips
+/// them, rpgp's key parser stops at them), re-encoded; and the last packet
+/// that failed to parse, if any.
+fn without_trust_packets(data: &[u8]) -> (Vec<u8>, Option<String>) {
+    use pgp::ser::Serialize as _;
+    let mut out = Vec::with_capacity(data.len());
+    let mut last_error = None;
+    for p in PacketParser::new(data) {
+        match p {
+            Ok(Packet::Trust(_)) => {}
+            Ok(p) => {
+                if let Err(e) = p.to_writer(&mut out) {
+                    last_error = Some(e.to_string());
+                }
+            }
+            Err(e) => last_error = Some(e.to_string()),
+        }
+    }
+    (out, last_error)
+}
+
 impl Keyring {
     /// Reads a binary keyring (concatenated transferable public or secret
     /// keys, as `gpg --export` and a legacy `pubring.gpg` hold them), as
@@ -476,9 +498,16 @@ impl Keyring {
     /// self-signatures do not verify is skipped; an error only when no key
     /// was read and something failed. Empty input is an empty keyring.
     pub fn parse(data: &[u8]) -> Result<Keyring, ProvenanceError> {
+        if data.first().is_some_and(|b| b & 0x80 == 0) {
+            // Not binary OpenPGP (an armored key, a text file): Go's packet
+            // reader fails on the first byte.
+            return Err(ProvenanceError::Keyring {
+                message: "tag byte does not have MSB set".into(),
+            });
+        }
         let mut entities = Vec::new();
-        let mut last_error: Option<String> = None;
-        let keys = match PublicOrSecret::from_bytes_many(data) {
+        let (clean, mut last_error) = without_trust_packets(data);
+        let keys = match PublicOrSecret::from_bytes_many(clean.as_slice()) {
             Ok(k) => k,
             Err(e) => {
                 return Err(ProvenanceError::Keyring {
