@@ -1021,7 +1021,93 @@ mod tests {
         let _ = Keyring::parse(SIGNED.as_bytes());
     }
 
+    /// An Ed25519 key (fast to make), its public keyring and a `.prov`
+    /// for `archive` named `a.tgz`, clear-signed by rpgp.
+    fn signed_fixture(archive: &[u8]) -> (Vec<u8>, String) {
+        use pgp::composed::{
+            CleartextSignedMessage, KeyType, SecretKeyParamsBuilder, SignedPublicKey,
+        };
+        use pgp::ser::Serialize as _;
+        use pgp::types::Password;
+        use std::sync::OnceLock;
+        static KEY: OnceLock<pgp::composed::SignedSecretKey> = OnceLock::new();
+        let key = KEY.get_or_init(|| {
+            let mut rng = rand::thread_rng();
+            SecretKeyParamsBuilder::default()
+                .key_type(KeyType::Ed25519Legacy)
+                .can_certify(true)
+                .can_sign(true)
+                .primary_user_id("Unit Test <unit@example.com>".into())
+                .build()
+                .unwrap()
+                .generate(&mut rng)
+                .unwrap()
+                .sign(&mut rng, &Password::empty())
+                .unwrap()
+        });
+        let ring = SignedPublicKey::from(key.clone()).to_bytes().unwrap();
+        let body = format!(
+            "name: a\nversion: 1.0.0\n\n...\nfiles:\n  a.tgz: {}\n",
+            digest(archive)
+        );
+        let msg = CleartextSignedMessage::sign(
+            rand::thread_rng(),
+            &body,
+            &key.primary_key,
+            &Password::empty(),
+        )
+        .unwrap();
+        (ring, msg.to_armored_string(Default::default()).unwrap())
+    }
+
+    #[test]
+    fn verifies_and_refuses_rpgp_signed() {
+        let (ring, prov) = signed_fixture(b"archive");
+        let v = verify(b"archive", "a.tgz", prov.as_bytes(), &ring).unwrap();
+        assert_eq!(
+            v.signed_by,
+            vec!["Unit Test <unit@example.com>".to_string()]
+        );
+        assert_eq!(v.chart_name.as_deref(), Some("a"));
+        assert_eq!(v.file_hash, digest(b"archive"));
+        assert!(matches!(
+            verify(b"archivE", "a.tgz", prov.as_bytes(), &ring),
+            Err(ProvenanceError::DigestMismatch { .. })
+        ));
+        assert!(matches!(
+            verify(b"archive", "b.tgz", prov.as_bytes(), &ring),
+            Err(ProvenanceError::NoDigest { .. })
+        ));
+        let changed = prov.replace("version: 1.0.0", "version: 1.0.1");
+        assert!(matches!(
+            verify(b"archive", "a.tgz", changed.as_bytes(), &ring),
+            Err(ProvenanceError::HashTagMismatch | ProvenanceError::BadSignature { .. })
+        ));
+        // Trailing blanks and CRLF line ends are not part of what is signed.
+        let crlf = prov
+            .replace("version: 1.0.0\n", "version: 1.0.0  \n")
+            .replace('\n', "\r\n");
+        assert!(verify(b"archive", "a.tgz", crlf.as_bytes(), &ring).is_ok());
+        assert!(matches!(
+            verify(b"archive", "a.tgz", prov.as_bytes(), &[]),
+            Err(ProvenanceError::UnknownSigner)
+        ));
+    }
+
     proptest::proptest! {
+        #[test]
+        fn verify_never_panics_on_a_damaged_prov(at in 0usize..2000, byte in proptest::prelude::any::<u8>(), cut in proptest::prelude::any::<bool>()) {
+            let (ring, prov) = signed_fixture(b"archive");
+            let mut data = prov.into_bytes();
+            let i = at % data.len();
+            if cut { data.truncate(i); } else { data[i] = byte; }
+            let _ = verify(b"archive", "a.tgz", &data, &ring);
+            let mut bad_ring = ring.clone();
+            let j = at % bad_ring.len();
+            bad_ring[j] = byte;
+            let _ = verify(b"archive", "a.tgz", &data, &bad_ring);
+        }
+
         #[test]
         fn clearsign_parser_never_panics(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
             let _ = ClearSigned::parse(&data);
