@@ -273,6 +273,8 @@ fn interop(major: u8) {
     assert_same("renamed archive", major, &h, &r);
 
     // Paths and keyrings Helm refuses before reading a signature.
+    std::fs::create_dir_all(bed.path("provdir/alpine-0.1.0.tgz.prov")).unwrap();
+    std::fs::copy(bed.path(ARCHIVE), bed.path("provdir/alpine-0.1.0.tgz")).unwrap();
     for (case, args) in [
         ("directory", vec!["alpine", "--keyring", "pubring.gpg"]),
         ("not a tgz", vec!["pubring.gpg", "--keyring", "pubring.gpg"]),
@@ -284,6 +286,20 @@ fn interop(major: u8) {
         let (h, r) = bed.both(&args);
         assert_eq!(h.status.code(), Some(1), "{case}: {h:?}");
         assert_same(case, major, &h, &r);
+    }
+
+    // A .prov that is a directory: Helm 3 says so, Helm 4 fails to read
+    // it; rudder says Helm 3's.
+    let (h, r) = bed.both(&["provdir/alpine-0.1.0.tgz", "--keyring", "pubring.gpg"]);
+    assert_eq!(h.status.code(), Some(1));
+    if major == 3 {
+        assert_same("prov is a directory", major, &h, &r);
+    } else {
+        assert_eq!(
+            text(&r.stderr),
+            "Error: provdir/alpine-0.1.0.tgz.prov cannot be a directory\n"
+        );
+        assert_eq!(r.status.code(), Some(1));
     }
 
     // A .prov clear-signed by rpgp (not by Helm) over Helm's body: both

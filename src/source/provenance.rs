@@ -36,6 +36,12 @@
 //! which is compared. [`Verification`] carries the signed name and version
 //! for a caller that wants to compare them.
 //!
+//! For `--verify` on pull and install, Helm (`pkg/downloader`) fetches
+//! `URL.prov` beside the archive, fails with `failed to fetch provenance
+//! "URL.prov"` when it cannot, writes it next to the archive and runs the
+//! same check ([`verify`] on the two downloads and the keyring's bytes);
+//! `helm pull --verify` then prints [`Verification::helm_output`].
+//!
 //! The OpenPGP packets, keys and signature arithmetic are the `pgp` crate's
 //! (rpgp); the clear-signed framing is parsed here ([`ClearSigned`]) by
 //! Go's rules (`golang.org/x/crypto/openpgp/clearsign`), since the text a
@@ -117,6 +123,12 @@ pub enum ProvenanceError {
         op: &'static str,
         /// The OS error, Go style.
         message: String,
+    },
+    /// The `.prov` path is a directory.
+    #[error("{path} cannot be a directory")]
+    ProvenanceIsDirectory {
+        /// The `.prov` path.
+        path: String,
     },
     /// A file could not be read (`open PATH: permission denied`).
     #[error("open {path}: {message}")]
@@ -880,8 +892,13 @@ pub fn verify_chart(chart: &Path, keyring: &Path) -> Result<Verification, Proven
         op,
         message: crate::chart::loader::io_message(&e),
     };
-    std::fs::metadata(&prov_path).map_err(|e| prov_err("stat", e))?;
+    let prov_meta = std::fs::metadata(&prov_path).map_err(|e| prov_err("stat", e))?;
     let ring = load_keyring(keyring)?;
+    if prov_meta.is_dir() {
+        return Err(ProvenanceError::ProvenanceIsDirectory {
+            path: prov_path.display().to_string(),
+        });
+    }
     let read = |p: &Path| {
         std::fs::read(p).map_err(|e| ProvenanceError::Read {
             path: p.display().to_string(),
