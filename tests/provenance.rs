@@ -279,7 +279,11 @@ fn interop(major: u8) {
         ("directory", vec!["alpine", "--keyring", "pubring.gpg"]),
         ("not a tgz", vec!["pubring.gpg", "--keyring", "pubring.gpg"]),
         ("no chart", vec!["nothere.tgz", "--keyring", "pubring.gpg"]),
+        ("empty chart path", vec!["", "--keyring", "pubring.gpg"]),
         ("no keyring", vec![ARCHIVE, "--keyring", "nothere.gpg"]),
+        ("empty keyring flag", vec![ARCHIVE, "--keyring", ""]),
+        ("keyring flag without value", vec![ARCHIVE, "--keyring"]),
+        ("unknown flag", vec![ARCHIVE, "--bogus"]),
         ("armored keyring", vec![ARCHIVE, "--keyring", "pubring.asc"]),
         ("no argument", vec![]),
     ] {

@@ -8,11 +8,12 @@ use std::process::ExitCode;
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The chart archive (`.tgz`); its provenance file is `PATH.prov`.
-    pub path: PathBuf,
+    // Strings, not paths: Helm takes "" and fails to open it.
+    pub path: String,
     /// Keyring containing public keys (default `$GNUPGHOME/pubring.gpg`,
     /// else `~/.gnupg/pubring.gpg`, as Helm's).
     #[arg(long)]
-    pub keyring: Option<PathBuf>,
+    pub keyring: Option<String>,
 }
 
 /// Runs `rudder verify`: Helm's three lines on success (exit 0), Helm's
@@ -20,8 +21,9 @@ pub struct VerifyArgs {
 pub fn run(a: VerifyArgs) -> ExitCode {
     let keyring = a
         .keyring
+        .map(PathBuf::from)
         .unwrap_or_else(rudder::source::provenance::default_keyring);
-    match rudder::source::provenance::verify_chart(&a.path, &keyring) {
+    match rudder::source::provenance::verify_chart(std::path::Path::new(&a.path), &keyring) {
         Ok(v) => {
             print!("{}", v.helm_output());
             ExitCode::SUCCESS
