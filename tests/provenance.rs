@@ -372,3 +372,117 @@ fn library_verify_on_bytes() {
         Err(E::NoDigest { .. })
     ));
 }
+
+/// Keys of other shapes. An Ed25519 key: Helm 4 signs and verifies with
+/// it, Helm 3 cannot read it ("unsupported feature: public key type: 22");
+/// rudder verifies it as Helm 4 does (a deliberate difference from Helm 3).
+/// A certify-only primary key with a signing subkey: Helm signs with the
+/// primary key anyway and then refuses its own signature (the primary may
+/// not sign), and both tools accept a signature by the subkey.
+#[test]
+fn verify_other_key_shapes() {
+    use pgp::composed::SubkeyParamsBuilder;
+    let (Some(h3), Some(h4)) = (common::helm(3), common::helm(4)) else {
+        return;
+    };
+    let Some(mut bed) = Bed::new(4) else { return };
+    let mut rng = rand::thread_rng();
+    let ed = SecretKeyParamsBuilder::default()
+        .key_type(KeyType::Ed25519Legacy)
+        .can_certify(true)
+        .can_sign(true)
+        .primary_user_id("Ed Signer <ed@example.com>".into())
+        .build()
+        .unwrap()
+        .generate(&mut rng)
+        .unwrap()
+        .sign(&mut rng, &Password::empty())
+        .unwrap();
+    let sub = SecretKeyParamsBuilder::default()
+        .key_type(KeyType::Rsa(2048))
+        .can_certify(true)
+        .can_sign(false)
+        .primary_user_id("Sub Signer <sub@example.com>".into())
+        .subkey(
+            SubkeyParamsBuilder::default()
+                .key_type(KeyType::Rsa(2048))
+                .can_sign(true)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap()
+        .generate(&mut rng)
+        .unwrap()
+        .sign(&mut rng, &Password::empty())
+        .unwrap();
+    let d = bed.dir.path().to_path_buf();
+    for (name, k) in [("ed", &ed), ("sub", &sub)] {
+        std::fs::write(d.join(format!("{name}-sec.gpg")), k.to_bytes().unwrap()).unwrap();
+        std::fs::write(d.join(format!("{name}-pub.gpg")), public_bytes(k)).unwrap();
+        let out = bed.run(
+            true,
+            &[
+                "package",
+                "--sign",
+                "--key",
+                name,
+                "--keyring",
+                &format!("{name}-sec.gpg"),
+                "-d",
+                name,
+                "alpine",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "helm 4 package --sign ({name}): {out:?}"
+        );
+    }
+
+    // Ed25519, signed by Helm 4.
+    let args = ["verify", "ed/alpine-0.1.0.tgz", "--keyring", "ed-pub.gpg"];
+    let (h, r) = (bed.run(true, &args), bed.run(false, &args));
+    assert_eq!(h.status.code(), Some(0), "{h:?}");
+    assert_same("ed25519", 4, &h, &r);
+    bed.helm = h3.clone();
+    let h = bed.run(true, &args);
+    assert_eq!(h.status.code(), Some(1));
+    assert!(text(&h.stderr).contains("unsupported feature"), "{h:?}");
+
+    // Certify-only primary: Helm's own signature is refused by both, in
+    // both versions.
+    let args = ["verify", "sub/alpine-0.1.0.tgz", "--keyring", "sub-pub.gpg"];
+    for (major, helm) in [(3, &h3), (4, &h4)] {
+        bed.helm = helm.clone();
+        let (h, r) = (bed.run(true, &args), bed.run(false, &args));
+        assert_eq!(h.status.code(), Some(1), "{h:?}");
+        assert_same("certify-only primary", major, &h, &r);
+    }
+
+    // Signed by the signing subkey (as gpg --clearsign does): accepted.
+    let t = bed.copy_signed("subkey", "alpine-0.1.0.tgz");
+    let body = format!(
+        "apiVersion: v1\nname: alpine\nversion: 0.1.0\n\n...\nfiles:\n  alpine-0.1.0.tgz: {}\n",
+        rudder::source::provenance::digest(&std::fs::read(bed.path(&t)).unwrap())
+    );
+    let msg = CleartextSignedMessage::sign(
+        rand::thread_rng(),
+        &body,
+        &sub.secret_subkeys[0].key,
+        &Password::empty(),
+    )
+    .unwrap();
+    std::fs::write(
+        bed.path(&format!("{t}.prov")),
+        msg.to_armored_string(Default::default()).unwrap(),
+    )
+    .unwrap();
+    let args = ["verify", t.as_str(), "--keyring", "sub-pub.gpg"];
+    for (major, helm) in [(3, &h3), (4, &h4)] {
+        bed.helm = helm.clone();
+        let (h, r) = (bed.run(true, &args), bed.run(false, &args));
+        assert_eq!(h.status.code(), Some(0), "{h:?}");
+        assert_same("signing subkey", major, &h, &r);
+    }
+}
