@@ -254,6 +254,40 @@ fn interop(major: u8) {
         );
     }
 
+    // What Go's clear-sign and armor readers let through: a wrong armor
+    // checksum line, a `Hash:` header that is not the signature's hash.
+    let t = bed.copy_signed("armor-checksum", "alpine-0.1.0.tgz");
+    // Helm 3 writes a checksum line, Helm 4 (RFC 9580) none: change it or
+    // add one.
+    let has_crc = prov.lines().any(|l| l.len() == 5 && l.starts_with('='));
+    let crc: String = if has_crc {
+        prov.lines()
+            .map(|l| {
+                if l.len() == 5 && l.starts_with('=') {
+                    "=AAAA"
+                } else {
+                    l
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        prov.replace(
+            "\n-----END PGP SIGNATURE-----",
+            "\n=AAAA\n-----END PGP SIGNATURE-----",
+        )
+    };
+    assert_ne!(crc, prov);
+    std::fs::write(bed.path(&format!("{t}.prov")), crc).unwrap();
+    let (h, r) = bed.both(&[&t, "--keyring", "pubring.gpg"]);
+    assert_same("wrong armor checksum", major, &h, &r);
+    let t = bed.copy_signed("hash-header", "alpine-0.1.0.tgz");
+    let header = prov.replace("Hash: SHA512", "Hash: SHA256");
+    assert_ne!(header, prov);
+    std::fs::write(bed.path(&format!("{t}.prov")), header).unwrap();
+    let (h, r) = bed.both(&[&t, "--keyring", "pubring.gpg"]);
+    assert_same("wrong Hash header", major, &h, &r);
+
     // Signed by a key that is not in the keyring.
     let (h, r) = bed.both(&[ARCHIVE, "--keyring", "other.gpg"]);
     assert_eq!(h.status.code(), Some(1));
