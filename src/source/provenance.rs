@@ -36,6 +36,12 @@
 //! which is compared. [`Verification`] carries the signed name and version
 //! for a caller that wants to compare them.
 //!
+//! Where Helm 3.17.2 and 4.1.4 differ, rudder gives Helm 3's verdict and
+//! text (a changed body: `hash tag doesn't match`, not Helm 4's `RSA
+//! verification failure`; an expired signing key is accepted, Helm 4
+//! refuses it with `openpgp: key expired`), except for Ed25519 keys,
+//! which Helm 3 cannot read and rudder verifies as Helm 4 does.
+//!
 //! For `--verify` on pull and install, Helm (`pkg/downloader`) fetches
 //! `URL.prov` beside the archive, fails with `failed to fetch provenance
 //! "URL.prov"` when it cannot, writes it next to the archive and runs the
