@@ -17,6 +17,8 @@ mod source;
 mod template;
 mod usage;
 mod values;
+#[cfg(feature = "provenance")]
+mod verify;
 
 pub use global::GlobalArgs;
 
@@ -112,6 +114,9 @@ enum Command {
     /// Download a chart from a repository, a URL or a registry (as `helm pull`).
     #[command(visible_alias = "fetch")]
     Pull(pull::PullArgs),
+    /// Verify that a chart at the given path has been signed and is valid (as `helm verify`).
+    #[cfg(feature = "provenance")]
+    Verify(verify::VerifyArgs),
 }
 
 /// Parses the command line, runs it and maps errors to Helm's `Error: ...` form.
@@ -152,6 +157,8 @@ pub fn main() -> ExitCode {
         Command::Diff(a) => plan::diff(a),
         Command::Repo(a) => repo::run(a),
         Command::Pull(a) => pull::run(a),
+        #[cfg(feature = "provenance")]
+        Command::Verify(a) => verify::run(a),
     }
 }
 

@@ -81,6 +81,7 @@ const SPECS: &[Spec] = &[
         "helm package [CHART_PATH] [...] [flags]",
         Arity::Any,
     ),
+    spec(&["verify"], "helm verify PATH [flags]", Arity::Exact(1)),
     spec(&["get"], "helm get [command]", Arity::Help),
     spec(
         &["get", "all"],
