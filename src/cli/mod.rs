@@ -11,6 +11,8 @@ mod fixtures;
 mod global;
 mod plan;
 mod release;
+mod repo;
+mod repo_index;
 mod template;
 mod usage;
 mod values;
@@ -104,6 +106,8 @@ enum Command {
     Diff(plan::DiffArgs),
     /// Read and write objects in a cluster (as kubectl get/apply/delete).
     Cluster(cluster::ClusterArgs),
+    /// Add, list, remove, update, and index chart repositories (as `helm repo`).
+    Repo(repo::RepoArgs),
 }
 
 /// Parses the command line, runs it and maps errors to Helm's `Error: ...` form.
@@ -142,6 +146,7 @@ pub fn main() -> ExitCode {
         Command::Uninstall(a) => exec::uninstall(a),
         Command::Apply(a) => exec::apply(a),
         Command::Diff(a) => plan::diff(a),
+        Command::Repo(a) => repo::run(a),
     }
 }
 

@@ -21,6 +21,7 @@ use crate::template::funcs::semver::{parse_version, Constraints, SemverError, Ve
 use crate::yaml::Node;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// The index API version Helm writes (`repo.APIVersionV1`).
 pub const API_VERSION_V1: &str = "v1";
@@ -133,6 +134,28 @@ pub enum IndexError {
         name: String,
         /// The version or constraint asked for.
         version: String,
+    },
+    /// A file could not be read.
+    #[error("{op} {path}: {message}")]
+    Io {
+        /// What was being done (`open`, `read`, `stat`).
+        op: &'static str,
+        /// The file.
+        path: String,
+        /// The OS error.
+        message: String,
+    },
+    /// The index could not be written (Helm's `AtomicWriteFile`).
+    #[error("{0}")]
+    Write(String),
+    /// A chart archive's metadata does not validate (Helm's `MustAdd`,
+    /// from `IndexDirectory`: `failed adding to FILE to index: ...`).
+    #[error("failed adding to {file} to index: validate failed for {file}: {message}")]
+    Add {
+        /// The archive's file name.
+        file: String,
+        /// The validation error (`validation: ...`).
+        message: String,
     },
     /// The version asked for is not a Masterminds constraint.
     #[error("{error}")]
@@ -307,6 +330,408 @@ impl IndexFile {
     pub fn has(&self, name: &str, version: &str) -> bool {
         self.get(name, version).is_ok()
     }
+}
+
+impl IndexFile {
+    /// Helm's `MustAdd`: adds chart `md` found as `filename` under
+    /// `base_url` (a URL or a relative path; empty for none) with the
+    /// archive's `digest`, created now. The index may be left unsorted.
+    pub fn must_add(
+        &mut self,
+        mut md: Metadata,
+        filename: &str,
+        base_url: &str,
+        digest: &str,
+    ) -> Result<(), IndexError> {
+        if md.api_version.is_empty() {
+            md.api_version = "v1".into();
+        }
+        md.validate(DecodeNotes::default())
+            .map_err(|e| IndexError::Add {
+                file: filename.to_string(),
+                message: e.to_string(),
+            })?;
+        let mut u = filename.to_string();
+        if !base_url.is_empty() {
+            let file = filename.rsplit('/').next().unwrap_or(filename);
+            u = url_join(base_url, file).unwrap_or_else(|| go_path_join(&[base_url, file]));
+        }
+        let cv = ChartVersion {
+            urls: vec![u],
+            created: GoTime::now().rfc3339_nano(),
+            digest: digest.to_string(),
+            metadata: md,
+            ..ChartVersion::default()
+        };
+        self.entries
+            .entry(cv.name().to_string())
+            .or_default()
+            .push(cv);
+        Ok(())
+    }
+
+    /// Helm's `Merge`: adds each entry of `other` whose name and version
+    /// [`IndexFile::has`] does not find here (so this index's entries win).
+    /// The index may be left unsorted.
+    pub fn merge(&mut self, other: &IndexFile) {
+        for cvs in other.entries.values() {
+            for cv in cvs {
+                if !self.has(cv.name(), cv.version()) {
+                    self.entries
+                        .entry(cv.name().to_string())
+                        .or_default()
+                        .push(cv.clone());
+                }
+            }
+        }
+    }
+
+    /// The index as Helm's `WriteFile` writes it: sigs.k8s.io/yaml's
+    /// `Marshal` (JSON field names, keys sorted, Helm's `omitempty` rules).
+    pub fn to_yaml(&self) -> String {
+        crate::yaml::to_yaml(&self.to_node())
+    }
+
+    /// The index as Helm's `WriteJSONFile` writes it:
+    /// `json.MarshalIndent(i, "", "  ")`, Go's field order, no final newline.
+    pub fn to_json(&self) -> String {
+        let mut fields: Vec<(&str, String)> = Vec::new();
+        if !self.server_info.is_empty() {
+            fields.push((
+                "serverInfo",
+                crate::yaml::to_json(&Node::Map(self.server_info.clone()), true),
+            ));
+        }
+        fields.push(("apiVersion", json_str(&self.api_version)));
+        fields.push(("generated", json_str(&self.generated)));
+        let entries: Vec<(&str, String)> = self
+            .entries
+            .iter()
+            .map(|(name, cvs)| {
+                let list = cvs.iter().map(version_json).collect::<Vec<_>>();
+                (name.as_str(), format!("[{}]", list.join(",")))
+            })
+            .collect();
+        fields.push(("entries", json_object(&entries)));
+        if !self.public_keys.is_empty() {
+            fields.push(("publicKeys", json_strs(&self.public_keys)));
+        }
+        if !self.annotations.is_empty() {
+            let a: Vec<(&str, String)> = self
+                .annotations
+                .iter()
+                .map(|(k, v)| (k.as_str(), json_str(v)))
+                .collect();
+            fields.push(("annotations", json_object(&a)));
+        }
+        go_json_indent(&go_escape_html(&json_object(&fields)), "  ")
+    }
+
+    /// Writes the index to `path` as Helm does (`WriteFile`, or
+    /// `WriteJSONFile` with `json`): atomically, mode 0644.
+    pub fn write_file(&self, path: &Path, json: bool) -> Result<(), IndexError> {
+        let text = if json { self.to_json() } else { self.to_yaml() };
+        crate::fsutil::atomic_write(path, text.as_bytes(), crate::fsutil::Mode::Exact(0o644))
+            .map_err(|e| IndexError::Write(format!("{e}: {}", e.error)))
+    }
+
+    /// The index as the JSON document `encoding/json` makes of Helm's types
+    /// (the form sigs.k8s.io/yaml turns into YAML).
+    fn to_node(&self) -> Node {
+        let mut m = BTreeMap::new();
+        if !self.server_info.is_empty() {
+            m.insert("serverInfo".into(), Node::Map(self.server_info.clone()));
+        }
+        m.insert("apiVersion".into(), Node::Str(self.api_version.clone()));
+        m.insert("generated".into(), Node::Str(self.generated.clone()));
+        let entries = self
+            .entries
+            .iter()
+            .map(|(k, cvs)| (k.clone(), Node::Seq(cvs.iter().map(version_node).collect())))
+            .collect();
+        m.insert("entries".into(), Node::Map(entries));
+        if !self.public_keys.is_empty() {
+            m.insert("publicKeys".into(), strs_node(&self.public_keys));
+        }
+        if !self.annotations.is_empty() {
+            let a = self
+                .annotations
+                .iter()
+                .map(|(k, v)| (k.clone(), Node::Str(v.clone())))
+                .collect();
+            m.insert("annotations".into(), Node::Map(a));
+        }
+        Node::Map(m)
+    }
+}
+
+fn strs_node(v: &[String]) -> Node {
+    Node::Seq(v.iter().map(|s| Node::Str(s.clone())).collect())
+}
+
+/// One entry's own fields after its metadata's, in Go's struct order, with
+/// Helm's `omitempty` rules: `urls` always (`null` when there are none),
+/// `created` always (a struct is never empty to encoding/json).
+fn version_fields(cv: &ChartVersion) -> Vec<(&'static str, Node)> {
+    let mut f = vec![
+        (
+            "urls",
+            if cv.urls.is_empty() {
+                Node::Null
+            } else {
+                strs_node(&cv.urls)
+            },
+        ),
+        ("created", Node::Str(cv.created.clone())),
+    ];
+    if cv.removed {
+        f.push(("removed", Node::Bool(true)));
+    }
+    for (k, v) in [
+        ("digest", &cv.digest),
+        ("checksum", &cv.checksum),
+        ("engine", &cv.engine),
+        ("tillerVersion", &cv.tiller_version),
+        ("url", &cv.url),
+    ] {
+        if !v.is_empty() {
+            f.push((k, Node::Str(v.clone())));
+        }
+    }
+    f
+}
+
+fn metadata_node(md: &Metadata) -> Node {
+    serde_json::to_value(md)
+        .ok()
+        .and_then(|j| serde_json::from_value::<Node>(j).ok())
+        .unwrap_or(Node::Null)
+}
+
+fn version_node(cv: &ChartVersion) -> Node {
+    let mut m = match metadata_node(&cv.metadata) {
+        Node::Map(m) => m,
+        _ => BTreeMap::new(),
+    };
+    for (k, v) in version_fields(cv) {
+        m.insert(k.into(), v);
+    }
+    Node::Map(m)
+}
+
+fn version_json(cv: &ChartVersion) -> String {
+    // Metadata serialises in Go's struct order; the entry's own fields
+    // follow it, as the embedded struct's fields come first in Go.
+    let md = serde_json::to_string(&cv.metadata).unwrap_or_else(|_| "{}".into());
+    let inner = md
+        .strip_prefix('{')
+        .and_then(|s| s.strip_suffix('}'))
+        .unwrap_or("");
+    let mut parts = Vec::new();
+    if !inner.is_empty() {
+        parts.push(inner.to_string());
+    }
+    for (k, v) in version_fields(cv) {
+        parts.push(format!(
+            "{}:{}",
+            json_str(k),
+            crate::yaml::to_json(&v, false)
+        ));
+    }
+    format!("{{{}}}", parts.join(","))
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+fn json_strs(v: &[String]) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
+}
+
+fn json_object(fields: &[(&str, String)]) -> String {
+    let parts: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{}:{v}", json_str(k)))
+        .collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+/// encoding/json's HTML-safe escaping on compact JSON text: `<`, `>`, `&`,
+/// U+2028 and U+2029 can only occur inside strings there.
+fn go_escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Go's `json.Indent(dst, src, "", indent)` on compact JSON: empty arrays
+/// and objects stay `[]` and `{}`.
+fn go_json_indent(src: &str, indent: &str) -> String {
+    let mut out = String::with_capacity(src.len() * 2);
+    let mut depth = 0usize;
+    let mut need_indent = false;
+    let mut in_str = false;
+    let mut escaped = false;
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str(indent);
+        }
+    };
+    for c in src.chars() {
+        if in_str {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+            continue;
+        }
+        if need_indent && c != '}' && c != ']' {
+            need_indent = false;
+            depth += 1;
+            newline(&mut out, depth);
+        }
+        match c {
+            '"' => {
+                in_str = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                need_indent = true;
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            '}' | ']' => {
+                if need_indent {
+                    need_indent = false;
+                } else {
+                    depth = depth.saturating_sub(1);
+                    newline(&mut out, depth);
+                }
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Go's `path.Join`: the non-empty elements joined with `/` and cleaned;
+/// empty when all are empty.
+fn go_path_join(elems: &[&str]) -> String {
+    let parts: Vec<&str> = elems.iter().copied().filter(|e| !e.is_empty()).collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    crate::chart::loader::clean_path(&parts.join("/"))
+}
+
+/// Helm's `urlutil.URLJoin(base, path)`: the URL's path joined with `path`
+/// (Go's `path.Join`), then `URL.String()`; `None` when `base` does not
+/// parse as a URL.
+fn url_join(base: &str, path: &str) -> Option<String> {
+    use crate::template::funcs::urls;
+    let mut u = urls::parse(base).ok()?;
+    u.path = go_path_join(&[&u.path, path]);
+    Some(urls::format(&u))
+}
+
+/// Helm's `IndexDirectory(dir, baseURL)`: an index of the chart archives
+/// `DIR/*.tgz` and `DIR/*/*.tgz` (Go's glob order), each with its sha256
+/// and its URL (`baseURL` joined with its directory and file name). Files
+/// that do not load as charts (with the chart loader's archive limits) are
+/// skipped, as Helm assumes they are not charts. The index is unsorted.
+pub fn index_directory(dir: &Path, base_url: &str) -> Result<IndexFile, IndexError> {
+    let mut archives: Vec<(String, std::path::PathBuf)> = Vec::new();
+    for name in sorted_names(dir) {
+        let p = dir.join(&name);
+        if name.ends_with(".tgz") {
+            archives.push((String::new(), p.clone()));
+        }
+    }
+    for sub in sorted_names(dir) {
+        let p = dir.join(&sub);
+        if !p.is_dir() {
+            continue;
+        }
+        for name in sorted_names(&p) {
+            if name.ends_with(".tgz") {
+                archives.push((sub.clone(), p.join(&name)));
+            }
+        }
+    }
+    let mut index = IndexFile::new();
+    for (parent, arch) in archives {
+        let fname = arch
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let parent_url =
+            url_join(base_url, &parent).unwrap_or_else(|| go_path_join(&[base_url, &parent]));
+        let Ok(chart) = crate::chart::loader::load_file(&arch) else {
+            // Helm: "Assume this is not a chart."
+            continue;
+        };
+        let digest = sha256_file(&arch)?;
+        index.must_add(chart.metadata.clone(), &fname, &parent_url, &digest)?;
+    }
+    Ok(index)
+}
+
+/// The entry names of `dir`, sorted bytewise as Go's glob sorts them;
+/// nothing when it cannot be read (Go's glob ignores such errors).
+fn sorted_names(dir: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Helm's `provenance.DigestFile`: the file's sha256, lower-case hex.
+pub fn sha256_file(path: &Path) -> Result<String, IndexError> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let io = |op: &'static str| {
+        move |e: std::io::Error| IndexError::Io {
+            op,
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }
+    };
+    let mut f = std::fs::File::open(path).map_err(io("open"))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = f.read(&mut buf).map_err(io("read"))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Which decoder Helm used: `encoding/json` for valid JSON, sigs.k8s.io/yaml

@@ -1,0 +1,82 @@
+//! `rudder repo index DIR [--url URL] [--merge FILE] [--json]`, as
+//! `helm repo index`: indexes the chart archives in DIR (and one level of
+//! subdirectories) into `DIR/index.yaml`.
+use clap::Args;
+use rudder::source::index::{index_directory, parse, IndexFile};
+use std::error::Error;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `rudder repo index`.
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// The directory of packaged charts (`*.tgz`).
+    dir: PathBuf,
+    /// URL of chart repository.
+    #[arg(long, default_value = "")]
+    url: String,
+    /// Merge the generated index into the given index.
+    #[arg(long, default_value = "")]
+    merge: String,
+    /// Output in JSON format.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `rudder repo index`; errors are printed as Helm prints them.
+pub fn run(a: &IndexArgs) -> ExitCode {
+    match index(a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {}", rudder::error_chain(e.as_ref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Helm's `index(dir, url, mergeTo, json)`.
+fn index(a: &IndexArgs) -> Result<(), Box<dyn Error>> {
+    let dir = std::path::absolute(&a.dir)?;
+    let out = dir.join("index.yaml");
+    let mut i = index_directory(&dir, &a.url)?;
+    if !a.merge.is_empty() {
+        let merge = PathBuf::from(&a.merge);
+        let other = match std::fs::metadata(&merge) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Helm creates the missing index it merges into (and
+                // ignores a failure to).
+                let fresh = IndexFile::new();
+                let _ = fresh.write_file(&merge, a.json);
+                fresh
+            }
+            _ => load_index_file(&a.merge).map_err(|e| format!("merge failed: {e}"))?,
+        };
+        i.merge(&other);
+    }
+    i.sort_entries();
+    i.write_file(&out, a.json)?;
+    Ok(())
+}
+
+/// Helm's `LoadIndexFile`: a read error as Go prints it, or the index.
+fn load_index_file(path: &str) -> Result<IndexFile, Box<dyn Error>> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        let op = if std::path::Path::new(path).is_dir() {
+            "read"
+        } else {
+            "open"
+        };
+        format!("{op} {path}: {}", go_errno_text(&e))
+    })?;
+    Ok(parse(&bytes, path)?)
+}
+
+/// The text Go prints for an OS error (`no such file or directory`), which
+/// Rust decorates with `(os error N)`.
+fn go_errno_text(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_lowercase(),
+        None => s,
+    }
+}
