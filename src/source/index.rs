@@ -59,6 +59,10 @@ pub struct ChartVersion {
     /// `urls`: where the archive can be downloaded (absolute or relative to
     /// the repository URL).
     pub urls: Vec<String>,
+    /// Whether `urls` was missing or null rather than a list: Helm writes
+    /// such an entry back as `urls: null`, an empty list as `urls: []`.
+    #[serde(default)]
+    pub null_urls: bool,
     /// `created`: Go's RFC 3339 text of the time the entry was added.
     pub created: String,
     /// `removed`.
@@ -204,8 +208,8 @@ pub fn parse_with_warnings(
         let doc = crate::yaml::parse_json(text).map_err(|e| decode_err(e.to_string()))?;
         (doc, Mode::Json)
     } else {
-        let doc = crate::yaml::parse_document(text)
-            .map_err(|e| decode_err(format!("error converting YAML to JSON: {e}")))?;
+        let doc =
+            crate::yaml::parse_document_strict(text).map_err(|e| decode_err(e.to_string()))?;
         (doc, Mode::Yaml)
     };
     let mut index = decode_index(&doc, mode).map_err(|e| decode_err(mode.wrap(e)))?;
@@ -476,7 +480,7 @@ fn version_fields(cv: &ChartVersion) -> Vec<(&'static str, Node)> {
     let mut f = vec![
         (
             "urls",
-            if cv.urls.is_empty() {
+            if cv.urls.is_empty() && cv.null_urls {
                 Node::Null
             } else {
                 strs_node(&cv.urls)
@@ -803,6 +807,19 @@ const METADATA_FIELDS: &[&str] = &[
     "type",
 ];
 
+const MAINTAINER_FIELDS: &[&str] = &["name", "email", "url"];
+
+const DEPENDENCY_FIELDS: &[&str] = &[
+    "name",
+    "version",
+    "repository",
+    "condition",
+    "tags",
+    "enabled",
+    "import-values",
+    "alias",
+];
+
 /// `encoding/json`'s field matching: exact name first, then ASCII
 /// case-insensitive.
 fn field_of(key: &str, known: &[&'static str]) -> Option<&'static str> {
@@ -813,38 +830,102 @@ fn field_of(key: &str, known: &[&'static str]) -> Option<&'static str> {
         .copied()
 }
 
-fn type_err(n: &Node, strct: &str, field: &str, ty: &str) -> String {
-    format!(
-        "json: cannot unmarshal {} into Go struct field {strct}.{field} of type {ty}",
-        n.json_kind()
-    )
+/// `encoding/json` decoding state: the first type or unknown-field error is
+/// kept while decoding goes on (`saveError`); an error of a value's own
+/// `UnmarshalJSON` (a time) stops decoding and wins.
+struct Dec {
+    mode: Mode,
+    saved: Option<String>,
 }
 
-/// A Go `string` field. sigs.k8s.io/yaml turns YAML scalars into strings
-/// for string fields; encoding/json accepts only strings.
-fn string_field(n: &Node, mode: Mode, strct: &str, field: &str) -> Result<String, String> {
-    match (n, mode) {
-        (Node::Null, _) => Ok(String::new()),
-        (Node::Str(s), _) => Ok(s.clone()),
-        (Node::Bool(b), Mode::Yaml) => Ok(b.to_string()),
-        (Node::Int(i), Mode::Yaml) => Ok(i.to_string()),
-        (Node::Float(f), Mode::Yaml) => Ok(crate::gostd::float::format_go_float32(*f as f32)),
-        (other, _) => Err(type_err(other, strct, field, "string")),
+impl Dec {
+    fn save(&mut self, e: String) {
+        if self.saved.is_none() {
+            self.saved = Some(e);
+        }
+    }
+
+    fn type_err(&mut self, n: &Node, strct: &str, path: &str, ty: &str) {
+        self.save(format!(
+            "json: cannot unmarshal {} into Go struct field {strct}.{path} of type {ty}",
+            n.json_kind()
+        ));
+    }
+
+    fn unknown(&mut self, key: &str) {
+        // Only sigs.k8s.io/yaml's UnmarshalStrict refuses unknown fields.
+        if self.mode == Mode::Yaml {
+            self.save(format!("json: unknown field {}", quote(key)));
+        }
+    }
+
+    /// A Go `string` field. sigs.k8s.io/yaml turns YAML scalars into
+    /// strings for `convert` fields (those it finds on the target type: not
+    /// the fields an index entry embeds from `chart.Metadata`);
+    /// encoding/json accepts only strings.
+    fn string(&mut self, n: &Node, convert: bool, strct: &str, path: &str) -> String {
+        let convert = convert && self.mode == Mode::Yaml;
+        match n {
+            Node::Null => String::new(),
+            Node::Str(s) => s.clone(),
+            Node::Bool(b) if convert => b.to_string(),
+            Node::Int(i) if convert => i.to_string(),
+            Node::Float(f) if convert => crate::gostd::float::format_go_float32(*f as f32),
+            other => {
+                self.type_err(other, strct, path, "string");
+                String::new()
+            }
+        }
+    }
+
+    fn strings(&mut self, n: &Node, convert: bool, strct: &str, path: &str) -> Vec<String> {
+        match n {
+            Node::Null => Vec::new(),
+            Node::Seq(items) => items
+                .iter()
+                .map(|i| self.string(i, convert, strct, path))
+                .collect(),
+            other => {
+                self.type_err(other, strct, path, "[]string");
+                Vec::new()
+            }
+        }
+    }
+
+    fn bool(&mut self, n: &Node, strct: &str, path: &str) -> bool {
+        match n {
+            Node::Null => false,
+            Node::Bool(b) => *b,
+            other => {
+                self.type_err(other, strct, path, "bool");
+                false
+            }
+        }
+    }
+
+    fn string_map(
+        &mut self,
+        n: &Node,
+        convert: bool,
+        strct: &str,
+        path: &str,
+    ) -> BTreeMap<String, String> {
+        match n {
+            Node::Null => BTreeMap::new(),
+            Node::Map(m) => m
+                .iter()
+                .map(|(k, v)| (k.clone(), self.string(v, convert, strct, path)))
+                .collect(),
+            other => {
+                self.type_err(other, strct, path, "map[string]string");
+                BTreeMap::new()
+            }
+        }
     }
 }
 
-fn strings_field(n: &Node, mode: Mode, strct: &str, field: &str) -> Result<Vec<String>, String> {
-    match n {
-        Node::Null => Ok(Vec::new()),
-        Node::Seq(items) => items
-            .iter()
-            .map(|i| string_field(i, mode, strct, field))
-            .collect(),
-        other => Err(type_err(other, strct, field, "[]string")),
-    }
-}
-
-/// A Go `time.Time` field: RFC 3339 text, normalised to what Go writes back.
+/// A Go `time.Time` field: RFC 3339 text, normalised to what Go writes
+/// back. Its errors are `UnmarshalJSON`'s, which end decoding.
 fn time_field(n: &Node) -> Result<Option<String>, String> {
     match n {
         Node::Null => Ok(None),
@@ -876,35 +957,26 @@ fn decode_index(doc: &Node, mode: Mode) -> Result<RawIndex, String> {
             ))
         }
     };
+    let mut d = Dec { mode, saved: None };
+    // Keys in sorted order: the order of the JSON sigs.k8s.io/yaml makes.
     for (key, v) in m {
         let Some(f) = field_of(key, INDEX_FIELDS) else {
-            if mode == Mode::Yaml {
-                return Err(format!("json: unknown field {}", quote(key)));
-            }
+            d.unknown(key);
             continue;
         };
         match f {
-            "apiVersion" => out.api_version = string_field(v, mode, "IndexFile", f)?,
+            "apiVersion" => out.api_version = d.string(v, true, "IndexFile", f),
             "generated" => {
                 if let Some(t) = time_field(v)? {
                     out.generated = t;
                 }
             }
-            "publicKeys" => out.public_keys = strings_field(v, mode, "IndexFile", f)?,
+            "publicKeys" => out.public_keys = d.strings(v, true, "IndexFile", f),
+            "annotations" => out.annotations = d.string_map(v, true, "IndexFile", f),
             "serverInfo" => match v {
                 Node::Null => out.server_info.clear(),
                 Node::Map(sm) => out.server_info.extend(sm.clone()),
-                other => return Err(type_err(other, "IndexFile", f, "map[string]interface {}")),
-            },
-            "annotations" => match v {
-                Node::Null => out.annotations.clear(),
-                Node::Map(am) => {
-                    for (k, s) in am {
-                        let s = string_field(s, mode, "IndexFile", "annotations")?;
-                        out.annotations.insert(k.clone(), s);
-                    }
-                }
-                other => return Err(type_err(other, "IndexFile", f, "map[string]string")),
+                other => d.type_err(other, "IndexFile", f, "map[string]interface {}"),
             },
             _ => match v {
                 Node::Null => out.entries.clear(),
@@ -912,57 +984,47 @@ fn decode_index(doc: &Node, mode: Mode) -> Result<RawIndex, String> {
                     for (name, list) in em {
                         let versions = match list {
                             Node::Null => Vec::new(),
-                            Node::Seq(items) => items
-                                .iter()
-                                .map(|i| decode_version(i, mode))
-                                .collect::<Result<_, _>>()?,
+                            Node::Seq(items) => {
+                                let mut vs = Vec::with_capacity(items.len());
+                                for i in items {
+                                    if let Some(cv) = decode_version(i, &mut d)? {
+                                        vs.push(cv);
+                                    }
+                                }
+                                vs
+                            }
                             other => {
-                                return Err(type_err(
-                                    other,
-                                    "IndexFile",
-                                    "entries",
-                                    "repo.ChartVersions",
-                                ))
+                                d.type_err(other, "IndexFile", "entries", "repo.ChartVersions");
+                                Vec::new()
                             }
                         };
                         out.entries.insert(name.clone(), versions);
                     }
                 }
-                other => {
-                    return Err(type_err(
-                        other,
-                        "IndexFile",
-                        f,
-                        "map[string]repo.ChartVersions",
-                    ))
-                }
+                other => d.type_err(other, "IndexFile", f, "map[string]repo.ChartVersions"),
             },
         }
     }
-    Ok(out)
+    match d.saved {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
 }
 
-/// Metadata fields that are Go strings, checked in JSON mode (where a
-/// number in a string field is an error, not a conversion).
-const METADATA_STRINGS: &[&str] = &[
-    "name",
-    "home",
-    "version",
-    "description",
-    "icon",
-    "apiVersion",
-    "condition",
-    "tags",
-    "appVersion",
-    "kubeVersion",
-    "type",
-];
-
-fn decode_version(n: &Node, mode: Mode) -> Result<(Option<ChartVersion>, DecodeNotes), String> {
+/// One entry of `entries`. `Ok(None)` when it is not an object (a type
+/// error is saved); `Ok(Some((None, _)))` for a null entry.
+#[allow(clippy::type_complexity)]
+fn decode_version(
+    n: &Node,
+    d: &mut Dec,
+) -> Result<Option<(Option<ChartVersion>, DecodeNotes)>, String> {
     let m = match n {
-        Node::Null => return Ok((None, DecodeNotes::default())),
+        Node::Null => return Ok(Some((None, DecodeNotes::default()))),
         Node::Map(m) => m,
-        other => return Err(type_err(other, "IndexFile", "entries", "repo.ChartVersion")),
+        other => {
+            d.type_err(other, "IndexFile", "entries", "repo.ChartVersion");
+            return Ok(None);
+        }
     };
     let mut cv = ChartVersion {
         created: ZERO_TIME.into(),
@@ -971,44 +1033,135 @@ fn decode_version(n: &Node, mode: Mode) -> Result<(Option<ChartVersion>, DecodeN
     let mut md_fields = BTreeMap::new();
     for (key, v) in m {
         if let Some(f) = field_of(key, VERSION_FIELDS) {
-            let s = |v: &Node| string_field(v, mode, "ChartVersion", f);
+            let path = format!("entries.{f}");
             match f {
-                "urls" => cv.urls = strings_field(v, mode, "ChartVersion", f)?,
+                "urls" => {
+                    cv.null_urls = matches!(v, Node::Null);
+                    cv.urls = d.strings(v, true, "ChartVersion", &path);
+                }
                 "created" => {
                     if let Some(t) = time_field(v)? {
                         cv.created = t;
                     }
                 }
-                "removed" => {
-                    cv.removed = match v {
-                        Node::Null => false,
-                        Node::Bool(b) => *b,
-                        other => return Err(type_err(other, "ChartVersion", f, "bool")),
-                    }
-                }
-                "digest" => cv.digest = s(v)?,
-                "checksum" => cv.checksum = s(v)?,
-                "engine" => cv.engine = s(v)?,
-                "tillerVersion" => cv.tiller_version = s(v)?,
-                _ => cv.url = s(v)?,
+                "removed" => cv.removed = d.bool(v, "ChartVersion", &path),
+                "digest" => cv.digest = d.string(v, true, "ChartVersion", &path),
+                "checksum" => cv.checksum = d.string(v, true, "ChartVersion", &path),
+                "engine" => cv.engine = d.string(v, true, "ChartVersion", &path),
+                "tillerVersion" => cv.tiller_version = d.string(v, true, "ChartVersion", &path),
+                _ => cv.url = d.string(v, true, "ChartVersion", &path),
             }
         } else if let Some(f) = field_of(key, METADATA_FIELDS) {
-            if mode == Mode::Json && METADATA_STRINGS.contains(&f) {
-                string_field(v, mode, "ChartVersion", f)?;
-            }
+            check_metadata_field(f, v, d);
             md_fields.insert(key.clone(), v.clone());
-        } else if mode == Mode::Yaml {
-            return Err(format!("json: unknown field {}", quote(key)));
+        } else {
+            d.unknown(key);
         }
     }
+    if !m.keys().any(|k| field_of(k, &["urls"]).is_some()) {
+        cv.null_urls = true;
+    }
+    if d.saved.is_some() {
+        // The whole index fails; what this entry holds no longer matters.
+        return Ok(Some((Some(cv), DecodeNotes::default())));
+    }
     let mut notes = DecodeNotes::default();
-    apply_metadata(&mut cv.metadata, &Node::Map(md_fields), &mut notes).map_err(|e| {
-        // Helm names the outer struct for promoted fields.
-        e.to_string()
-            .trim_start_matches("error unmarshaling JSON: while decoding JSON: ")
-            .replace("Go struct field Metadata.", "Go struct field ChartVersion.")
-    })?;
-    Ok((Some(cv), notes))
+    // The types are checked: this only fills the struct as encoding/json
+    // would (case-insensitive keys, the last of equal ones winning).
+    if let Err(e) = apply_metadata(&mut cv.metadata, &Node::Map(md_fields), &mut notes) {
+        d.save(e.to_string());
+    }
+    Ok(Some((Some(cv), notes)))
+}
+
+/// Saves encoding/json's error for a `chart.Metadata` field of an entry of
+/// the wrong type. sigs.k8s.io/yaml does not convert scalars for the
+/// fields an entry embeds, so a number where a string belongs is an error
+/// in YAML as in JSON.
+fn check_metadata_field(f: &str, v: &Node, d: &mut Dec) {
+    let path = format!("entries.{f}");
+    match f {
+        "sources" | "keywords" => {
+            d.strings(v, false, "ChartVersion", &path);
+        }
+        "deprecated" => {
+            d.bool(v, "ChartVersion", &path);
+        }
+        "annotations" => {
+            d.string_map(v, false, "ChartVersion", &path);
+        }
+        "maintainers" => check_struct_list(
+            v,
+            d,
+            &path,
+            "[]*chart.Maintainer",
+            "chart.Maintainer",
+            "Maintainer",
+            MAINTAINER_FIELDS,
+        ),
+        "dependencies" => check_struct_list(
+            v,
+            d,
+            &path,
+            "[]*chart.Dependency",
+            "chart.Dependency",
+            "Dependency",
+            DEPENDENCY_FIELDS,
+        ),
+        _ => {
+            d.string(v, false, "ChartVersion", &path);
+        }
+    }
+}
+
+/// `maintainers` or `dependencies`: a list of objects (or nulls).
+fn check_struct_list(
+    v: &Node,
+    d: &mut Dec,
+    path: &str,
+    list_ty: &str,
+    item_ty: &str,
+    strct: &str,
+    fields: &[&'static str],
+) {
+    let items = match v {
+        Node::Null => return,
+        Node::Seq(items) => items,
+        other => return d.type_err(other, "ChartVersion", path, list_ty),
+    };
+    for item in items {
+        let m = match item {
+            Node::Null => continue,
+            Node::Map(m) => m,
+            other => {
+                d.type_err(other, "ChartVersion", path, item_ty);
+                continue;
+            }
+        };
+        for (key, fv) in m {
+            let Some(f) = field_of(key, fields) else {
+                d.unknown(key);
+                continue;
+            };
+            let p = format!("{path}.{f}");
+            match f {
+                "tags" => {
+                    d.strings(fv, false, strct, &p);
+                }
+                "enabled" => {
+                    d.bool(fv, strct, &p);
+                }
+                "import-values" => {
+                    if !matches!(fv, Node::Null | Node::Seq(_)) {
+                        d.type_err(fv, strct, &p, "[]interface {}");
+                    }
+                }
+                _ => {
+                    d.string(fv, false, strct, &p);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
