@@ -1289,4 +1289,322 @@ generated: 2016-10-06T16:23:20.499029981-06:00
         assert!(start.elapsed() < std::time::Duration::from_secs(5));
         assert!(e.to_string().contains("excessive aliasing"), "{e}");
     }
+
+    fn index_of(versions: &[&str]) -> IndexFile {
+        let mut text = String::from("apiVersion: v1\nentries:\n  c:\n");
+        for v in versions {
+            text.push_str(&format!(
+                "  - name: c\n    version: {v:?}\n    urls: [c-{v}.tgz]\n"
+            ));
+        }
+        parse(text.as_bytes(), "t").unwrap()
+    }
+
+    #[test]
+    fn get_constraint_forms() {
+        let i = index_of(&[
+            "1.15.2",
+            "1.16.0-rc.1",
+            "1.16.0",
+            "1.16.3",
+            "1.17.0-beta.1",
+            "2.0.0",
+            "0.3.1",
+            "0.3.9",
+            "0.4.0",
+        ]);
+        let g = |v: &str| {
+            i.get("c", v)
+                .map(|c| c.version().to_string())
+                .map_err(|e| e.to_string())
+        };
+        // Sorted newest first, pre-releases in their semver place.
+        let order: Vec<_> = i.entries["c"].iter().map(|c| c.version()).collect();
+        assert_eq!(
+            order,
+            [
+                "2.0.0",
+                "1.17.0-beta.1",
+                "1.16.3",
+                "1.16.0",
+                "1.16.0-rc.1",
+                "1.15.2",
+                "0.4.0",
+                "0.3.9",
+                "0.3.1"
+            ]
+        );
+        assert_eq!(g("").unwrap(), "2.0.0");
+        assert_eq!(g("1.16.x").unwrap(), "1.16.3");
+        assert_eq!(g("~1.16.0").unwrap(), "1.16.3");
+        assert_eq!(g("~1").unwrap(), "1.16.3");
+        assert_eq!(g("^1.15").unwrap(), "1.16.3");
+        assert_eq!(g("^0.3.0").unwrap(), "0.3.9");
+        assert_eq!(g("^0.3.0 || ^1.15.0").unwrap(), "1.16.3");
+        assert_eq!(g("<1.16.0 || 2.x").unwrap(), "2.0.0");
+        assert_eq!(g(">=1.0.0, <1.16.0").unwrap(), "1.15.2");
+        assert_eq!(g("1.15.0 - 1.16.1").unwrap(), "1.16.0");
+        // Pre-releases only match a constraint that carries one.
+        assert_eq!(
+            g(">1.16.3 <2.0.0").unwrap_err(),
+            "no chart version found for c->1.16.3 <2.0.0"
+        );
+        // Each part of a conjunction must allow it.
+        assert_eq!(g(">1.16.3-0 <2.0.0").unwrap(), "1.16.3");
+        assert_eq!(g(">1.16.3-0 <2.0.0-0").unwrap(), "1.17.0-beta.1");
+        assert_eq!(g("1.16.0-rc.1").unwrap(), "1.16.0-rc.1");
+        assert_eq!(g("~1.16.0-0").unwrap(), "1.16.3");
+        assert_eq!(g("3").unwrap_err(), "no chart version found for c-3");
+        assert_eq!(g("1.x.y").unwrap_err(), "improper constraint: 1.x.y");
+        let e = i.get("c", "!!").unwrap_err();
+        assert!(matches!(e, IndexError::Constraint { ref constraint, .. } if constraint == "!!"));
+        assert!(i.has("c", "1.16.0") && !i.has("c", "9.9.9") && !i.has("d", ""));
+    }
+
+    #[test]
+    fn get_prefers_an_exact_version_string() {
+        // "1.2" as a constraint is ~1.2 (1.2.5 first); the entry written
+        // "1.2" wins as an exact match, as does a "v"-prefixed one.
+        let i = index_of(&["1.2", "1.2.5", "v1.3.0", "1.3.1"]);
+        let g = |v: &str| i.get("c", v).unwrap().version().to_string();
+        assert_eq!(g("1.2"), "1.2");
+        assert_eq!(g("1.2.0"), "1.2.5".replace("1.2.5", "1.2"));
+        assert_eq!(g("~1.2.1"), "1.2.5");
+        assert_eq!(g("v1.3.0"), "v1.3.0");
+        assert_eq!(g("1.3"), "1.3.1");
+    }
+
+    #[test]
+    fn no_versions_at_all() {
+        let i = parse(b"apiVersion: v1\nentries:\n  c: []\n", "t").unwrap();
+        assert_eq!(
+            i.get("c", "").unwrap_err().to_string(),
+            "no chart version found"
+        );
+    }
+
+    #[test]
+    fn writes_what_helm_writes() {
+        let i = sample();
+        assert_eq!(
+            i.to_yaml(),
+            r#"apiVersion: v1
+entries:
+  alpine:
+  - apiVersion: v1
+    created: "0001-01-01T00:00:00Z"
+    name: alpine
+    urls:
+    - alpine-1.0.0.tgz
+    version: 1.0.0
+  nginx:
+  - apiVersion: v1
+    created: "0001-01-01T00:00:00Z"
+    name: nginx
+    urls:
+    - https://example.com/nginx-1.0.0-rc1.tgz
+    version: 1.0.0-rc1
+  - apiVersion: v1
+    created: "2016-10-06T16:23:20Z"
+    name: nginx
+    urls:
+    - https://example.com/nginx-0.2.0.tgz
+    version: 0.2.0
+  - apiVersion: v1
+    created: "2016-10-06T16:23:20.499814565-06:00"
+    description: string
+    digest: sha256:1234567890
+    home: https://github.com/something
+    name: nginx
+    urls:
+    - https://example.com/nginx-0.1.0.tgz
+    version: 0.1.0
+generated: "2016-10-06T16:23:20.499029981-06:00"
+"#
+        );
+        let j = i.to_json();
+        assert!(j.starts_with("{\n  \"apiVersion\": \"v1\",\n  \"generated\": \"2016-10-06T16:23:20.499029981-06:00\",\n  \"entries\": {\n    \"alpine\": [\n      {\n        \"name\": \"alpine\",\n        \"version\": \"1.0.0\",\n        \"apiVersion\": \"v1\",\n        \"urls\": [\n          \"alpine-1.0.0.tgz\"\n        ],\n        \"created\": \"0001-01-01T00:00:00Z\"\n      }\n    ],"), "{j}");
+        assert!(j.ends_with("\n  }\n}"));
+        assert_eq!(parse(j.as_bytes(), "j").unwrap(), i);
+    }
+
+    #[test]
+    fn json_escapes_html_and_keeps_empty_collections_compact() {
+        let mut i = IndexFile {
+            api_version: "v1".into(),
+            generated: ZERO_TIME.into(),
+            ..IndexFile::default()
+        };
+        assert_eq!(
+            i.to_json(),
+            "{\n  \"apiVersion\": \"v1\",\n  \"generated\": \"0001-01-01T00:00:00Z\",\n  \"entries\": {}\n}"
+        );
+        i.annotations.insert("a".into(), "<b>&\u{2028}\"".into());
+        assert!(i
+            .to_json()
+            .contains("\"a\": \"\\u003cb\\u003e\\u0026\\u2028\\\"\""));
+    }
+
+    #[test]
+    fn urls_join_like_helm() {
+        assert_eq!(
+            url_join("https://x.io/charts/", "a.tgz").unwrap(),
+            "https://x.io/charts/a.tgz"
+        );
+        assert_eq!(
+            url_join("https://x.io", "a.tgz").unwrap(),
+            "https://x.io/a.tgz"
+        );
+        assert_eq!(
+            url_join("https://x.io/a b", "").unwrap(),
+            "https://x.io/a%20b"
+        );
+        assert_eq!(url_join("", "").unwrap(), "");
+        assert_eq!(url_join("", "sub").unwrap(), "sub");
+        assert_eq!(url_join("sub", "a.tgz").unwrap(), "sub/a.tgz");
+        assert_eq!(
+            url_join("https://x.io/c?t=1", "a.tgz").unwrap(),
+            "https://x.io/c/a.tgz?t=1"
+        );
+        assert!(url_join(":bad", "a").is_none());
+        assert_eq!(go_path_join(&[":bad", "a"]), ":bad/a");
+    }
+
+    #[test]
+    fn merge_keeps_local_entries() {
+        let mut a = index_of(&["1.0.0", "2.0.0"]);
+        let mut b = index_of(&["2.0.0", "3.0.0"]);
+        for cv in b.entries.get_mut("c").unwrap() {
+            cv.urls = vec!["https://old/".into()];
+        }
+        a.merge(&b);
+        a.sort_entries();
+        let got: Vec<_> = a.entries["c"]
+            .iter()
+            .map(|c| (c.version(), c.urls[0].as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("3.0.0", "https://old/"),
+                ("2.0.0", "c-2.0.0.tgz"),
+                ("1.0.0", "c-1.0.0.tgz")
+            ]
+        );
+    }
+
+    #[test]
+    fn deep_and_duplicate_documents_are_refused() {
+        let deep = format!(
+            "apiVersion: v1\nserverInfo:\n  x: {}{}\n",
+            "[".repeat(20_000),
+            "]".repeat(20_000)
+        );
+        let e = parse(deep.as_bytes(), "d").unwrap_err().to_string();
+        assert!(e.contains("exceeded max depth"), "{e}");
+        let e = parse(b"apiVersion: v1\napiVersion: v2\n", "d").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "error loading d: error converting YAML to JSON: yaml: unmarshal errors:\n  line 2: key \"apiVersion\" already set in map"
+        );
+    }
+
+    mod prop {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn version() -> impl Strategy<Value = String> {
+            (
+                0u32..20,
+                0u32..20,
+                0u32..20,
+                proptest::option::of("[a-z]{1,4}(\\.(0|[1-9][0-9]?))?"),
+            )
+                .prop_map(|(a, b, c, pre)| match pre {
+                    Some(p) => format!("{a}.{b}.{c}-{p}"),
+                    None => format!("{a}.{b}.{c}"),
+                })
+        }
+
+        fn entry(name: String) -> impl Strategy<Value = ChartVersion> {
+            (
+                version(),
+                "[ -~]{0,24}",
+                proptest::collection::vec("[!-~][ -~]{0,10}", 0..3),
+                proptest::collection::btree_map("[a-z./]{1,8}", "[ -~]{0,12}", 0..3),
+                "[0-9a-f]{0,64}",
+                any::<bool>(),
+                (0i64..4_000_000_000, 0i64..1_000_000_000),
+            )
+                .prop_map(move |(v, desc, kw, ann, digest, removed, (sec, nsec))| {
+                    let mut md = Metadata {
+                        name: name.clone(),
+                        version: v.clone(),
+                        api_version: "v2".into(),
+                        description: desc.trim().to_string(),
+                        keywords: kw,
+                        annotations: ann,
+                        ..Metadata::default()
+                    };
+                    md.app_version = format!("{v}+app");
+                    ChartVersion {
+                        urls: vec![format!("{name}-{v}.tgz")],
+                        created: GoTime::unix(sec, nsec).rfc3339_nano(),
+                        removed,
+                        digest,
+                        metadata: md,
+                        ..ChartVersion::default()
+                    }
+                })
+        }
+
+        fn index() -> impl Strategy<Value = IndexFile> {
+            proptest::collection::btree_set("[a-z][a-z0-9-]{0,8}", 0..4)
+                .prop_flat_map(|names| {
+                    names
+                        .into_iter()
+                        .map(|n| {
+                            proptest::collection::vec(entry(n.clone()), 1..4)
+                                .prop_map(move |vs| (n.clone(), vs))
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .prop_map(|entries| {
+                    let mut i = IndexFile {
+                        api_version: "v1".into(),
+                        generated: GoTime::unix(1_700_000_000, 5).rfc3339_nano(),
+                        entries: entries.into_iter().collect(),
+                        ..IndexFile::default()
+                    };
+                    i.sort_entries();
+                    i
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            #[test]
+            fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+                let _ = parse_with_warnings(&bytes, "p");
+            }
+
+            #[test]
+            fn parse_never_panics_on_index_like_text(
+                text in "(apiVersion: v1\n|entries:\n|  [a-z]{1,3}:\n|  - name: [a-z0-9.]{0,4}\n|    version: [0-9.a-z-]{0,6}\n|    urls: \\[[a-z]{0,3}\\]\n|    created: [0-9T:.Z-]{0,12}\n|&a |\\*a |<<: |- |\\{|\\}|\\[|\\]|null\n){0,24}"
+            ) {
+                let _ = parse_with_warnings(text.as_bytes(), "p");
+            }
+
+            #[test]
+            fn written_index_reads_back(i in index()) {
+                let yaml = i.to_yaml();
+                let back = parse(yaml.as_bytes(), "y").map_err(|e| TestCaseError::fail(format!("{e}\n{yaml}")))?;
+                prop_assert_eq!(&back, &i, "{}", yaml);
+                let json = i.to_json();
+                let back = parse(json.as_bytes(), "j").map_err(|e| TestCaseError::fail(format!("{e}\n{json}")))?;
+                prop_assert_eq!(&back, &i, "{}", json);
+            }
+        }
+    }
 }
