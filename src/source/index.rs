@@ -8,7 +8,21 @@
 //!   required; invalid entries are skipped with Helm's warning; each chart's
 //!   versions are sorted newest first (`SortEntries`).
 //! - [`IndexFile::get`]: Helm's `IndexFile.Get`, version resolution with
-//!   Masterminds constraints.
+//!   Masterminds constraints (the template stage's `semverCompare`).
+//! - [`IndexFile::to_yaml`] / [`IndexFile::to_json`] /
+//!   [`IndexFile::write_file`]: Helm's `WriteFile` / `WriteJSONFile`, byte
+//!   for byte.
+//! - [`index_directory`], [`IndexFile::must_add`], [`IndexFile::merge`]:
+//!   `helm repo index` (`IndexDirectory`, `MustAdd`, `Merge`).
+//!
+//! Where rudder differs from Helm, on purpose:
+//! - a `null` entry is skipped with Helm's warning (Helm keeps it, and its
+//!   sort or `Merge` then dies of a nil pointer);
+//! - versions that compare equal (`1.0.0+a`, `1.0.0+b`) keep their order
+//!   (Go's sort is not stable beyond 12 elements, so Helm's order there is
+//!   an accident of its algorithm);
+//! - a `*.tgz` that is a directory is not indexed (Helm loads it as a chart
+//!   directory, then fails to hash it and stops).
 //!
 //! Times (`generated`, `created`) are kept as the text Go's `time.Time`
 //! marshals to (RFC 3339 with nanoseconds, trailing zeros trimmed, the
@@ -198,18 +212,15 @@ pub fn parse_with_warnings(
         });
     }
     let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok();
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        decode_err(format!(
-            "error converting YAML to JSON: yaml: invalid UTF-8 at byte {}",
-            e.valid_up_to()
-        ))
-    })?;
+    // Bytes that are not UTF-8 stay visible to the YAML reader, which
+    // refuses them with go-yaml's words.
+    let text = crate::gostd::gostr::go_string_from_bytes(bytes);
     let (doc, mode) = if is_json {
-        let doc = crate::yaml::parse_json(text).map_err(|e| decode_err(e.to_string()))?;
+        let doc = crate::yaml::parse_json(&text).map_err(|e| decode_err(e.to_string()))?;
         (doc, Mode::Json)
     } else {
         let doc =
-            crate::yaml::parse_document_strict(text).map_err(|e| decode_err(e.to_string()))?;
+            crate::yaml::parse_document_strict(&text).map_err(|e| decode_err(e.to_string()))?;
         (doc, Mode::Yaml)
     };
     let mut index = decode_index(&doc, mode).map_err(|e| decode_err(mode.wrap(e)))?;
@@ -268,12 +279,12 @@ pub fn parse_with_warnings(
 
 /// Masterminds' ordering of two chart versions; a version that does not
 /// parse sorts below every one that does (Helm's `ChartVersions.Less`).
-fn version_order(a: &str, b: &str) -> Ordering {
-    match (parse_version(a), parse_version(b)) {
-        (Ok(x), Ok(y)) => x.compare(&y),
-        (Err(_), Ok(_)) => Ordering::Less,
-        (Ok(_), Err(_)) => Ordering::Greater,
-        (Err(_), Err(_)) => Ordering::Equal,
+fn version_order(a: Option<&Version>, b: Option<&Version>) -> Ordering {
+    match (a, b) {
+        (Some(x), Some(y)) => x.compare(y),
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (None, None) => Ordering::Equal,
     }
 }
 
@@ -291,7 +302,13 @@ impl IndexFile {
     /// equal versions).
     pub fn sort_entries(&mut self) {
         for versions in self.entries.values_mut() {
-            versions.sort_by(|a, b| version_order(b.version(), a.version()));
+            // Each version parsed once, not once per comparison.
+            let mut keyed: Vec<(Option<Version>, ChartVersion)> = std::mem::take(versions)
+                .into_iter()
+                .map(|cv| (parse_version(cv.version()).ok(), cv))
+                .collect();
+            keyed.sort_by(|(a, _), (b, _)| version_order(b.as_ref(), a.as_ref()));
+            *versions = keyed.into_iter().map(|(_, cv)| cv).collect();
         }
     }
 
@@ -321,7 +338,7 @@ impl IndexFile {
         vs.iter()
             .find(|cv| {
                 parse_version(cv.version())
-                    .map(|v: Version| constraint.check(&v))
+                    .map(|v| constraint.check(&v))
                     .unwrap_or(false)
             })
             .ok_or_else(|| IndexError::VersionNotFound {
@@ -378,16 +395,27 @@ impl IndexFile {
     /// [`IndexFile::has`] does not find here (so this index's entries win).
     /// The index may be left unsorted.
     pub fn merge(&mut self, other: &IndexFile) {
+        // `has` on each incoming entry, with this index's versions parsed
+        // once per chart rather than once per look-up.
+        let mut parsed: BTreeMap<String, Vec<Option<Version>>> = BTreeMap::new();
         for cvs in other.entries.values() {
             for cv in cvs {
-                if !self.has(cv.name(), cv.version()) {
-                    self.entries
-                        .entry(cv.name().to_string())
-                        .or_default()
-                        .push(cv.clone());
+                let (name, version) = (cv.name(), cv.version());
+                let mine = self.entries.entry(name.to_string()).or_default();
+                let known = parsed.entry(name.to_string()).or_insert_with(|| {
+                    mine.iter()
+                        .map(|c| parse_version(c.version()).ok())
+                        .collect()
+                });
+                if has_version(mine, known, version) {
+                    continue;
                 }
+                known.push(parse_version(version).ok());
+                mine.push(cv.clone());
             }
         }
+        // `entry` made a list for names that gained nothing.
+        self.entries.retain(|_, v| !v.is_empty());
     }
 
     /// The index as Helm's `WriteFile` writes it: sigs.k8s.io/yaml's
@@ -436,7 +464,15 @@ impl IndexFile {
     pub fn write_file(&self, path: &Path, json: bool) -> Result<(), IndexError> {
         let text = if json { self.to_json() } else { self.to_yaml() };
         crate::fsutil::atomic_write(path, text.as_bytes(), crate::fsutil::Mode::Exact(0o644))
-            .map_err(|e| IndexError::Write(format!("{e}: {}", e.error)))
+            .map_err(|e| {
+                // Go's words for the OS error, without Rust's "(os error N)".
+                let os = e.error.to_string();
+                let os = match os.find(" (os error") {
+                    Some(i) => os[..i].to_lowercase(),
+                    None => os,
+                };
+                IndexError::Write(format!("{e}: {os}"))
+            })
     }
 
     /// The index as the JSON document `encoding/json` makes of Helm's types
@@ -736,6 +772,21 @@ pub fn sha256_file(path: &Path) -> Result<String, IndexError> {
         h.update(&buf[..n]);
     }
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// [`IndexFile::get`]'s answer to whether `versions` (with their parsed
+/// forms, `parsed`) hold `version`.
+fn has_version(versions: &[ChartVersion], parsed: &[Option<Version>], version: &str) -> bool {
+    if versions.is_empty() {
+        return false;
+    }
+    let Ok(constraint) = Constraints::parse(if version.is_empty() { "*" } else { version }) else {
+        return false;
+    };
+    if !version.is_empty() && versions.iter().any(|cv| cv.version() == version) {
+        return true;
+    }
+    parsed.iter().flatten().any(|v| constraint.check(v))
 }
 
 /// Which decoder Helm used: `encoding/json` for valid JSON, sigs.k8s.io/yaml
@@ -1368,7 +1419,9 @@ generated: 2016-10-06T16:23:20.499029981-06:00
         let i = index_of(&["1.2", "1.2.5", "v1.3.0", "1.3.1"]);
         let g = |v: &str| i.get("c", v).unwrap().version().to_string();
         assert_eq!(g("1.2"), "1.2");
-        assert_eq!(g("1.2.0"), "1.2.5".replace("1.2.5", "1.2"));
+        // No entry reads "1.2.0"; as a constraint it is =1.2.0, which the
+        // entry "1.2" satisfies (1.2.5, first in order, does not).
+        assert_eq!(g("1.2.0"), "1.2");
         assert_eq!(g("~1.2.1"), "1.2.5");
         assert_eq!(g("v1.3.0"), "v1.3.0");
         assert_eq!(g("1.3"), "1.3.1");
