@@ -26,6 +26,64 @@ const CHARTS: &[(&str, &str)] = &[
     ("grafana-tempo", "sub"),
 ];
 
+/// Synthetic charts (directory, files).
+const SYNTHETIC: &[(&str, &[(&str, &str)])] = &[
+    (
+        "v1chart",
+        &[
+            (
+                "Chart.yaml",
+                r#"apiVersion: v1
+name: v1chart
+version: 0.1.0-alpha+build.7
+appVersion: 1.10
+description: "Tabs\there & <html> \u00e9 \u200b zero-width"
+home: https://example.com
+icon: https://example.com/icon.png
+keywords: [a, "b c", "1.0"]
+sources: [https://s.example.com]
+maintainers:
+- name: Ann
+  email: ann@example.com
+  url: https://ann.example.com
+- name: Bob
+deprecated: true
+kubeVersion: ">=1.20.0-0"
+annotations:
+  artifacthub.io/changes: |
+    - kind: added
+      description: x
+  "z": "true"
+tags: legacy
+condition: legacy.enabled
+"#,
+            ),
+            (
+                "requirements.yaml",
+                "dependencies:\n- name: sub\n  version: 0.1.0\n  repository: file://charts/sub\n  condition: sub.enabled\n  tags: [t1]\n  import-values:\n  - child: a\n    parent: b\n  - data\n  alias: subby\n",
+            ),
+            ("values.yaml", "a: 1\n"),
+            (
+                "charts/sub/Chart.yaml",
+                "apiVersion: v1\nname: sub\nversion: 0.1.0\n",
+            ),
+        ],
+    ),
+    (
+        "v2chart",
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: v2chart\ntype: library\nversion: v2.0.0\ndependencies:\n- name: dep\n  version: \"~0.1\"\n  repository: \"@stable\"\n  enabled: true\n",
+            ),
+            (
+                "charts/dep/Chart.yaml",
+                "apiVersion: v2\nname: dep\nversion: 0.1.3\n",
+            ),
+        ],
+    ),
+];
+
 struct Bed {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -68,6 +126,26 @@ impl Bed {
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
+        // Two charts written here with every Chart.yaml field: an apiVersion
+        // v1 chart whose dependencies come from requirements.yaml, text that
+        // Helm sanitises, a library chart with a "v" version.
+        for (dir, files) in SYNTHETIC {
+            let d = bed.root.join("src").join(dir);
+            for (name, text) in *files {
+                let f = d.join(name);
+                std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+                std::fs::write(f, text).unwrap();
+            }
+            let out = bed
+                .helm_cmd()
+                .arg("package")
+                .arg(&d)
+                .arg("-d")
+                .arg(&pkgs)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "helm package {dir}: {out:?}");
+        }
         // Not charts: skipped by both. Too deep: not looked at.
         std::fs::write(pkgs.join("junk.tgz"), b"not a gzip stream").unwrap();
         std::fs::write(pkgs.join("README.md"), b"# charts\n").unwrap();
@@ -240,9 +318,11 @@ fn indexes_like_helm(major: u8) {
         let res = bed.both(tag, args);
         assert_same(&format!("helm{major} {tag}"), &res);
         let text = &res[1].1;
-        // Every chart packaged is there: 11, plus the pre-release.
+        // Every chart packaged is there: the corpus ones, the pre-release
+        // and the synthetic ones.
         let n = text.matches("digest").count();
-        assert_eq!(n, CHARTS.len() + 1, "{tag}: {n} digests");
+        assert_eq!(n, CHARTS.len() + 1 + SYNTHETIC.len(), "{tag}: {n} digests");
+        assert!(text.contains("subby") && text.contains("v2chart-v2.0.0.tgz"));
         assert!(!text.contains("deep-1.0.0") && !text.contains("junk"));
     }
 }
@@ -429,6 +509,15 @@ fn repo_index_errors_match_helm() {
         assert_eq!(stderr(&ho), stderr(&ro), "{tag}");
         assert!(rt.is_empty(), "{tag}: rudder wrote an index");
     }
+    // An index to merge that is a directory: Go's read error.
+    std::fs::create_dir_all(bed.root.join("adir")).unwrap();
+    let [(ho, _), (ro, _)] = bed.both("adir", &["--merge", "adir"]);
+    assert_eq!((ho.status.code(), ro.status.code()), (Some(1), Some(1)));
+    assert_eq!(stderr(&ho), stderr(&ro));
+    assert_eq!(
+        stderr(&ro),
+        "Error: merge failed: read adir: is a directory"
+    );
     // Usage errors.
     for args in [&["repo", "index"][..], &["repo", "index", "a", "b"][..]] {
         let ho = bed.helm_cmd().args(args).output().unwrap();

@@ -2,7 +2,7 @@
 //! `helm repo index`: indexes the chart archives in DIR (and one level of
 //! subdirectories) into `DIR/index.yaml`.
 use clap::Args;
-use rudder::source::index::{index_directory, parse, IndexFile};
+use rudder::source::index::{index_directory, load_file, IndexFile};
 use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,34 +49,11 @@ fn index(a: &IndexArgs) -> Result<(), Box<dyn Error>> {
                 let _ = fresh.write_file(&merge, a.json);
                 fresh
             }
-            _ => load_index_file(&a.merge).map_err(|e| format!("merge failed: {e}"))?,
+            _ => load_file(&merge).map_err(|e| format!("merge failed: {e}"))?,
         };
         i.merge(&other);
     }
     i.sort_entries();
     i.write_file(&out, a.json)?;
     Ok(())
-}
-
-/// Helm's `LoadIndexFile`: a read error as Go prints it, or the index.
-fn load_index_file(path: &str) -> Result<IndexFile, Box<dyn Error>> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        let op = if std::path::Path::new(path).is_dir() {
-            "read"
-        } else {
-            "open"
-        };
-        format!("{op} {path}: {}", go_errno_text(&e))
-    })?;
-    Ok(parse(&bytes, path)?)
-}
-
-/// The text Go prints for an OS error (`no such file or directory`), which
-/// Rust decorates with `(os error N)`.
-fn go_errno_text(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_lowercase(),
-        None => s,
-    }
 }

@@ -153,7 +153,8 @@ pub enum IndexError {
         /// The version or constraint asked for.
         version: String,
     },
-    /// A file could not be read.
+    /// A file could not be read (Go's `open PATH: no such file or
+    /// directory`).
     #[error("{op} {path}: {message}")]
     Io {
         /// What was being done (`open`, `read`, `stat`).
@@ -194,6 +195,29 @@ pub fn parse(bytes: &[u8], source: &str) -> Result<IndexFile, IndexError> {
         eprintln!("{w}");
     }
     Ok(index)
+}
+
+/// Helm's `LoadIndexFile`: reads and parses the index at `path` (named
+/// as given in messages). Skipped entries are warned about on stderr.
+pub fn load_file(path: &Path) -> Result<IndexFile, IndexError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| IndexError::Io {
+        // Go's os.ReadFile opens, then fails to read a directory.
+        op: if path.is_dir() { "read" } else { "open" },
+        path: shown.clone(),
+        message: go_errno_text(&e),
+    })?;
+    parse(&bytes, &shown)
+}
+
+/// The text Go prints for an OS error (`no such file or directory`), which
+/// Rust's decorates with `(os error N)`.
+fn go_errno_text(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_lowercase(),
+        None => s,
+    }
 }
 
 /// [`parse`], returning Helm's warnings (`skipping loading invalid entry
@@ -464,15 +488,7 @@ impl IndexFile {
     pub fn write_file(&self, path: &Path, json: bool) -> Result<(), IndexError> {
         let text = if json { self.to_json() } else { self.to_yaml() };
         crate::fsutil::atomic_write(path, text.as_bytes(), crate::fsutil::Mode::Exact(0o644))
-            .map_err(|e| {
-                // Go's words for the OS error, without Rust's "(os error N)".
-                let os = e.error.to_string();
-                let os = match os.find(" (os error") {
-                    Some(i) => os[..i].to_lowercase(),
-                    None => os,
-                };
-                IndexError::Write(format!("{e}: {os}"))
-            })
+            .map_err(|e| IndexError::Write(format!("{e}: {}", go_errno_text(&e.error))))
     }
 
     /// The index as the JSON document `encoding/json` makes of Helm's types
