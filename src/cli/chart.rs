@@ -104,6 +104,8 @@ pub struct LintArgs {
     /// Disable JSON schema validation.
     #[arg(long)]
     skip_schema_validation: bool,
+    #[command(flatten)]
+    source: super::source::ChartPathArgs,
 }
 
 /// `rudder show`.
@@ -117,31 +119,41 @@ pub struct ShowArgs {
 enum ShowWhat {
     /// Show the chart's definition (Chart.yaml as Helm writes it).
     Chart {
-        /// Chart directory or archive.
-        chart: PathBuf,
+        /// The chart: a directory, a `.tgz`, `REPO/CHART`, `oci://...` or a URL.
+        chart: String,
+        #[command(flatten)]
+        source: super::source::ChartPathArgs,
     },
     /// Show the chart's values.yaml.
     Values {
-        /// Chart directory or archive.
-        chart: PathBuf,
+        /// The chart: a directory, a `.tgz`, `REPO/CHART`, `oci://...` or a URL.
+        chart: String,
+        #[command(flatten)]
+        source: super::source::ChartPathArgs,
         /// Supply a JSONPath expression to filter the output.
         #[arg(long)]
         jsonpath: Option<String>,
     },
     /// Show the chart's README.
     Readme {
-        /// Chart directory or archive.
-        chart: PathBuf,
+        /// The chart: a directory, a `.tgz`, `REPO/CHART`, `oci://...` or a URL.
+        chart: String,
+        #[command(flatten)]
+        source: super::source::ChartPathArgs,
     },
     /// Show the chart's CRDs (its subcharts' too).
     Crds {
-        /// Chart directory or archive.
-        chart: PathBuf,
+        /// The chart: a directory, a `.tgz`, `REPO/CHART`, `oci://...` or a URL.
+        chart: String,
+        #[command(flatten)]
+        source: super::source::ChartPathArgs,
     },
     /// Show all information of the chart.
     All {
-        /// Chart directory or archive.
-        chart: PathBuf,
+        /// The chart: a directory, a `.tgz`, `REPO/CHART`, `oci://...` or a URL.
+        chart: String,
+        #[command(flatten)]
+        source: super::source::ChartPathArgs,
     },
 }
 
@@ -385,10 +397,28 @@ pub fn lint(a: LintArgs) -> ExitCode {
         },
         None => None,
     };
+    // A chart that is not on disk but names one elsewhere (`REPO/CHART`,
+    // `oci://...`, a URL) is fetched and linted from the cache; anything
+    // else is left to lint, which reports a missing path as Helm does.
+    let mut given = Vec::new();
+    for p in &a.charts {
+        let arg = p.to_string_lossy();
+        let remote = !p.exists()
+            && rudder::source::reference::parse_arg(&arg, a.source.repo.as_deref())
+                .is_ok_and(|r| !matches!(r, rudder::source::ChartRef::Local { .. }));
+        if remote {
+            match rudder::source::resolve::locate(&arg, &a.source.locate()) {
+                Ok(path) => given.push(path),
+                Err(e) => return fail(&e),
+            }
+        } else {
+            given.push(p.clone());
+        }
+    }
     let charts = if a.with_subcharts {
-        with_subcharts(&a.charts)
+        with_subcharts(&given)
     } else {
-        a.charts.clone()
+        given
     };
     let values = match a.values.user_values() {
         Ok(v) => v,
@@ -503,13 +533,17 @@ fn show_text(c: &Chart, part: ShowPart, jsonpath: Option<&str>) -> Result<String
 pub fn show(a: ShowArgs) -> ExitCode {
     finish((|| {
         let (p, part, jsonpath) = match a.what {
-            ShowWhat::Chart { chart } => (chart, ShowPart::Chart, None),
-            ShowWhat::Values { chart, jsonpath } => (chart, ShowPart::Values, jsonpath),
-            ShowWhat::Readme { chart } => (chart, ShowPart::Readme, None),
-            ShowWhat::Crds { chart } => (chart, ShowPart::Crds, None),
-            ShowWhat::All { chart } => (chart, ShowPart::All, None),
+            ShowWhat::Chart { chart, source } => ((chart, source), ShowPart::Chart, None),
+            ShowWhat::Values {
+                chart,
+                source,
+                jsonpath,
+            } => ((chart, source), ShowPart::Values, jsonpath),
+            ShowWhat::Readme { chart, source } => ((chart, source), ShowPart::Readme, None),
+            ShowWhat::Crds { chart, source } => ((chart, source), ShowPart::Crds, None),
+            ShowWhat::All { chart, source } => ((chart, source), ShowPart::All, None),
         };
-        let c = chart::load(&p)?;
+        let c = super::source::load_chart(&p.0, &p.1).map_err(msg)?;
         let text = show_text(&c, part, jsonpath.as_deref())?;
         let mut o = std::io::stdout().lock();
         std::io::Write::write_all(&mut o, text.as_bytes())

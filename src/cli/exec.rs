@@ -23,6 +23,8 @@ pub struct ReleaseFlags {
     namespace: String,
     #[command(flatten)]
     values: ValuesArgs,
+    #[command(flatten)]
+    source: super::source::ChartPathArgs,
     /// Wait until every object is ready before marking the release deployed.
     #[arg(long)]
     wait: bool,
@@ -69,7 +71,7 @@ pub struct ReleaseFlags {
 pub struct InstallArgs {
     /// Release name.
     name: String,
-    /// Chart directory or `.tgz`.
+    /// The chart: a directory, a `.tgz`, `REPO/CHART`, `oci://...` or a URL.
     chart: String,
     #[command(flatten)]
     flags: ReleaseFlags,
@@ -83,7 +85,7 @@ pub struct InstallArgs {
 pub struct UpgradeArgs {
     /// Release name.
     name: String,
-    /// Chart directory or `.tgz`.
+    /// The chart: a directory, a `.tgz`, `REPO/CHART`, `oci://...` or a URL.
     chart: String,
     #[command(flatten)]
     flags: ReleaseFlags,
@@ -492,7 +494,7 @@ pub fn install(a: InstallArgs) -> ExitCode {
                 return Err("cannot re-use a name that is still in use".into());
             }
         }
-        let chart = rudder::chart::load(&a.chart).map_err(|e| rudder::error_chain(&e))?;
+        let chart = super::source::load_chart(&a.chart, &a.flags.source)?;
         let mut d = DesiredRelease::new(&a.name, &f.namespace, chart);
         d.values = f.values.user_values()?;
         d.options = options(f)?;
@@ -563,7 +565,7 @@ pub fn upgrade(a: UpgradeArgs) -> ExitCode {
                 return Err("another operation (install/upgrade/rollback) is in progress".into());
             }
         }
-        let mut chart = rudder::chart::load(&a.chart).map_err(|e| rudder::error_chain(&e))?;
+        let mut chart = super::source::load_chart(&a.chart, &a.flags.source)?;
         let mut values = f.values.user_values()?;
         if let Some(l) = last.as_ref().filter(|_| !installing) {
             if (a.reuse_values || a.reset_then_reuse_values) && !a.reset_values {

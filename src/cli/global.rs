@@ -30,6 +30,18 @@ pub struct GlobalArgs {
     /// rendered file when one is not valid YAML, then fails.
     #[arg(long, global = true)]
     pub debug: bool,
+    /// Path to the file containing repository names and URLs (default:
+    /// Helm's, `HELM_REPOSITORY_CONFIG` or `~/.config/helm/repositories.yaml`).
+    #[arg(long = "repository-config", global = true)]
+    pub repository_config: Option<std::path::PathBuf>,
+    /// Path to the directory containing cached repository indexes (default:
+    /// Helm's, `HELM_REPOSITORY_CACHE` or `~/.cache/helm/repository`).
+    #[arg(long = "repository-cache", global = true)]
+    pub repository_cache: Option<std::path::PathBuf>,
+    /// Path to the registry config file (default: Helm's,
+    /// `HELM_REGISTRY_CONFIG` or `~/.config/helm/registry/config.json`).
+    #[arg(long = "registry-config", global = true)]
+    pub registry_config: Option<std::path::PathBuf>,
 }
 
 impl GlobalArgs {
@@ -41,6 +53,23 @@ impl GlobalArgs {
             kubeconfig: self.kubeconfig.clone(),
             kube_context: self.kube_context.clone(),
         }
+    }
+
+    /// Helm's file locations: the environment's, moved by the flags.
+    // rudder-upgrader includes this file and fetches no charts.
+    #[allow(dead_code)]
+    pub fn helm_paths(&self) -> rudder::source::HelmPaths {
+        let mut p = rudder::source::HelmPaths::from_env();
+        if let Some(c) = &self.repository_config {
+            p.repository_config = c.clone();
+        }
+        if let Some(c) = &self.repository_cache {
+            p.repository_cache = c.clone();
+        }
+        if let Some(c) = &self.registry_config {
+            p.registry_config = c.clone();
+        }
+        p
     }
 
     /// The store URL in effect ([`TargetFlags::store_url`]).

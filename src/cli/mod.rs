@@ -10,9 +10,11 @@ mod exec;
 mod fixtures;
 mod global;
 mod plan;
+mod pull;
 mod release;
 mod repo;
 mod repo_index;
+mod source;
 mod template;
 mod usage;
 mod values;
@@ -106,8 +108,11 @@ enum Command {
     Diff(plan::DiffArgs),
     /// Read and write objects in a cluster (as kubectl get/apply/delete).
     Cluster(cluster::ClusterArgs),
-    /// Add, list, remove, update, and index chart repositories (as `helm repo`).
+    /// Add, list, remove, update and index chart repositories (as `helm repo`).
     Repo(repo::RepoArgs),
+    /// Download a chart from a repository, a URL or a registry (as `helm pull`).
+    #[command(visible_alias = "fetch")]
+    Pull(pull::PullArgs),
 }
 
 /// Parses the command line, runs it and maps errors to Helm's `Error: ...` form.
@@ -147,6 +152,7 @@ pub fn main() -> ExitCode {
         Command::Apply(a) => exec::apply(a),
         Command::Diff(a) => plan::diff(a),
         Command::Repo(a) => repo::run(a),
+        Command::Pull(a) => pull::run(a),
     }
 }
 

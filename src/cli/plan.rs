@@ -51,13 +51,15 @@ enum DiffCommand {
 pub struct DiffUpgradeArgs {
     /// Release name.
     name: String,
-    /// Chart directory or `.tgz`.
+    /// The chart: a directory, a `.tgz`, `REPO/CHART`, `oci://...` or a URL.
     chart: String,
     /// Namespace of the release.
     #[arg(short = 'n', long, default_value = "default")]
     namespace: String,
     #[command(flatten)]
     values: super::values::ValuesArgs,
+    #[command(flatten)]
+    source: super::source::ChartPathArgs,
     /// Return a non-zero exit code (2) when there are changes.
     #[arg(long)]
     detailed_exitcode: bool,
@@ -191,7 +193,7 @@ pub fn diff(a: DiffArgs) -> ExitCode {
 
 fn diff_upgrade(a: DiffUpgradeArgs) -> ExitCode {
     let run = || -> Result<Plan, String> {
-        let chart = rudder::chart::load(&a.chart).map_err(|e| rudder::error_chain(&e))?;
+        let chart = super::source::load_chart(&a.chart, &a.source)?;
         let mut d = DesiredRelease::new(&a.name, &a.namespace, chart);
         d.values = a.values.user_values()?;
         d.options.create_namespace = false;

@@ -5,7 +5,6 @@ use clap::Args;
 use rudder::source::index::{index_directory, load_file, IndexFile};
 use std::error::Error;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// `rudder repo index`.
 #[derive(Debug, Args)]
@@ -23,15 +22,10 @@ pub struct IndexArgs {
     json: bool,
 }
 
-/// Runs `rudder repo index`; errors are printed as Helm prints them.
-pub fn run(a: &IndexArgs) -> ExitCode {
-    match index(a) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("Error: {}", rudder::error_chain(e.as_ref()));
-            ExitCode::FAILURE
-        }
-    }
+/// Runs `rudder repo index`; the error is the text Helm prints after
+/// `Error: `.
+pub fn run(a: &IndexArgs) -> Result<(), String> {
+    index(a).map_err(|e| rudder::error_chain(e.as_ref()))
 }
 
 /// Helm's `index(dir, url, mergeTo, json)`.

@@ -47,6 +47,8 @@ pub struct TemplateArgs {
     args: Vec<String>,
     #[command(flatten)]
     values: super::values::ValuesArgs,
+    #[command(flatten)]
+    source: super::source::ChartPathArgs,
     /// The release namespace.
     #[arg(short = 'n', long = "namespace")]
     namespace: Option<String>,
@@ -244,10 +246,17 @@ fn run_inner(a: &TemplateArgs, debug: bool, stdout: &mut String) -> Result<(), F
         ),
         _ => None,
     };
-    let (name, chart_path) = name_and_chart(a)?;
-    if !std::path::Path::new(&chart_path).exists() {
-        return Err(Failure::from(format!("path \"{chart_path}\" not found")));
-    }
+    let (name, chart_arg) = name_and_chart(a)?;
+    // A path on disk is the hot path; anything else (`REPO/CHART`,
+    // `oci://`, a URL, `--repo`) is fetched into the chart cache first.
+    let chart_path = if std::path::Path::new(&chart_arg).exists() {
+        chart_arg
+    } else {
+        rudder::source::resolve::locate(&chart_arg, &a.source.locate())
+            .map_err(|e| Failure::from(rudder::error_chain(&e)))?
+            .display()
+            .to_string()
+    };
     let user = a.values.user_values()?;
     // Helm's `availableName`, after the chart and the values are read.
     let check_name = || validate_release_name(&name);

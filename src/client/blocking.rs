@@ -178,6 +178,15 @@ impl Client {
         self.call(|c| c.history_sorted(namespace, name))
     }
 
+    /// [`crate::Client::load_chart`].
+    pub fn load_chart(
+        &self,
+        reference: &str,
+        opts: &crate::source::resolve::LocateOptions,
+    ) -> Result<crate::Chart, Error> {
+        Ok(crate::source::resolve::load_chart(reference, opts)?)
+    }
+
     /// [`crate::Client::list`].
     pub fn list(&self, namespace: Option<&str>) -> Result<Vec<Release>, Error> {
         self.call(|c| c.list(namespace))

@@ -88,6 +88,10 @@ pub enum Error {
     /// it in a function that returns this error.
     #[error(transparent)]
     Chart(#[from] crate::chart::LoadError),
+    /// A chart reference could not be resolved or fetched
+    /// ([`crate::source::resolve`]: a repository, registry or URL).
+    #[error(transparent)]
+    Source(#[from] crate::source::resolve::SourceError),
     /// A component did not become a chart
     /// ([`crate::chart::chart_from_component`]).
     #[error(transparent)]

@@ -392,6 +392,34 @@ impl Client {
         .await
     }
 
+    /// Loads the chart `reference` names, as Helm's chart arguments do: a
+    /// directory or `.tgz`, `REPO/CHART` (a repository `helm repo add` or
+    /// `rudder repo add` made), `CHART` with [`LocateOptions::repo_url`],
+    /// `oci://HOST/PATH/CHART`, or an `https://` URL of an archive, at the
+    /// version [`LocateOptions::version`] picks (a Masterminds constraint).
+    /// Downloads are checked against their digest and cached by it.
+    ///
+    /// ```no_run
+    /// # async fn f(client: rudder::Client) -> Result<(), rudder::Error> {
+    /// use rudder::source::resolve::LocateOptions;
+    /// let opts = LocateOptions { version: "~1.16".into(), ..LocateOptions::from_env() };
+    /// let chart = client.load_chart("jetstack/cert-manager", &opts).await?;
+    /// let release = rudder::DesiredRelease::new("cert-manager", "cert-manager", chart);
+    /// client.sync(&[release]).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// [`LocateOptions::repo_url`]: crate::source::resolve::LocateOptions::repo_url
+    /// [`LocateOptions::version`]: crate::source::resolve::LocateOptions::version
+    pub async fn load_chart(
+        &self,
+        reference: &str,
+        opts: &crate::source::resolve::LocateOptions,
+    ) -> Result<crate::Chart, Error> {
+        let (r, o) = (reference.to_string(), opts.clone());
+        run(move || Ok(crate::source::resolve::load_chart(&r, &o)?)).await
+    }
+
     /// The store URL in use (what plans record).
     pub fn store_url(&self) -> &str {
         &self.store_url

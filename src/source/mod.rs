@@ -9,6 +9,10 @@
 //! - [`index`]: a repository's `index.yaml` (parse, resolve versions, write).
 //! - [`reference`]: what a chart argument names (a directory, a `.tgz`,
 //!   `REPO/CHART`, `oci://HOST/PATH`, an `https://` URL).
+//! - [`repofile`]: `repositories.yaml`, as `helm repo add` writes it.
+//! - `http` (feature `remote`): downloads, with Helm's TLS and credential
+//!   rules, and errors for hung, truncated and redirected downloads.
+//! - [`cache`]: the content-addressed chart cache.
 //!
 //! Downloads need feature `remote` (on by default).
 //!
@@ -16,9 +20,14 @@
 //! the chart stage and resolves versions with Masterminds constraints (the
 //! template stage's `semverCompare`). The plan and the facade resolve
 //! references through it.
+pub mod cache;
+#[cfg(feature = "remote")]
+pub mod http;
 pub mod index;
 pub mod paths;
 pub mod reference;
+pub mod repofile;
+pub mod resolve;
 
 pub use paths::HelmPaths;
 pub use reference::{ChartRef, RefError};

@@ -1,0 +1,73 @@
+//! `rudder pull`: download charts from repositories, URLs and registries
+//! (as `helm pull`), all at once.
+use super::source::ChartPathArgs;
+use clap::Args;
+use rudder::source::reference::parse_arg;
+use rudder::source::resolve::{self, describe};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `rudder pull [chart URL | repo/chartname | oci://...] [...]`.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The charts to download.
+    #[arg(required = true)]
+    charts: Vec<String>,
+    #[command(flatten)]
+    path: ChartPathArgs,
+    /// Location to write the chart. If this and untardir are specified,
+    /// untardir is appended to this.
+    #[arg(short = 'd', long = "destination", default_value = ".")]
+    destination: PathBuf,
+    /// If set to true, will untar the chart after downloading it.
+    #[arg(long)]
+    untar: bool,
+    /// If untar is specified, this flag specifies the name of the directory
+    /// into which the chart is expanded.
+    #[arg(long = "untardir", default_value = ".")]
+    untardir: PathBuf,
+}
+
+/// Runs `rudder pull`.
+pub fn run(a: PullArgs) -> ExitCode {
+    match pull(&a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn pull(a: &PullArgs) -> Result<(), String> {
+    let opts = a.path.locate();
+    let mut refs = Vec::new();
+    for c in &a.charts {
+        refs.push(parse_arg(c, opts.repo_url.as_deref()).map_err(|e| e.to_string())?);
+    }
+    // Every download runs at once; the results are written in order, and
+    // the first failure ends the command, as Helm's loop would.
+    let fetched = resolve::fetch_all(&refs, &opts);
+    for (r, f) in refs.iter().zip(fetched) {
+        let f = f.map_err(|e| rudder::error_chain(&e))?;
+        if matches!(r, rudder::source::ChartRef::Oci { .. }) {
+            println!("Pulled: {}", describe(r).trim_start_matches("oci://"));
+            println!("Digest: sha256:{}", f.digest);
+        }
+        if a.untar {
+            let dest = if a.untardir.is_absolute() {
+                a.untardir.clone()
+            } else {
+                a.destination.join(&a.untardir)
+            };
+            resolve::expand(&f.archive, &dest).map_err(|e| e.to_string())?;
+        } else {
+            std::fs::create_dir_all(&a.destination)
+                .map_err(|e| format!("{}: {e}", a.destination.display()))?;
+            let target = a.destination.join(&f.file_name);
+            rudder::fsutil::atomic_write(&target, &f.archive, rudder::fsutil::Mode::Umask(0o644))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}

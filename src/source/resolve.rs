@@ -1,0 +1,535 @@
+//! From a chart argument to a chart: Helm's `LocateChart` and
+//! `ChartDownloader`, with rudder's content-addressed cache.
+//!
+//! A directory or archive on disk is loaded where it is. `REPO/CHART` is
+//! looked up in the repository's cached index (what `repo update` last
+//! fetched), `CHART --repo URL` in that URL's index, fetched for the call;
+//! `https://` URLs are downloaded as they are, and `oci://` references are
+//! pulled from their registry. A version constraint picks the version as
+//! Helm's `IndexFile.Get` does; a download is checked against its index's
+//! digest, and a chart whose digest is already cached is not downloaded.
+//! Many references resolve at once ([`fetch_all`]): their downloads run in
+//! parallel.
+//!
+//! ```no_run
+//! use rudder::source::resolve::{load_chart, LocateOptions};
+//! let opts = LocateOptions { version: "1.16.x".into(), ..LocateOptions::from_env() };
+//! let chart = load_chart("jetstack/cert-manager", &opts)?;
+//! println!("{} {}", chart.metadata.name, chart.metadata.version);
+//! # Ok::<(), rudder::source::resolve::SourceError>(())
+//! ```
+use crate::chart::{Chart, LoadError};
+use crate::source::cache::{check_digest, ContentCache, DigestMismatch};
+use crate::source::index::{IndexError, IndexFile};
+use crate::source::paths::HelmPaths;
+use crate::source::reference::{parse_arg, ChartRef, RefError};
+use crate::source::repofile::{RepoFile, RepoFileError};
+use std::path::PathBuf;
+
+#[cfg(feature = "remote")]
+use crate::source::http::{self, Getter, HttpError, HttpOptions};
+
+/// How to find a chart: Helm's chart-path flags.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LocateOptions {
+    /// A version or Masterminds constraint (`1.2.3`, `~1.2`, `>=1, <2`);
+    /// empty: the newest version that is not a pre-release.
+    pub version: String,
+    /// Count pre-releases when `version` is empty (`--devel`).
+    pub devel: bool,
+    /// Look the chart up in the repository at this URL (`--repo`).
+    pub repo_url: Option<String>,
+    /// Credentials and TLS for `--repo` and chart URLs (a named
+    /// repository uses its `repositories.yaml` entry's).
+    #[cfg(feature = "remote")]
+    pub http: HttpOptions,
+    /// Talk to OCI registries over plain HTTP (`--plain-http`).
+    pub plain_http: bool,
+    /// Helm's file locations.
+    pub paths: HelmPaths,
+}
+
+impl LocateOptions {
+    /// Defaults, with Helm's files where the environment says they are.
+    pub fn from_env() -> LocateOptions {
+        LocateOptions {
+            version: String::new(),
+            devel: false,
+            repo_url: None,
+            #[cfg(feature = "remote")]
+            http: HttpOptions::default(),
+            plain_http: false,
+            paths: HelmPaths::from_env(),
+        }
+    }
+
+    /// The constraint Helm passes to `IndexFile.Get`: `--devel` with no
+    /// version is `>0.0.0-0`.
+    pub fn constraint(&self) -> String {
+        let v = self.version.trim();
+        if v.is_empty() && self.devel {
+            ">0.0.0-0".to_string()
+        } else {
+            v.to_string()
+        }
+    }
+}
+
+/// Why a chart could not be found or fetched. Each names what it was
+/// looking for.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// The argument names no chart.
+    #[error(transparent)]
+    Ref(#[from] RefError),
+    /// `repositories.yaml` could not be read.
+    #[error(transparent)]
+    RepoFile(#[from] RepoFileError),
+    /// `REPO/CHART` names a repository that `repo add` did not add.
+    #[error("repo {0} not found")]
+    RepoNotFound(String),
+    /// The repository's index is not in the cache.
+    #[error("no cached repo found. (try 'rudder repo update'): {path}: {message}")]
+    NoCachedIndex {
+        /// The index file looked for.
+        path: PathBuf,
+        /// The cause.
+        message: String,
+    },
+    /// The index could not be read.
+    #[error(transparent)]
+    Index(Box<IndexError>),
+    /// The chart or version is not in a named repository's index.
+    #[error("chart {chart:?} matching {version} not found in {repo} index. (try 'rudder repo update'): {source}")]
+    NotInRepo {
+        /// The chart.
+        chart: String,
+        /// The version or constraint.
+        version: String,
+        /// The repository.
+        repo: String,
+        /// The index's answer.
+        source: Box<IndexError>,
+    },
+    /// The chart or version is not in a `--repo` URL's index.
+    #[error("chart {chart:?}{version} not found in {url} repository")]
+    NotInRepoUrl {
+        /// The chart.
+        chart: String,
+        /// ` version "X"` when one was asked for.
+        version: String,
+        /// The repository URL.
+        url: String,
+    },
+    /// The index entry has no URL to download.
+    #[error("chart {0:?} has no downloadable URLs")]
+    NoUrls(String),
+    /// A repository's index could not be fetched.
+    #[cfg(feature = "remote")]
+    #[error("looks like {url:?} is not a valid chart repository or cannot be reached: {source}")]
+    Repository {
+        /// The repository URL.
+        url: String,
+        /// The cause.
+        source: Box<SourceError>,
+    },
+    /// A download failed.
+    #[cfg(feature = "remote")]
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    /// A download did not match its digest.
+    #[error(transparent)]
+    Digest(#[from] DigestMismatch),
+    /// The cache could not be written.
+    #[error("chart cache {path}: {message}")]
+    Cache {
+        /// The cache directory.
+        path: PathBuf,
+        /// The cause.
+        message: String,
+    },
+    /// The chart did not load.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A remote reference in a build without feature `remote`.
+    #[error("{0}: charts from repositories and registries need rudder's feature \"remote\"")]
+    NoRemote(String),
+}
+
+impl From<IndexError> for SourceError {
+    fn from(e: IndexError) -> Self {
+        SourceError::Index(Box::new(e))
+    }
+}
+
+/// A chart archive fetched from a repository, a URL or a registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// The archive's bytes.
+    pub archive: Vec<u8>,
+    /// The file name `pull` saves it as (the URL's last segment, or
+    /// `NAME-VERSION.tgz` for OCI).
+    pub file_name: String,
+    /// Where it came from.
+    pub url: String,
+    /// Its sha256, hex.
+    pub digest: String,
+    /// Whether it came from the cache rather than the network.
+    pub cached: bool,
+    /// The provenance file, when the registry had one (`.prov`).
+    pub prov: Option<Vec<u8>>,
+}
+
+/// Loads the chart `arg` names: a path as [`crate::chart::load`] does,
+/// anything else fetched first.
+pub fn load_chart(arg: &str, opts: &LocateOptions) -> Result<Chart, SourceError> {
+    let r = parse_arg(arg, opts.repo_url.as_deref())?;
+    if let ChartRef::Local { path } = &r {
+        return Ok(crate::chart::load(path)?);
+    }
+    let f = fetch(&r, opts)?;
+    Ok(crate::chart::load_archive(&f.archive)?)
+}
+
+/// Helm's `LocateChart`: the path of the chart `arg` names. A path is
+/// returned as given; anything else is fetched (or found in the cache)
+/// and the cached archive's path returned.
+pub fn locate(arg: &str, opts: &LocateOptions) -> Result<PathBuf, SourceError> {
+    let r = parse_arg(arg, opts.repo_url.as_deref())?;
+    if let ChartRef::Local { path } = r {
+        return Ok(path);
+    }
+    let f = fetch(&r, opts)?;
+    Ok(ContentCache::new(opts.paths.content_cache()).path(&f.digest))
+}
+
+/// Fetches one remote reference (a local one is read from disk).
+pub fn fetch(r: &ChartRef, opts: &LocateOptions) -> Result<Fetched, SourceError> {
+    fetch_all(std::slice::from_ref(r), opts)
+        .pop()
+        .unwrap_or_else(|| Err(SourceError::NoUrls(String::new())))
+}
+
+/// Fetches every reference, downloads in parallel; answers in order.
+pub fn fetch_all(refs: &[ChartRef], opts: &LocateOptions) -> Vec<Result<Fetched, SourceError>> {
+    #[cfg(feature = "remote")]
+    {
+        remote::fetch_all(refs, opts)
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        refs.iter()
+            .map(|r| match r {
+                ChartRef::Local { path } => read_local(path),
+                other => Err(SourceError::NoRemote(describe(other))),
+            })
+            .collect()
+    }
+}
+
+fn read_local(path: &std::path::Path) -> Result<Fetched, SourceError> {
+    let archive = crate::input::read(path).map_err(|e| {
+        SourceError::Load(LoadError::Io {
+            op: "open",
+            path: path.display().to_string(),
+            message: crate::chart::loader::io_message(&e),
+        })
+    })?;
+    Ok(Fetched {
+        digest: crate::source::cache::sha256_hex(&archive),
+        archive,
+        file_name: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        url: path.display().to_string(),
+        cached: false,
+        prov: None,
+    })
+}
+
+/// A reference as the user wrote it.
+pub fn describe(r: &ChartRef) -> String {
+    match r {
+        ChartRef::Local { path } => path.display().to_string(),
+        ChartRef::Oci { reference } => reference.clone(),
+        ChartRef::Repo { repo, chart } => format!("{repo}/{chart}"),
+        ChartRef::RepoUrl { url, chart } => format!("{chart} (--repo {url})"),
+        ChartRef::Url { url } => url.clone(),
+    }
+}
+
+/// Reads repository `name`'s cached index.
+pub fn cached_index(paths: &HelmPaths, name: &str) -> Result<IndexFile, SourceError> {
+    let p = paths.index_file(name);
+    let bytes = crate::input::read(&p).map_err(|e| SourceError::NoCachedIndex {
+        path: p.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(crate::source::index::parse(
+        &bytes,
+        &p.display().to_string(),
+    )?)
+}
+
+/// Reads `repositories.yaml` (a missing file has no repositories).
+pub fn repo_file(paths: &HelmPaths) -> Result<RepoFile, SourceError> {
+    Ok(RepoFile::load_or_default(&paths.repository_config)?)
+}
+
+/// Why an archive could not be expanded (`pull --untar`).
+#[derive(Debug, thiserror::Error)]
+pub enum ExpandError {
+    /// The archive is not a chart archive.
+    #[error("unable to extract tarball: {0}")]
+    Archive(#[from] LoadError),
+    /// Chart.yaml names no chart.
+    #[error("chart name not specified")]
+    NoName,
+    /// The target exists.
+    #[error("failed to untar: a file or directory with the name {0} already exists")]
+    Exists(String),
+    /// Writing failed.
+    #[error("failed to untar: {path}: {message}")]
+    Write {
+        /// The file.
+        path: String,
+        /// The cause.
+        message: String,
+    },
+}
+
+/// Expands a chart archive into `dest/<chart name>`, as Helm's
+/// `chartutil.Expand` (`pull --untar`): every file verbatim, mode 0644,
+/// with the archive's paths sanitised as the loader sanitises them (no
+/// absolute paths, nothing outside the chart). Returns the directory.
+pub fn expand(archive: &[u8], dest: &std::path::Path) -> Result<PathBuf, ExpandError> {
+    let files = crate::chart::loader::load_archive_files(archive)?;
+    let name = files
+        .iter()
+        .find(|f| f.name == "Chart.yaml")
+        .and_then(|f| crate::chart::metadata::decode_metadata(&f.data.text()).ok())
+        .map(|(m, _)| m.name)
+        .filter(|n| !n.is_empty() && !n.contains('/') && n != "." && n != "..")
+        .ok_or(ExpandError::NoName)?;
+    let root = dest.join(&name);
+    if root.exists() {
+        return Err(ExpandError::Exists(root.display().to_string()));
+    }
+    let werr = |p: &std::path::Path, e: std::io::Error| ExpandError::Write {
+        path: p.display().to_string(),
+        message: e.to_string(),
+    };
+    for f in &files {
+        let target = root.join(&f.name);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| werr(parent, e))?;
+        }
+        crate::fsutil::atomic_write(&target, &f.data, crate::fsutil::Mode::Umask(0o644))
+            .map_err(|e| werr(&target, std::io::Error::other(e.to_string())))?;
+    }
+    Ok(root)
+}
+
+#[cfg(feature = "remote")]
+mod remote {
+    use super::*;
+
+    /// Where one reference's archive is to come from.
+    struct Plan {
+        getter: Getter,
+        url: String,
+        digest: String,
+        file_name: String,
+    }
+
+    pub(super) fn fetch_all(
+        refs: &[ChartRef],
+        opts: &LocateOptions,
+    ) -> Vec<Result<Fetched, SourceError>> {
+        let cache = ContentCache::new(opts.paths.content_cache());
+        let mut repos: Option<RepoFile> = None;
+        let mut out: Vec<Option<Result<Fetched, SourceError>>> = Vec::new();
+        let mut jobs = Vec::new();
+        let mut plans = Vec::new();
+        for (i, r) in refs.iter().enumerate() {
+            let planned = match r {
+                ChartRef::Local { path } => Err(read_local(path)),
+                ChartRef::Oci { reference } => Err(Err(SourceError::NoRemote(reference.clone()))), // OCI-WIRE
+                _ => plan(r, opts, &mut repos).map_err(Err),
+            };
+            match planned {
+                Err(done) => out.push(Some(done)),
+                Ok(p) => {
+                    if let Some(archive) = cache.get(&p.digest) {
+                        out.push(Some(Ok(Fetched {
+                            archive,
+                            file_name: p.file_name,
+                            url: p.url,
+                            digest: p.digest,
+                            cached: true,
+                            prov: None,
+                        })));
+                        continue;
+                    }
+                    out.push(None);
+                    jobs.push((p.getter.clone(), p.url.clone()));
+                    plans.push((i, p));
+                }
+            }
+        }
+        let answers = http::get_all(jobs);
+        for ((i, p), got) in plans.into_iter().zip(answers) {
+            out[i] = Some(finish(&cache, p, got));
+        }
+        out.into_iter()
+            .map(|o| o.unwrap_or_else(|| Err(SourceError::NoUrls(String::new()))))
+            .collect()
+    }
+
+    fn finish(
+        cache: &ContentCache,
+        p: Plan,
+        got: Result<Vec<u8>, HttpError>,
+    ) -> Result<Fetched, SourceError> {
+        let archive = got?;
+        check_digest(&p.url, &p.digest, &archive)?;
+        // Only a chart archive rudder would load enters the cache: the
+        // loader's limits (entry and total sizes, paths) apply to what was
+        // downloaded exactly as to a local archive.
+        crate::chart::loader::load_archive_files(&archive)?;
+        let digest = cache.put(&archive).map_err(|e| SourceError::Cache {
+            path: cache.path(""),
+            message: e.to_string(),
+        })?;
+        Ok(Fetched {
+            archive,
+            file_name: p.file_name,
+            url: p.url,
+            digest,
+            cached: false,
+            prov: None,
+        })
+    }
+
+    fn file_name_of(url: &str) -> String {
+        let path = url.split(['?', '#']).next().unwrap_or(url);
+        path.rsplit('/').next().unwrap_or(path).to_string()
+    }
+
+    fn plan(
+        r: &ChartRef,
+        opts: &LocateOptions,
+        repos: &mut Option<RepoFile>,
+    ) -> Result<Plan, SourceError> {
+        let constraint = opts.constraint();
+        match r {
+            ChartRef::Repo { repo, chart } => {
+                if repos.is_none() {
+                    *repos = Some(repo_file(&opts.paths)?);
+                }
+                let entry = repos
+                    .as_ref()
+                    .and_then(|f| f.get(repo))
+                    .cloned()
+                    .ok_or_else(|| SourceError::RepoNotFound(repo.clone()))?;
+                let index = cached_index(&opts.paths, repo)?;
+                let cv =
+                    index
+                        .get(chart, &constraint)
+                        .map_err(|source| SourceError::NotInRepo {
+                            chart: chart.clone(),
+                            version: constraint.clone(),
+                            repo: repo.clone(),
+                            source: Box::new(source),
+                        })?;
+                let first = cv
+                    .urls
+                    .first()
+                    .ok_or_else(|| SourceError::NoUrls(format!("{repo}/{chart}")))?;
+                let url = http::resolve_reference(&entry.url, first)?;
+                let getter = Getter::new(&HttpOptions::from_entry(&entry), Some(&entry.url))?;
+                Ok(Plan {
+                    getter,
+                    file_name: file_name_of(&url),
+                    url,
+                    digest: cv.digest.clone(),
+                })
+            }
+            ChartRef::RepoUrl {
+                url: repo_url,
+                chart,
+            } => {
+                let getter = Getter::new(&opts.http, Some(repo_url))?;
+                let index = fetch_index(&getter, repo_url)?;
+                let cv = index
+                    .get(chart, &constraint)
+                    .map_err(|_| SourceError::NotInRepoUrl {
+                        chart: chart.clone(),
+                        version: if constraint.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" version {constraint:?}")
+                        },
+                        url: repo_url.clone(),
+                    })?;
+                let first = cv
+                    .urls
+                    .first()
+                    .ok_or_else(|| SourceError::NoUrls(chart.clone()))?;
+                let url = http::resolve_reference(repo_url, first)?;
+                Ok(Plan {
+                    getter,
+                    file_name: file_name_of(&url),
+                    url,
+                    digest: cv.digest.clone(),
+                })
+            }
+            ChartRef::Url { url } => Ok(Plan {
+                getter: Getter::new(&opts.http, Some(url))?,
+                file_name: file_name_of(url),
+                url: url.clone(),
+                digest: String::new(),
+            }),
+            ChartRef::Local { .. } | ChartRef::Oci { .. } => Err(SourceError::NoUrls(describe(r))),
+        }
+    }
+
+    /// Downloads and parses a repository's index (not cached: `--repo`).
+    pub(super) fn fetch_index(getter: &Getter, repo_url: &str) -> Result<IndexFile, SourceError> {
+        let wrap = |e: SourceError| SourceError::Repository {
+            url: repo_url.to_string(),
+            source: Box::new(e),
+        };
+        let url = http::index_url(repo_url).map_err(|e| wrap(e.into()))?;
+        let bytes = http::get_one(getter, &url).map_err(|e| wrap(e.into()))?;
+        crate::source::index::parse(&bytes, &url).map_err(|e| wrap(e.into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devel_means_any_prerelease_when_no_version_is_given() {
+        let mut o = LocateOptions::from_env();
+        assert_eq!(o.constraint(), "");
+        o.devel = true;
+        assert_eq!(o.constraint(), ">0.0.0-0");
+        o.version = " ~1.2 ".into();
+        assert_eq!(o.constraint(), "~1.2");
+    }
+
+    #[test]
+    fn a_repo_that_was_not_added_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = LocateOptions::from_env();
+        o.paths =
+            HelmPaths::from_lookup(|k| (k == "HOME").then(|| dir.path().display().to_string()));
+        let e = load_chart("nope/chart", &o).unwrap_err();
+        assert_eq!(e.to_string(), "repo nope not found");
+    }
+}
