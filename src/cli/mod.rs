@@ -13,6 +13,7 @@ mod plan;
 mod pull;
 mod release;
 mod repo;
+mod repo_index;
 mod source;
 mod template;
 mod usage;

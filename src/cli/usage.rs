@@ -113,6 +113,12 @@ const SPECS: &[Spec] = &[
         "helm get values RELEASE_NAME [flags]",
         Arity::Exact(1),
     ),
+    spec(&["repo"], "helm repo [command]", Arity::Help),
+    spec(
+        &["repo", "index"],
+        "helm repo index [DIR] [flags]",
+        Arity::Exact(1),
+    ),
     spec(&["show"], "helm show [command]", Arity::Help),
     spec(
         &["show", "all"],
