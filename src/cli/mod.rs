@@ -14,10 +14,13 @@ mod plan;
 mod pull;
 mod release;
 mod repo;
+mod repo_index;
 mod source;
 mod template;
 mod usage;
 mod values;
+#[cfg(feature = "provenance")]
+mod verify;
 
 pub use global::GlobalArgs;
 
@@ -113,6 +116,9 @@ enum Command {
     /// Download a chart from a repository, a URL or a registry (as `helm pull`).
     #[command(visible_alias = "fetch")]
     Pull(pull::PullArgs),
+    /// Verify that a chart at the given path has been signed and is valid (as `helm verify`).
+    #[cfg(feature = "provenance")]
+    Verify(verify::VerifyArgs),
     /// Manage a chart's dependencies (as `helm dependency`).
     #[command(visible_aliases = ["dep", "dependencies"])]
     Dependency(dependency::DependencyArgs),
@@ -156,6 +162,8 @@ pub fn main() -> ExitCode {
         Command::Diff(a) => plan::diff(a),
         Command::Repo(a) => repo::run(a),
         Command::Pull(a) => pull::run(a),
+        #[cfg(feature = "provenance")]
+        Command::Verify(a) => verify::run(a),
         Command::Dependency(a) => dependency::run(a),
     }
 }

@@ -1,5 +1,6 @@
-//! `rudder repo add|update|list|remove`: Helm's repository commands, on
-//! Helm's own `repositories.yaml` and repository cache.
+//! `rudder repo add|update|list|remove|index`: Helm's repository commands,
+//! on Helm's own `repositories.yaml` and repository cache (`index` is in
+//! [`super::repo_index`]).
 use clap::{Args, Subcommand};
 use rudder::source::http::{self, Getter, HttpOptions};
 use rudder::source::repofile::{RepoEntry, RepoFile, RepoLock};
@@ -28,6 +29,8 @@ enum RepoCommand {
     /// Remove one or more chart repositories.
     #[command(visible_alias = "rm")]
     Remove(RemoveArgs),
+    /// Generate an index file given a directory containing packaged charts.
+    Index(super::repo_index::IndexArgs),
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +102,7 @@ pub fn run(a: RepoArgs) -> ExitCode {
         RepoCommand::Update(a) => update(&paths, &a),
         RepoCommand::List(a) => list(&paths, &a),
         RepoCommand::Remove(a) => remove(&paths, &a),
+        RepoCommand::Index(a) => super::repo_index::run(&a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

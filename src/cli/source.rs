@@ -70,6 +70,8 @@ impl ChartPathArgs {
         o.http.key_file = self.key_file.clone();
         o.http.insecure_skip_tls_verify = self.insecure_skip_tls_verify;
         o.http.pass_credentials_all = self.pass_credentials;
+        o.verify = self.verify;
+        o.keyring = self.keyring.clone();
         o
     }
 }

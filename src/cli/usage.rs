@@ -81,6 +81,7 @@ const SPECS: &[Spec] = &[
         "helm package [CHART_PATH] [...] [flags]",
         Arity::Any,
     ),
+    spec(&["verify"], "helm verify PATH [flags]", Arity::Exact(1)),
     spec(&["dependency"], "helm dependency [command]", Arity::Help),
     spec(
         &["dependency", "build"],
@@ -126,6 +127,12 @@ const SPECS: &[Spec] = &[
     spec(
         &["get", "values"],
         "helm get values RELEASE_NAME [flags]",
+        Arity::Exact(1),
+    ),
+    spec(&["repo"], "helm repo [command]", Arity::Help),
+    spec(
+        &["repo", "index"],
+        "helm repo index [DIR] [flags]",
         Arity::Exact(1),
     ),
     spec(&["show"], "helm show [command]", Arity::Help),

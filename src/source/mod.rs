@@ -15,6 +15,8 @@
 //! - `http` (feature `remote`): downloads, with Helm's TLS and credential
 //!   rules, and errors for hung, truncated and redirected downloads.
 //! - [`cache`]: the content-addressed chart cache.
+//! - `provenance`: Helm's `.prov` files, checked as `helm verify` checks
+//!   them (feature `provenance`, on by default).
 //!
 //! Downloads need feature `remote` (on by default).
 //!
@@ -28,6 +30,8 @@ pub mod deps;
 pub mod http;
 pub mod index;
 pub mod paths;
+#[cfg(feature = "provenance")]
+pub mod provenance;
 pub mod reference;
 pub mod repofile;
 pub mod resolve;

@@ -48,6 +48,12 @@ pub struct LocateOptions {
     pub http: HttpOptions,
     /// Talk to OCI registries over plain HTTP (`--plain-http`).
     pub plain_http: bool,
+    /// Check the chart's provenance file against [`Self::keyring`]
+    /// (`--verify`); a chart without one is refused.
+    pub verify: bool,
+    /// The keyring `--verify` uses (`--keyring`; default Helm's,
+    /// `~/.gnupg/pubring.gpg`).
+    pub keyring: Option<PathBuf>,
     /// Helm's file locations.
     pub paths: HelmPaths,
 }
@@ -62,6 +68,8 @@ impl LocateOptions {
             #[cfg(feature = "remote")]
             http: HttpOptions::default(),
             plain_http: false,
+            verify: false,
+            keyring: None,
             paths: HelmPaths::from_env(),
         }
     }
@@ -155,6 +163,16 @@ pub enum SourceError {
     /// The chart did not load.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The provenance file could not be fetched (Helm's message).
+    #[error("failed to fetch provenance {0:?}")]
+    NoProvenance(String),
+    /// The chart's provenance does not verify.
+    #[cfg(feature = "provenance")]
+    #[error(transparent)]
+    Provenance(#[from] crate::source::provenance::ProvenanceError),
+    /// `--verify` in a build without feature `provenance`.
+    #[error("--verify: this rudder was built without feature \"provenance\"")]
+    NoVerify,
     /// A remote reference in a build without feature `remote`.
     #[error("{0}: charts from repositories and registries need rudder's feature \"remote\"")]
     NoRemote(String),
@@ -180,8 +198,12 @@ pub struct Fetched {
     pub digest: String,
     /// Whether it came from the cache rather than the network.
     pub cached: bool,
-    /// The provenance file, when the registry had one (`.prov`).
+    /// The provenance file (`.prov`), when it was fetched (`--verify`, or
+    /// a registry that had one).
     pub prov: Option<Vec<u8>>,
+    /// With `--verify`: what `helm verify` prints of the signature (signer,
+    /// fingerprint, hash).
+    pub verified: Option<String>,
 }
 
 /// Loads the chart `arg` names: a path as [`crate::chart::load`] does,
@@ -189,6 +211,7 @@ pub struct Fetched {
 pub fn load_chart(arg: &str, opts: &LocateOptions) -> Result<Chart, SourceError> {
     let r = parse_arg(arg, opts.repo_url.as_deref())?;
     if let ChartRef::Local { path } = &r {
+        verify_local(path, opts)?;
         return Ok(crate::chart::load(path)?);
     }
     let f = fetch(&r, opts)?;
@@ -201,6 +224,7 @@ pub fn load_chart(arg: &str, opts: &LocateOptions) -> Result<Chart, SourceError>
 pub fn locate(arg: &str, opts: &LocateOptions) -> Result<PathBuf, SourceError> {
     let r = parse_arg(arg, opts.repo_url.as_deref())?;
     if let ChartRef::Local { path } = r {
+        verify_local(&path, opts)?;
         return Ok(path);
     }
     let f = fetch(&r, opts)?;
@@ -250,7 +274,50 @@ fn read_local(path: &std::path::Path) -> Result<Fetched, SourceError> {
         url: path.display().to_string(),
         cached: false,
         prov: None,
+        verified: None,
     })
+}
+
+/// Checks `f` against its provenance with the options' keyring.
+fn verify_fetched(f: &mut Fetched, opts: &LocateOptions) -> Result<(), SourceError> {
+    #[cfg(feature = "provenance")]
+    {
+        use crate::source::provenance as p;
+        let prov = f
+            .prov
+            .as_deref()
+            .ok_or_else(|| SourceError::NoProvenance(format!("{}.prov", f.url)))?;
+        let ring_path = opts.keyring.clone().unwrap_or_else(p::default_keyring);
+        let ring = p::load_keyring(&ring_path)?;
+        let v = p::verify_with(&f.archive, &f.file_name, prov, &ring)?;
+        f.verified = Some(v.helm_output());
+        Ok(())
+    }
+    #[cfg(not(feature = "provenance"))]
+    {
+        let _ = (f, opts);
+        Err(SourceError::NoVerify)
+    }
+}
+
+/// With `--verify`, a local chart archive is checked against the `.prov`
+/// beside it, as Helm's `LocateChart` does.
+fn verify_local(path: &std::path::Path, opts: &LocateOptions) -> Result<(), SourceError> {
+    if !opts.verify {
+        return Ok(());
+    }
+    #[cfg(feature = "provenance")]
+    {
+        use crate::source::provenance as p;
+        let ring = opts.keyring.clone().unwrap_or_else(p::default_keyring);
+        p::verify_chart(path, &ring)?;
+        Ok(())
+    }
+    #[cfg(not(feature = "provenance"))]
+    {
+        let _ = path;
+        Err(SourceError::NoVerify)
+    }
 }
 
 /// A reference as the user wrote it.
@@ -357,6 +424,8 @@ mod remote {
         let mut out: Vec<Option<Result<Fetched, SourceError>>> = Vec::new();
         let mut jobs = Vec::new();
         let mut plans = Vec::new();
+        // The client of each reference fetched over HTTP, for its `.prov`.
+        let mut getters: Vec<Option<Getter>> = vec![None; refs.len()];
         for (i, r) in refs.iter().enumerate() {
             let planned = match r {
                 ChartRef::Local { path } => Err(read_local(path)),
@@ -366,6 +435,7 @@ mod remote {
             match planned {
                 Err(done) => out.push(Some(done)),
                 Ok(p) => {
+                    getters[i] = Some(p.getter.clone());
                     if let Some(archive) = cache.get(&p.digest) {
                         out.push(Some(Ok(Fetched {
                             archive,
@@ -374,6 +444,7 @@ mod remote {
                             digest: p.digest,
                             cached: true,
                             prov: None,
+                            verified: None,
                         })));
                         continue;
                     }
@@ -387,9 +458,45 @@ mod remote {
         for ((i, p), got) in plans.into_iter().zip(answers) {
             out[i] = Some(finish(&cache, p, got));
         }
-        out.into_iter()
+        let mut out: Vec<Result<Fetched, SourceError>> = out
+            .into_iter()
             .map(|o| o.unwrap_or_else(|| Err(SourceError::NoUrls(String::new()))))
-            .collect()
+            .collect();
+        if opts.verify {
+            add_provenance(&mut out, &getters, opts);
+        }
+        out
+    }
+
+    /// Fetches `URL.prov` of every chart downloaded over HTTP (at once),
+    /// then verifies every chart.
+    fn add_provenance(
+        out: &mut [Result<Fetched, SourceError>],
+        getters: &[Option<Getter>],
+        opts: &LocateOptions,
+    ) {
+        let mut jobs = Vec::new();
+        let mut idx = Vec::new();
+        for (i, f) in out.iter().enumerate() {
+            if let (Ok(f), Some(Some(g))) = (f, getters.get(i)) {
+                if f.prov.is_none() {
+                    jobs.push((g.clone(), format!("{}.prov", f.url)));
+                    idx.push(i);
+                }
+            }
+        }
+        for (i, got) in idx.into_iter().zip(http::get_all(jobs)) {
+            if let (Ok(f), Ok(prov)) = (&mut out[i], got) {
+                f.prov = Some(prov);
+            }
+        }
+        for r in out.iter_mut() {
+            if let Ok(f) = r {
+                if let Err(e) = verify_fetched(f, opts) {
+                    *r = Err(e);
+                }
+            }
+        }
     }
 
     fn finish(
@@ -414,6 +521,7 @@ mod remote {
             digest,
             cached: false,
             prov: None,
+            verified: None,
         })
     }
 

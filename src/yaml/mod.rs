@@ -12,7 +12,8 @@
 //! - [`parse_values`]: values files, `-f`, `fromYaml` (a map; numbers float64).
 //! - [`parse_values_array`]: `fromYamlArray`; [`parse_yaml_to_json`]: any shape.
 //! - [`parse_documents`] / [`parse_document`]: manifests and Chart.yaml, with
-//!   yaml.v2's int/float types kept.
+//!   yaml.v2's int/float types kept; [`parse_document_strict`] refuses
+//!   duplicate keys (yaml.v2 `UnmarshalStrict`, Helm's index.yaml).
 //! - [`parse_json`]: `encoding/json` into `interface{}`; [`parse_toml`]: `fromToml`.
 //!
 //! Writing:
@@ -44,8 +45,8 @@ pub use json::{
 };
 pub(crate) use parse::MAX_DEPTH;
 pub use parse::{
-    parse_document, parse_documents, parse_values, parse_values_array, parse_yaml_to_json,
-    parse_yaml_to_json_keys,
+    parse_document, parse_document_strict, parse_documents, parse_values, parse_values_array,
+    parse_yaml_to_json, parse_yaml_to_json_keys,
 };
 pub use toml::{parse_toml, to_toml, try_to_toml, TomlEncodeError, TomlError};
 

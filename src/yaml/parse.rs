@@ -1142,6 +1142,11 @@ struct Decoder {
     /// Current nesting, aliases expanded.
     depth: usize,
     document: usize,
+    /// yaml.v2's `UnmarshalStrict`: a key set twice in a mapping is an
+    /// error (the first value stays), reported once decoding is done.
+    strict: bool,
+    /// The strict mode's `line N: key K already set in map` errors.
+    duplicates: Vec<String>,
 }
 
 fn allowed_alias_ratio(decode_count: u64) -> f64 {
@@ -1294,6 +1299,14 @@ impl Decoder {
                 return Err(self.fail(k, format!("invalid map key: {}", go_syntax(&key, true))));
             }
             let val = self.decode(v)?;
+            if self.strict && out.contains(&key) {
+                self.duplicates.push(format!(
+                    "line {}: key {} already set in map",
+                    v.line,
+                    go_syntax(&key, true)
+                ));
+                continue;
+            }
             out.insert(key, val);
         }
         Ok(())
@@ -1456,6 +1469,24 @@ fn go_key_eq(a: &V, b: &V) -> bool {
 const INDEX_FROM: usize = 16;
 
 impl MapOut {
+    /// Whether an equal key is already set (Go's `MapIndex(k).IsValid()`).
+    fn contains(&mut self, key: &V) -> bool {
+        let Some(id) = KeyId::of(key) else {
+            return false;
+        };
+        if self.pairs.len() < INDEX_FROM {
+            return self.pairs.iter().any(|(k, _)| go_key_eq(k, key));
+        }
+        if self.index.is_empty() {
+            for (i, (k, _)) in self.pairs.iter().enumerate() {
+                if let Some(kid) = KeyId::of(k) {
+                    self.index.insert(kid, i);
+                }
+            }
+        }
+        self.index.contains_key(&id)
+    }
+
     /// Go map assignment: replaces an equal key in place, else appends.
     fn insert(&mut self, key: V, val: V) {
         let Some(id) = KeyId::of(&key) else {
@@ -1640,6 +1671,8 @@ fn decoder(document: usize) -> Decoder {
         alias_depth: 0,
         depth: 0,
         document,
+        strict: false,
+        duplicates: Vec::new(),
     }
 }
 
@@ -1861,6 +1894,30 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
             None => Ok(Node::Null),
         })
         .collect()
+}
+
+/// [`parse_document`] as yaml.v2's `UnmarshalStrict` reads it (what
+/// sigs.k8s.io/yaml's `UnmarshalStrict` starts with, e.g. for Helm's
+/// repository index): a key set twice in one mapping is an error,
+/// `yaml: unmarshal errors:` and a `line N: key "k" already set in map`
+/// line for each.
+pub fn parse_document_strict(text: &str) -> Result<Node, YamlError> {
+    check_encoding(text)?;
+    let Some(raw) = load(text, true)?.into_iter().next().flatten() else {
+        return Ok(Node::Null);
+    };
+    let mut dec = decoder(0);
+    dec.strict = true;
+    let v = dec.decode(&raw)?;
+    if !dec.duplicates.is_empty() {
+        return Err(YamlError::Decode {
+            message: format!("unmarshal errors:\n  {}", dec.duplicates.join("\n  ")),
+            line: 0,
+            column: 0,
+            document: 0,
+        });
+    }
+    to_jsonable(v, Numbers::Keep, 0)
 }
 
 /// Reads the first document of a YAML text with yaml.v2's types, as
