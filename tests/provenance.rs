@@ -9,6 +9,8 @@
 //! and written as binary keyrings, the format Helm reads: no `gpg` needed.
 #![cfg(feature = "provenance")]
 
+#[path = "support/chart_server.rs"]
+mod chart_server;
 mod common;
 
 use pgp::composed::{
@@ -519,4 +521,99 @@ fn verify_other_key_shapes() {
         assert_eq!(h.status.code(), Some(0), "{h:?}");
         assert_same("signing subkey", major, &h, &r);
     }
+}
+
+/// `--verify` on charts from a repository: `pull` and `template` with the
+/// signer's keyring, with another key, and with a tampered `.prov` served,
+/// for both tools from one repository (Helm 3.17.2).
+#[test]
+fn verify_on_pull_and_template_from_a_repository() {
+    use chart_server::{ChartServer, Fault, ServerOptions};
+    let Some(bed) = Bed::new(3) else { return };
+    let index = bed.run(true, &["repo", "index", "signed"]);
+    assert!(index.status.success(), "{index:?}");
+    let server = ChartServer::start(&bed.path("signed"), ServerOptions::default());
+    for helm in [true, false] {
+        let out = bed.run(helm, &["repo", "add", "signed", &server.url()]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    let pull = |helm: bool, dest: &str, ring: &str| {
+        // (helm pull -d needs the directory to exist; rudder makes it.)
+        std::fs::create_dir_all(bed.path(dest)).unwrap();
+        bed.run(
+            helm,
+            &[
+                "pull",
+                "signed/alpine",
+                "--verify",
+                "--keyring",
+                ring,
+                "-d",
+                dest,
+            ],
+        )
+    };
+    let (h, r) = (
+        pull(true, "h1", "pubring.gpg"),
+        pull(false, "r1", "pubring.gpg"),
+    );
+    assert!(h.status.success(), "{h:?}");
+    assert_same("pull --verify", 3, &h, &r);
+    for f in ["alpine-0.1.0.tgz", "alpine-0.1.0.tgz.prov"] {
+        assert_eq!(
+            std::fs::read(bed.path(&format!("h1/{f}"))).unwrap(),
+            std::fs::read(bed.path(&format!("r1/{f}"))).unwrap(),
+            "{f}"
+        );
+    }
+    // A key that did not sign the chart: both refuse.
+    let (h, r) = (
+        pull(true, "h2", "other.gpg"),
+        pull(false, "r2", "other.gpg"),
+    );
+    assert!(!h.status.success() && !r.status.success(), "{h:?}\n{r:?}");
+    let t = bed.run(
+        false,
+        &[
+            "template",
+            "x",
+            "signed/alpine",
+            "--verify",
+            "--keyring",
+            "other.gpg",
+        ],
+    );
+    assert!(!t.status.success(), "{t:?}");
+    let t = bed.run(
+        false,
+        &[
+            "template",
+            "x",
+            "signed/alpine",
+            "--verify",
+            "--keyring",
+            "pubring.gpg",
+        ],
+    );
+    assert!(t.status.success(), "{t:?}");
+    // A tampered provenance file: both refuse.
+    let prov = std::fs::read(bed.path(&format!("{ARCHIVE}.prov"))).unwrap();
+    let tampered = text(&prov).replacen("name: alpine", "name: alpinf", 1);
+    server.set_fault(
+        "/alpine-0.1.0.tgz.prov",
+        Some(Fault::Replace(tampered.into_bytes())),
+    );
+    let (h, r) = (
+        pull(true, "h3", "pubring.gpg"),
+        pull(false, "r3", "pubring.gpg"),
+    );
+    assert!(!h.status.success() && !r.status.success(), "{h:?}\n{r:?}");
+    assert!(text(&r.stderr).starts_with("Error: "), "{r:?}");
+    // No provenance file at all: Helm's message.
+    server.set_fault("/alpine-0.1.0.tgz.prov", Some(Fault::Status(404)));
+    let r = pull(false, "r4", "pubring.gpg");
+    assert!(
+        text(&r.stderr).contains("failed to fetch provenance"),
+        "{r:?}"
+    );
 }

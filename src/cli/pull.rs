@@ -26,6 +26,9 @@ pub struct PullArgs {
     /// into which the chart is expanded.
     #[arg(long = "untardir", default_value = ".")]
     untardir: PathBuf,
+    /// Fetch the provenance file, but don't perform verification.
+    #[arg(long)]
+    prov: bool,
 }
 
 /// Runs `rudder pull`.
@@ -40,7 +43,8 @@ pub fn run(a: PullArgs) -> ExitCode {
 }
 
 fn pull(a: &PullArgs) -> Result<(), String> {
-    let opts = a.path.locate();
+    let mut opts = a.path.locate();
+    opts.prov = a.prov;
     let mut refs = Vec::new();
     for c in &a.charts {
         refs.push(parse_arg(c, opts.repo_url.as_deref()).map_err(|e| e.to_string())?);
@@ -50,6 +54,9 @@ fn pull(a: &PullArgs) -> Result<(), String> {
     let fetched = resolve::fetch_all(&refs, &opts);
     for (r, f) in refs.iter().zip(fetched) {
         let f = f.map_err(|e| rudder::error_chain(&e))?;
+        if let Some(v) = &f.verified {
+            print!("{v}");
+        }
         if matches!(r, rudder::source::ChartRef::Oci { .. }) {
             println!("Pulled: {}", describe(r).trim_start_matches("oci://"));
             println!("Digest: sha256:{}", f.digest);
@@ -67,6 +74,11 @@ fn pull(a: &PullArgs) -> Result<(), String> {
             let target = a.destination.join(&f.file_name);
             rudder::fsutil::atomic_write(&target, &f.archive, rudder::fsutil::Mode::Umask(0o644))
                 .map_err(|e| e.to_string())?;
+            if let Some(prov) = f.prov.as_ref().filter(|_| a.prov || opts.verify) {
+                let p = a.destination.join(format!("{}.prov", f.file_name));
+                rudder::fsutil::atomic_write(&p, prov, rudder::fsutil::Mode::Umask(0o644))
+                    .map_err(|e| e.to_string())?;
+            }
         }
     }
     Ok(())

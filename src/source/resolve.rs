@@ -51,6 +51,8 @@ pub struct LocateOptions {
     /// Check the chart's provenance file against [`Self::keyring`]
     /// (`--verify`); a chart without one is refused.
     pub verify: bool,
+    /// Fetch the provenance file without verifying it (`pull --prov`).
+    pub prov: bool,
     /// The keyring `--verify` uses (`--keyring`; default Helm's,
     /// `~/.gnupg/pubring.gpg`).
     pub keyring: Option<PathBuf>,
@@ -69,6 +71,7 @@ impl LocateOptions {
             http: HttpOptions::default(),
             plain_http: false,
             verify: false,
+            prov: false,
             keyring: None,
             paths: HelmPaths::from_env(),
         }
@@ -462,14 +465,14 @@ mod remote {
             .into_iter()
             .map(|o| o.unwrap_or_else(|| Err(SourceError::NoUrls(String::new()))))
             .collect();
-        if opts.verify {
+        if opts.verify || opts.prov {
             add_provenance(&mut out, &getters, opts);
         }
         out
     }
 
     /// Fetches `URL.prov` of every chart downloaded over HTTP (at once),
-    /// then verifies every chart.
+    /// then, with `--verify`, verifies every chart.
     fn add_provenance(
         out: &mut [Result<Fetched, SourceError>],
         getters: &[Option<Getter>],
@@ -489,6 +492,9 @@ mod remote {
             if let (Ok(f), Ok(prov)) = (&mut out[i], got) {
                 f.prov = Some(prov);
             }
+        }
+        if !opts.verify {
+            return;
         }
         for r in out.iter_mut() {
             if let Ok(f) = r {
