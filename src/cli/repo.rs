@@ -221,18 +221,9 @@ fn fetch_indexes(paths: &HelmPaths, entries: &[RepoEntry]) -> Vec<Result<(), Str
 }
 
 fn store_index(paths: &HelmPaths, name: &str, url: &str, bytes: &[u8]) -> Result<(), String> {
-    let index = rudder::source::index::parse(bytes, url).map_err(|e| e.to_string())?;
-    let mut charts = String::new();
-    for n in index.entries.keys() {
-        charts.push_str(n);
-        charts.push('\n');
-    }
-    let dir = &paths.repository_cache;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mode = rudder::fsutil::Mode::Umask(0o644);
-    rudder::fsutil::atomic_write(&paths.charts_file(name), charts.as_bytes(), mode)
-        .map_err(|e| e.to_string())?;
-    rudder::fsutil::atomic_write(&paths.index_file(name), bytes, mode).map_err(|e| e.to_string())
+    rudder::source::resolve::cache_index(paths, name, url, bytes)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 fn update(paths: &HelmPaths, a: &UpdateArgs) -> Result<(), String> {

@@ -347,6 +347,36 @@ pub fn cached_index(paths: &HelmPaths, name: &str) -> Result<IndexFile, SourceEr
     )?)
 }
 
+/// Stores a downloaded index in the repository cache as Helm's
+/// `DownloadIndexFile` does, after checking it is one: the bytes as they
+/// came in `NAME-index.yaml`, the chart names in `NAME-charts.txt` (both
+/// 0644, written whole). `url` names the index in errors.
+pub fn cache_index(
+    paths: &HelmPaths,
+    name: &str,
+    url: &str,
+    bytes: &[u8],
+) -> Result<IndexFile, SourceError> {
+    let index = crate::source::index::parse(bytes, url)?;
+    let mut charts = String::new();
+    for n in index.entries.keys() {
+        charts.push_str(n);
+        charts.push('\n');
+    }
+    let dir = &paths.repository_cache;
+    let cerr = |message: String| SourceError::Cache {
+        path: dir.clone(),
+        message,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| cerr(e.to_string()))?;
+    let mode = crate::fsutil::Mode::Umask(0o644);
+    crate::fsutil::atomic_write(&paths.charts_file(name), charts.as_bytes(), mode)
+        .map_err(|e| cerr(e.to_string()))?;
+    crate::fsutil::atomic_write(&paths.index_file(name), bytes, mode)
+        .map_err(|e| cerr(e.to_string()))?;
+    Ok(index)
+}
+
 /// Reads `repositories.yaml` (a missing file has no repositories).
 pub fn repo_file(paths: &HelmPaths) -> Result<RepoFile, SourceError> {
     Ok(RepoFile::load_or_default(&paths.repository_config)?)

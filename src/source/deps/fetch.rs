@@ -94,16 +94,7 @@ impl RepoFetcher {
 
     /// Stores a downloaded index as Helm's `DownloadIndexFile` does.
     fn store(&self, cache_name: &str, url: &str, bytes: &[u8]) -> Result<(), FetchError> {
-        let index = crate::source::index::parse(bytes, url)?;
-        let mut charts = String::new();
-        for n in index.entries.keys() {
-            charts.push_str(n);
-            charts.push('\n');
-        }
-        std::fs::create_dir_all(&self.paths.repository_cache)?;
-        let mode = crate::fsutil::Mode::Umask(0o644);
-        crate::fsutil::atomic_write(&self.paths.charts_file(cache_name), charts.as_bytes(), mode)?;
-        crate::fsutil::atomic_write(&self.paths.index_file(cache_name), bytes, mode)?;
+        crate::source::resolve::cache_index(&self.paths, cache_name, url, bytes)?;
         Ok(())
     }
 
