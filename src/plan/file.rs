@@ -240,10 +240,11 @@ pub enum FileError {
         release: String,
         /// The value, resolved as a path.
         path: String,
-        /// The value's first segment, read as a repository's name.
-        repo: String,
+        /// The value's first segment, read as a repository's name (boxed,
+        /// as the next: the error stays small).
+        repo: Box<str>,
         /// Helm's `repositories.yaml` that was looked in.
-        repo_config: String,
+        repo_config: Box<str>,
     },
     /// A chart from a repository, a registry or a URL could not be found or
     /// fetched.
@@ -1900,8 +1901,8 @@ impl ReleasesFile {
                         at: e.chart_at.clone(),
                         release: e.reference().to_string(),
                         path: path.display().to_string(),
-                        repo: repo.clone(),
-                        repo_config: opts.paths.repository_config.display().to_string(),
+                        repo: repo.as_str().into(),
+                        repo_config: opts.paths.repository_config.display().to_string().into(),
                     });
                 }
                 ChartRef::Repo {
@@ -1916,8 +1917,8 @@ impl ReleasesFile {
                         at: e.chart_at.clone(),
                         release: e.reference().to_string(),
                         path: e.chart.to_string(),
-                        repo: repo.clone(),
-                        repo_config: opts.paths.repository_config.display().to_string(),
+                        repo: repo.as_str().into(),
+                        repo_config: opts.paths.repository_config.display().to_string().into(),
                     });
                 };
                 #[cfg(feature = "remote")]
