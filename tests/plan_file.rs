@@ -283,15 +283,22 @@ fn malformed_files_name_the_file_and_line() {
     let path = d.join("releases.yaml");
     let shown = path.display().to_string();
     let ds = d.display().to_string();
+    // Helm's files in the temporary directory, never the user's.
+    let mut opts = rudder::source::resolve::LocateOptions::from_env();
+    opts.paths =
+        rudder::source::HelmPaths::from_lookup(|k| (k == "HOME").then(|| d.display().to_string()));
+    let repo_config = opts.paths.repository_config.display().to_string();
     let run = |text: &str| -> FileError {
         write(d, "releases.yaml", text);
-        file::load(&path).unwrap_err()
+        file::read(&path)
+            .and_then(|f| f.load_releases_with(&opts))
+            .unwrap_err()
     };
     let cases: Vec<(&str, String)> = vec![
         (
             "releases:\n- name: web\n  chrt: charts/web\n",
             format!(
-                "{shown}:3:3: unknown key \"chrt\" in release \"web\" (known keys: name, namespace, chart, values, set, needs, wait, waitStrategy, waitForJobs, timeout, atomic, historyMax, createNamespace, takeOwnership, installed, description)"
+                "{shown}:3:3: unknown key \"chrt\" in release \"web\" (known keys: name, namespace, chart, version, values, set, needs, wait, waitStrategy, waitForJobs, timeout, atomic, historyMax, createNamespace, takeOwnership, installed, description)"
             ),
         ),
         (
@@ -323,8 +330,12 @@ fn malformed_files_name_the_file_and_line() {
             format!("{shown}:5:5: release \"default/x\" needs \"kube-system/nope\", which the file does not define"),
         ),
         (
+            "releases:\n- name: web\n  chart: ./charts/nope\n",
+            format!("{shown}:3:10: release \"default/web\": chart {ds}/./charts/nope does not exist"),
+        ),
+        (
             "releases:\n- name: web\n  chart: charts/nope\n",
-            format!("{shown}:3:10: release \"default/web\": chart {ds}/charts/nope does not exist"),
+            format!("{shown}:3:10: release \"default/web\": chart {ds}/charts/nope does not exist, and no repository \"charts\" is defined (in the file's repositories: or in {repo_config})"),
         ),
         (
             "releases:\n- name: web\n  chart: charts/web\n  values: [values/missing.yaml]\n",

@@ -767,7 +767,9 @@ pub fn apply(a: ApplyArgs) -> ExitCode {
                 let file =
                     rudder::plan::file::read(Path::new(f)).map_err(|e| rudder::error_chain(&e))?;
                 atomic_plan |= file.atomic_plan;
-                let releases = file.load_releases().map_err(|e| rudder::error_chain(&e))?;
+                let releases = file
+                    .load_releases_with(&super::source::releases_file_options())
+                    .map_err(|e| rudder::error_chain(&e))?;
                 for r in &releases {
                     recover_first(&t, &r.namespace, &r.name, &printer)?;
                 }

@@ -133,8 +133,10 @@ pub fn plan(a: PlanArgs) -> ExitCode {
         eprintln!("Error: invalid format type {format:?}: want table, json, yaml or html");
         return ExitCode::FAILURE;
     }
-    let loaded = rudder::plan::file::read(Path::new(&a.file))
-        .and_then(|f| Ok((f.atomic_plan, f.load_releases()?)));
+    let loaded = rudder::plan::file::read(Path::new(&a.file)).and_then(|f| {
+        let opts = super::source::releases_file_options();
+        Ok((f.atomic_plan, f.load_releases_with(&opts)?))
+    });
     let (atomic_plan, releases) = match loaded {
         Ok(r) => r,
         Err(e) => {

@@ -81,3 +81,12 @@ impl ChartPathArgs {
 pub fn load_chart(arg: &str, flags: &ChartPathArgs) -> Result<rudder::Chart, String> {
     rudder::source::resolve::load_chart(arg, &flags.locate()).map_err(|e| rudder::error_chain(&e))
 }
+
+/// The options a releases file's charts are found with: Helm's files where
+/// the global flags and the environment say they are (each release has its
+/// own version, each repository of the file its own credentials).
+pub fn releases_file_options() -> LocateOptions {
+    let mut o = LocateOptions::from_env();
+    o.paths = super::global().helm_paths();
+    o
+}

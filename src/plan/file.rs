@@ -1,10 +1,20 @@
 //! The releases file: a helmfile-like list of desired releases.
 //!
 //! ```yaml
-//! defaults:                 # any release key except name
+//! defaults:                 # any release key except name and version
 //!   namespace: kube-system
 //!   timeout: 20s
 //! atomicPlan: true          # one transaction: a failure rolls back every release
+//! repositories:             # chart repositories of this file (helmfile's)
+//! - name: internal
+//!   url: https://charts.example.com
+//!   username: ci                           # or env INTERNAL_USERNAME
+//!   password: s3cret                       # or env INTERNAL_PASSWORD
+//!   # also: caFile, certFile, keyFile (relative to the file),
+//!   # insecureSkipTLSVerify (helmfile's skipTLSVerify), passCredentials
+//! - name: ghcr
+//!   url: ghcr.io/org/charts                # ghcr/app is oci://ghcr.io/org/charts/app
+//!   oci: true                              # also: plainHttp
 //! releases:
 //! - name: kube-apiserver
 //!   chart: charts/kube-apiserver          # a directory or .tgz, relative to the file
@@ -23,12 +33,37 @@
 //!   # also: waitStrategy (legacy|kstatus|none), waitForJobs, historyMax,
 //!   # takeOwnership, installed (false plans the release's removal),
 //!   # description
+//! - name: cert-manager
+//!   chart: internal/cert-manager           # REPO/CHART
+//!   version: ~1.16.0                       # a version or Masterminds constraint
+//! - name: app
+//!   chart: oci://ghcr.io/org/charts/app    # also ghcr/app, or an https:// .tgz URL
+//!   version: 2.1.0
 //! ```
 //!
 //! [`parse`] reads the text into a [`ReleasesFile`] (paths resolved, nothing
 //! loaded); [`load`] also loads every chart and values file into
 //! [`DesiredRelease`]s. Every error names the file and the line and column of
 //! the offending key or value.
+//!
+//! Charts ([`ChartSpec`]): `oci://...` is a chart in a registry and
+//! `https://...` (or `http://`) a chart archive's URL; an absolute path, a
+//! path starting with `.`, a name without `/` or a name ending in `.tgz` is a
+//! directory or archive relative to the file. `NAME/CHART` is a chart of the
+//! file's repository `NAME` when `repositories:` has one (an `oci: true`
+//! repository makes it `oci://URL/CHART`); otherwise it is the path
+//! `NAME/CHART` relative to the file when that exists, else a chart of the
+//! repository `NAME` that `rudder repo add` or `helm repo add` added to
+//! Helm's `repositories.yaml` (looked up in its cached index, as `helm
+//! template NAME/CHART` does: `repo update` refreshes it). A repository of
+//! the file has its `index.yaml` fetched when the file is loaded. Every
+//! remote chart of a file is fetched at once ([`ReleasesFile::load_releases_with`]),
+//! the downloads in parallel, through the content-addressed cache of
+//! [`crate::source`]. `version:` is meaningless, and an error, for a chart
+//! on disk or a chart URL. A repository without `username`/`password`
+//! takes them from the environment variables `NAME_USERNAME` and
+//! `NAME_PASSWORD` (the name upper-cased, `-` as `_`), as helmfile does; the
+//! file has no templating.
 //!
 //! Defaults: a key given in a release replaces the same key of `defaults:`
 //! (lists such as `values` and `needs` are replaced, not appended); options
@@ -41,6 +76,9 @@ use super::input::{
 };
 use crate::render::strvals::{MAX_INDEX, MAX_NESTED_NAME_LEVEL};
 use crate::render::values::{merge_maps, parse_values_file, Map, ValuesFileError};
+use crate::source::reference::ChartRef;
+use crate::source::resolve::{fetch_each, LocateOptions, SourceError};
+use crate::template::funcs::semver::Constraints;
 use crate::yaml::Node;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -190,6 +228,38 @@ pub enum FileError {
         /// The resolved path.
         path: String,
     },
+    /// `NAME/CHART` that is neither a path nor a chart of a known repository.
+    #[error(
+        "{at}: release \"{release}\": chart {path} does not exist, and no repository {repo:?} \
+         is defined (in the file's repositories: or in {repo_config})"
+    )]
+    MissingChartOrRepo {
+        /// The `chart:` value's place.
+        at: Pos,
+        /// The release (`namespace/name`).
+        release: String,
+        /// The value, resolved as a path.
+        path: String,
+        /// The value's first segment, read as a repository's name (boxed,
+        /// as the next: the error stays small).
+        repo: Box<str>,
+        /// Helm's `repositories.yaml` that was looked in.
+        repo_config: Box<str>,
+    },
+    /// A chart from a repository, a registry or a URL could not be found or
+    /// fetched.
+    #[error("{at}: release \"{release}\": chart {chart}: {message}")]
+    Source {
+        /// The `version:` value's place when the version is not found, else
+        /// the `chart:` value's.
+        at: Pos,
+        /// The release (`namespace/name`).
+        release: String,
+        /// The chart as the file gives it (`repo/chart`, `oci://...`, a URL).
+        chart: String,
+        /// The source stage's message, with its causes.
+        message: String,
+    },
     /// The chart exists but does not load.
     #[error("{at}: release \"{release}\": cannot load chart {path}: {message}")]
     Chart {
@@ -235,6 +305,8 @@ pub struct ReleasesFile {
     pub path: PathBuf,
     /// Its releases, in file order.
     pub releases: Vec<ReleaseEntry>,
+    /// Its `repositories:`, in file order.
+    pub repositories: Vec<RepositoryEntry>,
     /// `atomicPlan: true`: the apply is one transaction; a failure in any
     /// release returns every release it changed to where it was
     /// (`rudder apply --atomic-plan`).
@@ -248,10 +320,15 @@ pub struct ReleaseEntry {
     pub name: String,
     /// Release namespace.
     pub namespace: String,
-    /// The chart path, resolved against the file's directory.
-    pub chart: PathBuf,
+    /// What the `chart:` value names.
+    pub chart: ChartSpec,
     /// Where the `chart:` value is.
     pub chart_at: Pos,
+    /// `version:`: a version or Masterminds constraint of a chart from a
+    /// repository or a registry (`None`: the newest stable version).
+    pub version: Option<String>,
+    /// Where the `version:` value is.
+    pub version_at: Option<Pos>,
     /// The values files, resolved, in merge order.
     pub values: Vec<ValuesEntry>,
     /// The `set` entries, in file order.
@@ -278,6 +355,105 @@ impl ReleaseEntry {
     /// The line of the release's entry.
     pub fn line(&self) -> usize {
         self.at.line
+    }
+}
+
+/// What a release's `chart:` names (see the module doc for the rules).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChartSpec {
+    /// A directory or `.tgz` on disk, resolved against the file's directory:
+    /// an absolute path, one starting with `.`, one without `/` or one
+    /// ending in `.tgz`.
+    Path(PathBuf),
+    /// `NAME/CHART` with no repository `NAME` in the file: the path
+    /// (resolved against the file's directory) when it exists, else `CHART`
+    /// of the repository `NAME` of Helm's `repositories.yaml`.
+    PathOrRepo {
+        /// The value as a path, resolved against the file's directory.
+        path: PathBuf,
+        /// The repository's name.
+        repo: String,
+        /// The chart's name in the repository.
+        chart: String,
+    },
+    /// `NAME/CHART` of the repository `NAME` of the file's `repositories:`.
+    FileRepo {
+        /// The repository's name.
+        repo: String,
+        /// The chart's name in the repository.
+        chart: String,
+    },
+    /// `oci://HOST/PATH/CHART`, as written.
+    Oci(String),
+    /// An `https://` or `http://` URL of a chart archive.
+    Url(String),
+}
+
+impl fmt::Display for ChartSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChartSpec::Path(p) => write!(f, "{}", p.display()),
+            ChartSpec::PathOrRepo { repo, chart, .. } | ChartSpec::FileRepo { repo, chart } => {
+                write!(f, "{repo}/{chart}")
+            }
+            ChartSpec::Oci(s) | ChartSpec::Url(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A repository of the file's `repositories:` section (helmfile's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepositoryEntry {
+    /// The name that `NAME/CHART` uses.
+    pub name: String,
+    /// The repository's URL; for `oci: true`, the registry and path that
+    /// charts are under, without `oci://`.
+    pub url: String,
+    /// Basic-auth user (empty: env `NAME_USERNAME`, else none).
+    pub username: String,
+    /// Basic-auth password (empty: env `NAME_PASSWORD`, else none).
+    pub password: String,
+    /// CA bundle (PEM), resolved against the file's directory.
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate (PEM), resolved against the file's directory.
+    pub cert_file: Option<PathBuf>,
+    /// The client certificate's key (PEM), resolved against the file's
+    /// directory.
+    pub key_file: Option<PathBuf>,
+    /// Accept any server certificate.
+    pub insecure_skip_tls_verify: bool,
+    /// Send the credentials to every host, not only the repository's.
+    pub pass_credentials: bool,
+    /// An OCI registry: `NAME/CHART` is `oci://URL/CHART`.
+    pub oci: bool,
+    /// Talk to the registry over plain HTTP (`oci: true` only).
+    pub plain_http: bool,
+    /// Where the entry starts.
+    pub at: Pos,
+}
+
+impl RepositoryEntry {
+    /// The environment variable that gives the user or password when the
+    /// file does not (`kind` is `USERNAME` or `PASSWORD`), as helmfile
+    /// names it.
+    pub fn env_var(&self, kind: &str) -> String {
+        format!("{}_{kind}", self.name.to_uppercase().replace('-', "_"))
+    }
+
+    /// The credentials: the file's, else the environment's (`env` looks a
+    /// variable up).
+    pub fn credentials(&self, env: impl Fn(&str) -> Option<String>) -> (String, String) {
+        let pick = |given: &str, kind: &str| {
+            if given.is_empty() {
+                env(&self.env_var(kind)).unwrap_or_default()
+            } else {
+                given.to_string()
+            }
+        };
+        (
+            pick(&self.username, "USERNAME"),
+            pick(&self.password, "PASSWORD"),
+        )
     }
 }
 
@@ -668,11 +844,12 @@ fn build_tree(text: &str, file: &str, guarded: bool) -> Result<Option<MNode>, Tr
 // ---------------------------------------------------------------------------
 // Parsing.
 
-const TOP_KEYS: &[&str] = &["atomicPlan", "defaults", "releases"];
+const TOP_KEYS: &[&str] = &["atomicPlan", "defaults", "repositories", "releases"];
 const RELEASE_KEYS: &[&str] = &[
     "name",
     "namespace",
     "chart",
+    "version",
     "values",
     "set",
     "needs",
@@ -688,10 +865,26 @@ const RELEASE_KEYS: &[&str] = &[
     "description",
 ];
 const NEED_KEYS: &[&str] = &["release", "reason"];
+const REPOSITORY_KEYS: &[&str] = &[
+    "name",
+    "url",
+    "username",
+    "password",
+    "caFile",
+    "certFile",
+    "keyFile",
+    "insecureSkipTLSVerify",
+    "skipTLSVerify",
+    "passCredentials",
+    "oci",
+    "plainHttp",
+];
 
 struct Ctx<'a> {
     file: &'a str,
     dir: PathBuf,
+    /// The names of the file's `repositories:`.
+    repos: Vec<String>,
 }
 
 impl Ctx<'_> {
@@ -980,13 +1173,15 @@ fn parse_values_list(ctx: &Ctx<'_>, f: Field<'_>) -> Result<Vec<ValuesEntry>, Fi
 /// define).
 pub fn parse(text: &str, origin: &Path) -> Result<ReleasesFile, FileError> {
     let file = origin.display().to_string();
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         file: &file,
         dir: origin.parent().map(Path::to_path_buf).unwrap_or_default(),
+        repos: Vec::new(),
     };
     let mut empty = ReleasesFile {
         path: origin.to_path_buf(),
         releases: Vec::new(),
+        repositories: Vec::new(),
         atomic_plan: false,
     };
     let typed_error = |e: crate::yaml::YamlError, root_line: usize| {
@@ -1039,15 +1234,23 @@ pub fn parse(text: &str, origin: &Path) -> Result<ReleasesFile, FileError> {
     }
     let typed_root = crate::yaml::parse_values(text).map_err(|e| typed_error(e, root.line))?;
     let top = map_entries(&ctx, &root, "the file", "the file", TOP_KEYS)?;
+    // Repositories first: `NAME/CHART` reads differently for their names.
+    if let Some((_, _, v)) = top.iter().find(|(k, _, _)| *k == "repositories") {
+        let typed = typed_get(Some(&typed_root), "repositories");
+        empty.repositories = parse_repositories(&ctx, v, typed)?;
+        ctx.repos = empty.repositories.iter().map(|r| r.name.clone()).collect();
+    }
+    let ctx = ctx;
     let mut defaults: Vec<(&str, Field<'_>)> = Vec::new();
     let mut releases_node = None;
     let default_keys: Vec<&str> = RELEASE_KEYS
         .iter()
         .copied()
-        .filter(|k| *k != "name")
+        .filter(|k| *k != "name" && *k != "version")
         .collect();
     for (k, _, v) in &top {
         match *k {
+            "repositories" => {}
             "defaults" => {
                 if v.is_null() {
                     continue;
@@ -1082,8 +1285,10 @@ pub fn parse(text: &str, origin: &Path) -> Result<ReleasesFile, FileError> {
     let mut probe = ReleaseEntry {
         name: String::new(),
         namespace: String::new(),
-        chart: PathBuf::new(),
+        chart: ChartSpec::Path(PathBuf::new()),
         chart_at: ctx.pos(&root),
+        version: None,
+        version_at: None,
         values: Vec::new(),
         set: Vec::new(),
         needs: Vec::new(),
@@ -1182,8 +1387,10 @@ fn parse_release<'a>(
     let mut entry = ReleaseEntry {
         name,
         namespace: "default".into(),
-        chart: PathBuf::new(),
+        chart: ChartSpec::Path(PathBuf::new()),
         chart_at: ctx.pos(item),
+        version: None,
+        version_at: None,
         values: Vec::new(),
         set: Vec::new(),
         needs: Vec::new(),
@@ -1202,7 +1409,217 @@ fn parse_release<'a>(
             key: "chart",
         });
     }
+    if let (Some(f), Some(why)) = (get("version"), version_moot(&entry.chart)) {
+        return Err(ctx.invalid(f.val, context, why));
+    }
     Ok(entry)
+}
+
+/// Why `version:` cannot apply to `chart` (a chart on disk or a chart
+/// URL); `None` when it can, or may (`NAME/CHART` that is not a path).
+fn version_moot(chart: &ChartSpec) -> Option<String> {
+    match chart {
+        ChartSpec::Path(p) => Some(format!(
+            "version applies only to a chart from a repository or a registry, \
+             and chart {} is a path",
+            p.display()
+        )),
+        ChartSpec::Url(u) => Some(format!(
+            "version applies only to a chart from a repository or a registry, \
+             and chart {u} is the URL of one archive"
+        )),
+        _ => None,
+    }
+}
+
+/// Reads a `chart:` value (see [`ChartSpec`]).
+fn chart_spec(ctx: &Ctx<'_>, text: &str) -> ChartSpec {
+    if text.starts_with("oci://") {
+        return ChartSpec::Oci(text.to_string());
+    }
+    if text.starts_with("https://") || text.starts_with("http://") {
+        return ChartSpec::Url(text.to_string());
+    }
+    let path = ctx.dir.join(text);
+    if text.starts_with('/') || text.starts_with('.') || text.ends_with(".tgz") {
+        return ChartSpec::Path(path);
+    }
+    match text.split_once('/') {
+        Some((repo, chart)) if !repo.is_empty() && !chart.is_empty() => {
+            let (repo, chart) = (repo.to_string(), chart.to_string());
+            if ctx.repos.contains(&repo) {
+                ChartSpec::FileRepo { repo, chart }
+            } else {
+                ChartSpec::PathOrRepo { path, repo, chart }
+            }
+        }
+        _ => ChartSpec::Path(path),
+    }
+}
+
+/// Reads `repositories:`: a list of maps with a unique `name` and a `url`.
+fn parse_repositories(
+    ctx: &Ctx<'_>,
+    node: &MNode,
+    typed: Option<&Node>,
+) -> Result<Vec<RepositoryEntry>, FileError> {
+    if node.is_null() {
+        return Ok(Vec::new());
+    }
+    let Kind::Seq(items) = &node.kind else {
+        return Err(ctx.invalid(
+            node,
+            "the file",
+            format!("repositories must be a list, got {}", node.describe()),
+        ));
+    };
+    let typed_items: Option<&Vec<Node>> = match typed {
+        Some(Node::Seq(s)) => Some(s),
+        _ => None,
+    };
+    let mut out: Vec<RepositoryEntry> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let typed = typed_items.and_then(|s| s.get(i));
+        let context = match &item.kind {
+            Kind::Map(entries) => entries
+                .iter()
+                .find_map(|(k, v)| match (&k.kind, &v.kind) {
+                    (Kind::Scalar { text: kt, .. }, Kind::Scalar { text, .. })
+                        if kt == "name" && !v.is_null() && !text.is_empty() =>
+                    {
+                        Some(format!("repository {text:?}"))
+                    }
+                    _ => None,
+                })
+                .unwrap_or_else(|| format!("repository #{}", i + 1)),
+            _ => format!("repository #{}", i + 1),
+        };
+        let entries = map_entries(ctx, item, "a repository", &context, REPOSITORY_KEYS)?;
+        let mut r = RepositoryEntry {
+            name: String::new(),
+            url: String::new(),
+            username: String::new(),
+            password: String::new(),
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+            insecure_skip_tls_verify: false,
+            pass_credentials: false,
+            oci: false,
+            plain_http: false,
+            at: ctx.pos(item),
+        };
+        let mut url_node = None;
+        let mut plain_http_node = None;
+        let mut skip_tls: Option<&MNode> = None;
+        for (k, key, v) in &entries {
+            let f = Field {
+                key,
+                val: v,
+                typed: typed_get(typed, k),
+                context: &context,
+            };
+            let path = |name: &str| -> Result<Option<PathBuf>, FileError> {
+                Ok(Some(ctx.dir.join(field_str(ctx, f, name)?)))
+            };
+            match *k {
+                "name" => {
+                    let n = field_str(ctx, f, "name")?;
+                    if n.contains('/') {
+                        return Err(ctx.invalid(
+                            v,
+                            &context,
+                            format!("name must not contain '/', got {n:?}"),
+                        ));
+                    }
+                    if let Some(first) = out.iter().find(|o| o.name == n) {
+                        return Err(ctx.invalid(
+                            v,
+                            &context,
+                            format!(
+                                "repository {n:?} is defined twice (first at line {})",
+                                first.at.line
+                            ),
+                        ));
+                    }
+                    r.name = n;
+                }
+                "url" => {
+                    r.url = field_str(ctx, f, "url")?;
+                    url_node = Some(*v);
+                }
+                "username" => r.username = field_str(ctx, f, "username")?,
+                "password" => r.password = field_str(ctx, f, "password")?,
+                "caFile" => r.ca_file = path("caFile")?,
+                "certFile" => r.cert_file = path("certFile")?,
+                "keyFile" => r.key_file = path("keyFile")?,
+                "insecureSkipTLSVerify" | "skipTLSVerify" => {
+                    if let Some(first) = skip_tls {
+                        return Err(ctx.invalid(
+                            key,
+                            &context,
+                            format!(
+                                "{k} repeats the key at line {} (skipTLSVerify is helmfile's \
+                                 name for insecureSkipTLSVerify)",
+                                first.line
+                            ),
+                        ));
+                    }
+                    skip_tls = Some(key);
+                    r.insecure_skip_tls_verify = field_bool(ctx, f, k)?;
+                }
+                "passCredentials" => r.pass_credentials = field_bool(ctx, f, "passCredentials")?,
+                "oci" => r.oci = field_bool(ctx, f, "oci")?,
+                _ => {
+                    r.plain_http = field_bool(ctx, f, "plainHttp")?;
+                    plain_http_node = Some(*v);
+                }
+            }
+        }
+        if r.name.is_empty() {
+            return Err(FileError::Missing {
+                at: ctx.pos(item),
+                context,
+                key: "name",
+            });
+        }
+        let Some(url_node) = url_node else {
+            return Err(FileError::Missing {
+                at: ctx.pos(item),
+                context,
+                key: "url",
+            });
+        };
+        if r.oci {
+            r.url = r
+                .url
+                .strip_prefix("oci://")
+                .unwrap_or(&r.url)
+                .trim_end_matches('/')
+                .to_string();
+        } else {
+            if !(r.url.starts_with("https://") || r.url.starts_with("http://")) {
+                return Err(ctx.invalid(
+                    url_node,
+                    &context,
+                    format!(
+                        "url must be an http:// or https:// URL (or set oci: true for a \
+                         registry), got {:?}",
+                        r.url
+                    ),
+                ));
+            }
+            if let Some(n) = plain_http_node.filter(|_| r.plain_http) {
+                return Err(ctx.invalid(
+                    n,
+                    &context,
+                    "plainHttp applies only to an oci: true repository; use an http:// url".into(),
+                ));
+            }
+        }
+        out.push(r);
+    }
+    Ok(out)
 }
 
 /// Applies one key of a release (or of `defaults:`) to `entry`; true for `chart`.
@@ -1229,9 +1646,21 @@ fn apply_field(
             entry.namespace = ns;
         }
         "chart" => {
-            entry.chart = ctx.dir.join(field_str(ctx, f, "chart")?);
+            entry.chart = chart_spec(ctx, &field_str(ctx, f, "chart")?);
             entry.chart_at = ctx.pos(f.val);
             has_chart = true;
+        }
+        "version" => {
+            let v = field_str(ctx, f, "version")?;
+            if let Err(e) = Constraints::parse(v.trim()) {
+                return Err(ctx.invalid(
+                    f.val,
+                    context,
+                    format!("version {v:?} is not a version or a version constraint: {e}"),
+                ));
+            }
+            entry.version = Some(v.trim().to_string());
+            entry.version_at = Some(ctx.pos(f.val));
         }
         "values" => entry.values = parse_values_list(ctx, f)?,
         "set" => entry.set = parse_set(ctx, f, &entry.name)?,
@@ -1363,30 +1792,203 @@ fn check_releases(releases: &[ReleaseEntry]) -> Result<(), FileError> {
 // ---------------------------------------------------------------------------
 // Loading.
 
+/// Where a release's chart is to come from.
+enum Located {
+    /// A directory or archive on disk.
+    Local(PathBuf),
+    /// The request of this index in the one [`fetch_each`] call.
+    Remote(usize),
+}
+
 impl ReleasesFile {
     /// Loads every release's chart and values files: the values files are
     /// merged in order (Helm's `-f` merge), then the `set` entries applied.
+    /// Charts from repositories and registries are found with Helm's files
+    /// where the environment says they are
+    /// ([`ReleasesFile::load_releases_with`]).
     pub fn load_releases(&self) -> Result<Vec<DesiredRelease>, FileError> {
-        self.releases.iter().map(load_entry).collect()
+        self.load_releases_with(&LocateOptions::from_env())
+    }
+
+    /// [`ReleasesFile::load_releases`] with `opts`' Helm files
+    /// (`repositories.yaml`, the caches), HTTP timeouts and limits; its
+    /// `version`, `devel`, `repo_url` and credentials are not used (each
+    /// release has its own `version:`, each repository of the file its
+    /// own credentials). Every remote chart of the file is fetched in one
+    /// [`fetch_each`] call, the downloads in parallel, before any chart is
+    /// loaded; errors are reported in file order.
+    pub fn load_releases_with(
+        &self,
+        opts: &LocateOptions,
+    ) -> Result<Vec<DesiredRelease>, FileError> {
+        let mut repo_file = None;
+        let mut reqs: Vec<(ChartRef, LocateOptions)> = Vec::new();
+        let mut located = Vec::with_capacity(self.releases.len());
+        for e in &self.releases {
+            located.push(self.locate(e, opts, &mut repo_file, &mut reqs)?);
+        }
+        let mut fetched: Vec<Option<Result<crate::source::resolve::Fetched, SourceError>>> =
+            if reqs.is_empty() {
+                Vec::new()
+            } else {
+                fetch_each(&reqs).into_iter().map(Some).collect()
+            };
+        self.releases
+            .iter()
+            .zip(located)
+            .map(|(e, l)| {
+                let chart = match l {
+                    Located::Local(path) => load_local(e, &path)?,
+                    Located::Remote(i) => {
+                        let got = fetched
+                            .get_mut(i)
+                            .and_then(Option::take)
+                            .unwrap_or_else(|| Err(SourceError::NoUrls(e.chart.to_string())));
+                        let f = got.map_err(|err| source_error(e, &err))?;
+                        crate::chart::load_archive(&f.archive).map_err(|err| FileError::Chart {
+                            at: e.chart_at.clone(),
+                            release: e.reference().to_string(),
+                            path: f.url.clone(),
+                            message: err.to_string(),
+                        })?
+                    }
+                };
+                load_entry(e, chart)
+            })
+            .collect()
+    }
+
+    /// Where `e`'s chart comes from; a remote one is added to `reqs`.
+    fn locate(
+        &self,
+        e: &ReleaseEntry,
+        opts: &LocateOptions,
+        repo_file: &mut Option<crate::source::repofile::RepoFile>,
+        reqs: &mut Vec<(ChartRef, LocateOptions)>,
+    ) -> Result<Located, FileError> {
+        let mut o = opts.clone();
+        o.version = e.version.clone().unwrap_or_default();
+        o.devel = false;
+        o.repo_url = None;
+        #[cfg(feature = "remote")]
+        {
+            o.http.username = String::new();
+            o.http.password = String::new();
+        }
+        let r = match &e.chart {
+            ChartSpec::Path(p) => return Ok(Located::Local(p.clone())),
+            ChartSpec::PathOrRepo { path, repo, chart } => {
+                if path.exists() {
+                    if let (Some(at), Some(why)) =
+                        (&e.version_at, version_moot(&ChartSpec::Path(path.clone())))
+                    {
+                        return Err(FileError::Invalid {
+                            at: at.clone(),
+                            context: format!("release {:?}", e.name),
+                            message: why,
+                        });
+                    }
+                    return Ok(Located::Local(path.clone()));
+                }
+                if repo_file.is_none() {
+                    *repo_file = Some(
+                        crate::source::resolve::repo_file(&opts.paths)
+                            .map_err(|err| source_error(e, &err))?,
+                    );
+                }
+                if repo_file.as_ref().and_then(|f| f.get(repo)).is_none() {
+                    return Err(FileError::MissingChartOrRepo {
+                        at: e.chart_at.clone(),
+                        release: e.reference().to_string(),
+                        path: path.display().to_string(),
+                        repo: repo.as_str().into(),
+                        repo_config: opts.paths.repository_config.display().to_string().into(),
+                    });
+                }
+                ChartRef::Repo {
+                    repo: repo.clone(),
+                    chart: chart.clone(),
+                }
+            }
+            ChartSpec::FileRepo { repo, chart } => {
+                let Some(r) = self.repositories.iter().find(|r| r.name == *repo) else {
+                    // parse makes FileRepo only for the file's repositories.
+                    return Err(FileError::MissingChartOrRepo {
+                        at: e.chart_at.clone(),
+                        release: e.reference().to_string(),
+                        path: e.chart.to_string(),
+                        repo: repo.as_str().into(),
+                        repo_config: opts.paths.repository_config.display().to_string().into(),
+                    });
+                };
+                #[cfg(feature = "remote")]
+                {
+                    let (username, password) = r.credentials(|k| std::env::var(k).ok());
+                    o.http.username = username;
+                    o.http.password = password;
+                    o.http.pass_credentials_all = r.pass_credentials;
+                    o.http.ca_file = r.ca_file.clone();
+                    o.http.cert_file = r.cert_file.clone();
+                    o.http.key_file = r.key_file.clone();
+                    o.http.insecure_skip_tls_verify = r.insecure_skip_tls_verify;
+                }
+                if r.oci {
+                    o.plain_http = r.plain_http;
+                    ChartRef::Oci {
+                        reference: format!("oci://{}/{chart}", r.url),
+                    }
+                } else {
+                    ChartRef::RepoUrl {
+                        url: r.url.clone(),
+                        chart: chart.clone(),
+                    }
+                }
+            }
+            ChartSpec::Oci(reference) => ChartRef::Oci {
+                reference: reference.clone(),
+            },
+            ChartSpec::Url(url) => ChartRef::Url { url: url.clone() },
+        };
+        reqs.push((r, o));
+        Ok(Located::Remote(reqs.len() - 1))
     }
 }
 
-fn load_entry(e: &ReleaseEntry) -> Result<DesiredRelease, FileError> {
-    let release = e.reference().to_string();
-    let chart_path = e.chart.display().to_string();
-    if !e.chart.exists() {
+/// A source-stage failure of `e`'s chart, at its `version:` when the
+/// version is what was not found.
+fn source_error(e: &ReleaseEntry, err: &SourceError) -> FileError {
+    let at = match (err, &e.version_at) {
+        (SourceError::NotInRepo { .. } | SourceError::NotInRepoUrl { .. }, Some(at)) => at.clone(),
+        _ => e.chart_at.clone(),
+    };
+    FileError::Source {
+        at,
+        release: e.reference().to_string(),
+        chart: e.chart.to_string(),
+        message: crate::error_chain(err),
+    }
+}
+
+/// Loads a chart on disk, with the file's errors for a missing or bad one.
+fn load_local(e: &ReleaseEntry, path: &Path) -> Result<crate::chart::Chart, FileError> {
+    let chart_path = path.display().to_string();
+    if !path.exists() {
         return Err(FileError::MissingChart {
             at: e.chart_at.clone(),
-            release,
+            release: e.reference().to_string(),
             path: chart_path,
         });
     }
-    let chart = crate::chart::load(&e.chart).map_err(|err| FileError::Chart {
+    crate::chart::load(path).map_err(|err| FileError::Chart {
         at: e.chart_at.clone(),
-        release: release.clone(),
-        path: chart_path.clone(),
+        release: e.reference().to_string(),
+        path: chart_path,
         message: err.to_string(),
-    })?;
+    })
+}
+
+fn load_entry(e: &ReleaseEntry, chart: crate::chart::Chart) -> Result<DesiredRelease, FileError> {
+    let release = e.reference().to_string();
     let mut values = Map::new();
     for v in &e.values {
         let path = v.path.display().to_string();
@@ -1450,7 +2052,7 @@ mod tests {
         parse_str(text).unwrap_err().to_string()
     }
 
-    const ALL_KEYS: &str = "name, namespace, chart, values, set, needs, wait, waitStrategy, \
+    const ALL_KEYS: &str = "name, namespace, chart, version, values, set, needs, wait, waitStrategy, \
         waitForJobs, timeout, atomic, historyMax, createNamespace, takeOwnership, installed, description";
 
     #[test]
@@ -1496,7 +2098,10 @@ releases:
             (a.namespace.as_str(), a.name.as_str()),
             ("kube-system", "bootstrap-secrets")
         );
-        assert_eq!(a.chart, Path::new("plans/charts/bootstrap-secrets.tgz"));
+        assert_eq!(
+            a.chart,
+            ChartSpec::Path("plans/charts/bootstrap-secrets.tgz".into())
+        );
         assert_eq!(a.line(), 6);
         assert_eq!(a.chart_at.to_string(), "plans/releases.yaml:7:10");
         let mut want = ReleaseOptions {
@@ -1562,7 +2167,7 @@ releases:
         let f = parse_str("releases:\n- name: web\n  chart: web\n").unwrap();
         assert_eq!(f.releases[0].namespace, "default");
         assert_eq!(f.releases[0].options, ReleaseOptions::default());
-        assert_eq!(f.releases[0].chart, Path::new("web"));
+        assert_eq!(f.releases[0].chart, ChartSpec::Path("web".into()));
         assert!(parse_str("").unwrap().releases.is_empty());
         assert!(parse_str("releases: []\n").unwrap().releases.is_empty());
     }
@@ -1591,7 +2196,7 @@ releases:
         );
         assert_eq!(
             err("releases: []\nrelease: []\n"),
-            "releases.yaml:2:1: unknown key \"release\" in the file (known keys: atomicPlan, defaults, releases)"
+            "releases.yaml:2:1: unknown key \"release\" in the file (known keys: atomicPlan, defaults, repositories, releases)"
         );
         let e = err("defaults:\n  name: x\nreleases: []\n");
         assert!(
@@ -1842,6 +2447,202 @@ releases:
     }
 
     #[test]
+    fn charts_versions_and_repositories() {
+        let text = "\
+repositories:
+- name: internal
+  url: https://charts.example.com/stable/
+  username: ci
+  password: s3cret
+  caFile: certs/ca.pem
+  certFile: /etc/c.pem
+  keyFile: certs/k.pem
+  skipTLSVerify: true
+  passCredentials: true
+- name: ghcr
+  url: oci://ghcr.io/org/charts/
+  oci: true
+  plainHttp: true
+releases:
+- name: a
+  chart: internal/cert-manager
+  version: ~1.16.0
+- name: b
+  chart: ghcr/app
+  version: 2.1.0
+- name: c
+  chart: jetstack/cert-manager
+  version: \">=1, <2\"
+- name: d
+  chart: oci://r.example/x/y
+- name: e
+  chart: https://r.example/y-1.0.0.tgz
+- name: f
+  chart: ./local/web
+- name: g
+  chart: web.tgz
+- name: h
+  chart: r/web
+  version: 0.10
+";
+        let f = parse(text, Path::new("plans/releases.yaml")).unwrap();
+        let [internal, ghcr] = &f.repositories[..] else {
+            panic!("two repositories: {:?}", f.repositories)
+        };
+        assert_eq!(
+            internal,
+            &RepositoryEntry {
+                name: "internal".into(),
+                url: "https://charts.example.com/stable/".into(),
+                username: "ci".into(),
+                password: "s3cret".into(),
+                ca_file: Some("plans/certs/ca.pem".into()),
+                cert_file: Some("/etc/c.pem".into()),
+                key_file: Some("plans/certs/k.pem".into()),
+                insecure_skip_tls_verify: true,
+                pass_credentials: true,
+                oci: false,
+                plain_http: false,
+                at: Pos {
+                    file: "plans/releases.yaml".into(),
+                    line: 2,
+                    col: 3
+                },
+            }
+        );
+        assert_eq!(ghcr.url, "ghcr.io/org/charts");
+        assert!(ghcr.oci && ghcr.plain_http && ghcr.username.is_empty());
+        let charts: Vec<(String, Option<&str>)> = f
+            .releases
+            .iter()
+            .map(|r| (r.chart.to_string(), r.version.as_deref()))
+            .collect();
+        assert_eq!(
+            charts,
+            [
+                ("internal/cert-manager".to_string(), Some("~1.16.0")),
+                ("ghcr/app".into(), Some("2.1.0")),
+                ("jetstack/cert-manager".into(), Some(">=1, <2")),
+                ("oci://r.example/x/y".into(), None),
+                ("https://r.example/y-1.0.0.tgz".into(), None),
+                ("plans/./local/web".into(), None),
+                ("plans/web.tgz".into(), None),
+                ("r/web".into(), Some("0.10")),
+            ]
+            .map(|(c, v)| (c, v))
+        );
+        assert!(
+            matches!(&f.releases[0].chart, ChartSpec::FileRepo { repo, chart }
+            if repo == "internal" && chart == "cert-manager")
+        );
+        assert!(
+            matches!(&f.releases[2].chart, ChartSpec::PathOrRepo { path, repo, .. }
+            if repo == "jetstack" && path == Path::new("plans/jetstack/cert-manager"))
+        );
+        assert!(matches!(&f.releases[3].chart, ChartSpec::Oci(_)));
+        assert!(matches!(&f.releases[4].chart, ChartSpec::Url(_)));
+        assert_eq!(
+            f.releases[0].version_at.as_ref().map(ToString::to_string),
+            Some("plans/releases.yaml:18:12".into())
+        );
+        // `version: 0.10` is the text written, not the float 0.1.
+        assert_eq!(f.releases[7].version.as_deref(), Some("0.10"));
+        // The credentials come from the environment when the file has none,
+        // under helmfile's names.
+        let mut r = ghcr.clone();
+        r.name = "my-repo".into();
+        assert_eq!(r.env_var("USERNAME"), "MY_REPO_USERNAME");
+        let env = |k: &str| match k {
+            "MY_REPO_USERNAME" => Some("u".to_string()),
+            "MY_REPO_PASSWORD" => Some("p".to_string()),
+            _ => None,
+        };
+        assert_eq!(r.credentials(env), ("u".into(), "p".into()));
+        r.password = "given".into();
+        assert_eq!(r.credentials(env), ("u".into(), "given".into()));
+    }
+
+    #[test]
+    fn version_and_repository_errors_have_a_position() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "releases:\n- name: web\n  chart: ./web\n  version: 1.0.0\n",
+                "releases.yaml:4:12: release \"web\": version applies only to a chart from a \
+                 repository or a registry, and chart ./web is a path",
+            ),
+            (
+                "releases:\n- name: web\n  chart: https://r.example/web-1.0.0.tgz\n  version: 1.0.0\n",
+                "releases.yaml:4:12: release \"web\": version applies only to a chart from a \
+                 repository or a registry, and chart https://r.example/web-1.0.0.tgz is the URL \
+                 of one archive",
+            ),
+            (
+                "releases:\n- name: web\n  chart: r/web\n  version: latest\n",
+                "releases.yaml:4:12: release \"web\": version \"latest\" is not a version or a \
+                 version constraint: improper constraint: latest",
+            ),
+            (
+                "releases:\n- name: web\n  chart: r/web\n  version: [1]\n",
+                "releases.yaml:4:12: release \"web\": version must be a non-empty string, got a list",
+            ),
+            (
+                "defaults:\n  version: 1.0.0\n",
+                "releases.yaml:2:3: unknown key \"version\" in defaults (known keys: namespace, \
+                 chart, values, set, needs, wait, waitStrategy, waitForJobs, timeout, atomic, \
+                 historyMax, createNamespace, takeOwnership, installed, description)",
+            ),
+            (
+                "repositories: {name: r}\n",
+                "releases.yaml:1:15: the file: repositories must be a list, got a map",
+            ),
+            (
+                "repositories:\n- url: https://r.example\n",
+                "releases.yaml:2:3: repository #1: missing required key \"name\"",
+            ),
+            (
+                "repositories:\n- name: r\n",
+                "releases.yaml:2:3: repository \"r\": missing required key \"url\"",
+            ),
+            (
+                "repositories:\n- name: r\n  url: https://r.example\n  user: me\n",
+                "releases.yaml:4:3: unknown key \"user\" in repository \"r\" (known keys: name, \
+                 url, username, password, caFile, certFile, keyFile, insecureSkipTLSVerify, \
+                 skipTLSVerify, passCredentials, oci, plainHttp)",
+            ),
+            (
+                "repositories:\n- name: r\n  url: https://a.example\n- name: r\n  url: https://b.example\n",
+                "releases.yaml:4:9: repository \"r\": repository \"r\" is defined twice (first at line 2)",
+            ),
+            (
+                "repositories:\n- name: r\n  url: r.example/charts\n",
+                "releases.yaml:3:8: repository \"r\": url must be an http:// or https:// URL (or set \
+                 oci: true for a registry), got \"r.example/charts\"",
+            ),
+            (
+                "repositories:\n- name: r\n  url: https://r.example\n  plainHttp: true\n",
+                "releases.yaml:4:14: repository \"r\": plainHttp applies only to an oci: true \
+                 repository; use an http:// url",
+            ),
+            (
+                "repositories:\n- name: r\n  url: https://r.example\n  oci: maybe\n",
+                "releases.yaml:4:8: repository \"r\": oci must be a bool, got \"maybe\"",
+            ),
+            (
+                "repositories:\n- name: r\n  url: https://r.example\n  skipTLSVerify: true\n  insecureSkipTLSVerify: true\n",
+                "releases.yaml:5:3: repository \"r\": insecureSkipTLSVerify repeats the key at line 4 \
+                 (skipTLSVerify is helmfile's name for insecureSkipTLSVerify)",
+            ),
+            (
+                "repositories:\n- name: a/b\n  url: https://r.example\n",
+                "releases.yaml:2:9: repository \"a/b\": name must not contain '/', got \"a/b\"",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(err(text), *want, "{text}");
+        }
+    }
+
+    #[test]
     fn load_reports_missing_and_invalid_files() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -1856,9 +2657,15 @@ releases:
         std::fs::write(d.join("b.yaml"), "image: {tag: b}\n").unwrap();
         std::fs::write(d.join("bad.yaml"), "a: [\n").unwrap();
         let file = d.join("releases.yaml");
+        // Helm's files in the temporary directory, never the user's.
+        let mut opts = LocateOptions::from_env();
+        opts.paths = crate::source::HelmPaths::from_lookup(|k| {
+            (k == "HOME").then(|| d.display().to_string())
+        });
+        let repo_config = opts.paths.repository_config.display().to_string();
         let run = |text: &str| {
             std::fs::write(&file, text).unwrap();
-            load(&file)
+            read(&file)?.load_releases_with(&opts)
         };
         let shown = file.display().to_string();
         let dir_s = d.display().to_string();
@@ -1875,11 +2682,30 @@ releases:
         assert_eq!(rs[0].values, want);
         assert!(!rs[0].absent);
 
+        let e = run("releases:\n- name: web\n  chart: ./charts/nope\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{shown}:3:10: release \"default/web\": chart {dir_s}/./charts/nope does not exist"
+            )
+        );
+        // Not a path that exists, nor a chart of a repository anyone added.
         let e = run("releases:\n- name: web\n  chart: charts/nope\n").unwrap_err();
         assert_eq!(
             e.to_string(),
             format!(
-                "{shown}:3:10: release \"default/web\": chart {dir_s}/charts/nope does not exist"
+                "{shown}:3:10: release \"default/web\": chart {dir_s}/charts/nope does not exist, \
+                 and no repository \"charts\" is defined (in the file's repositories: or in \
+                 {repo_config})"
+            )
+        );
+        // A version of a chart on disk means nothing.
+        let e = run("releases:\n- name: web\n  chart: charts/web\n  version: 1.0.0\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{shown}:4:12: release \"web\": version applies only to a chart from a \
+                 repository or a registry, and chart {dir_s}/charts/web is a path"
             )
         );
         let e =

@@ -179,6 +179,10 @@ pub enum SourceError {
     /// A remote reference in a build without feature `remote`.
     #[error("{0}: charts from repositories and registries need rudder's feature \"remote\"")]
     NoRemote(String),
+    /// The failure of an index that an earlier reference of the same
+    /// [`fetch_each`] call needed too (fetched once): its message.
+    #[error("{0}")]
+    Again(String),
 }
 
 impl From<IndexError> for SourceError {
@@ -243,15 +247,27 @@ pub fn fetch(r: &ChartRef, opts: &LocateOptions) -> Result<Fetched, SourceError>
 
 /// Fetches every reference, downloads in parallel; answers in order.
 pub fn fetch_all(refs: &[ChartRef], opts: &LocateOptions) -> Vec<Result<Fetched, SourceError>> {
+    fetch_pairs(refs.iter().map(|r| (r, opts)).collect())
+}
+
+/// [`fetch_all`] with options of each reference's own (its version, its
+/// repository's credentials), as a releases file needs: the downloads of
+/// all run in parallel, and a `--repo`-style repository's index is fetched
+/// once for all the references that use it with the same options, the
+/// indexes in parallel too. Answers in order.
+pub fn fetch_each(reqs: &[(ChartRef, LocateOptions)]) -> Vec<Result<Fetched, SourceError>> {
+    fetch_pairs(reqs.iter().map(|(r, o)| (r, o)).collect())
+}
+
+fn fetch_pairs(reqs: Vec<(&ChartRef, &LocateOptions)>) -> Vec<Result<Fetched, SourceError>> {
     #[cfg(feature = "remote")]
     {
-        remote::fetch_all(refs, opts)
+        remote::fetch_all(reqs)
     }
     #[cfg(not(feature = "remote"))]
     {
-        let _ = opts;
-        refs.iter()
-            .map(|r| match r {
+        reqs.into_iter()
+            .map(|(r, _)| match r {
                 ChartRef::Local { path } => read_local(path),
                 other => Err(SourceError::NoRemote(describe(other))),
             })
@@ -448,22 +464,76 @@ mod remote {
         file_name: String,
     }
 
+    /// `--repo`-style indexes of one call: (URL, options, the index or
+    /// the failure, whether the failure was handed out already).
+    type Indexes = Vec<(String, HttpOptions, Result<IndexFile, SourceError>, bool)>;
+
+    /// Fetches the index of every `ChartRef::RepoUrl` once per URL and
+    /// options, all at once.
+    fn fetch_indexes(reqs: &[(&ChartRef, &LocateOptions)]) -> Indexes {
+        let mut keys: Vec<(String, HttpOptions)> = Vec::new();
+        for (r, o) in reqs {
+            if let ChartRef::RepoUrl { url, .. } = r {
+                if !keys.iter().any(|(u, h)| u == url && *h == o.http) {
+                    keys.push((url.clone(), o.http.clone()));
+                }
+            }
+        }
+        let wrap = |url: &str, e: SourceError| SourceError::Repository {
+            url: url.to_string(),
+            source: Box::new(e),
+        };
+        let mut jobs = Vec::new();
+        let mut slots: Vec<Result<(usize, String), SourceError>> = Vec::new();
+        for (url, h) in &keys {
+            let job = Getter::new(h, Some(url))
+                .map_err(SourceError::from)
+                .and_then(|g| Ok((g, http::index_url(url).map_err(|e| wrap(url, e.into()))?)));
+            slots.push(job.map(|(g, iu)| {
+                jobs.push((g, iu.clone()));
+                (jobs.len() - 1, iu)
+            }));
+        }
+        let mut answers: Vec<Option<Result<Vec<u8>, HttpError>>> =
+            http::get_all(jobs).into_iter().map(Some).collect();
+        keys.into_iter()
+            .zip(slots)
+            .map(|((url, h), slot)| {
+                let index = slot.and_then(|(j, iu)| {
+                    let got = answers
+                        .get_mut(j)
+                        .and_then(Option::take)
+                        .unwrap_or_else(|| {
+                            Err(HttpError::Connect {
+                                url: iu.clone(),
+                                message: "a download task failed".into(),
+                            })
+                        });
+                    let bytes = got.map_err(|e| wrap(&url, e.into()))?;
+                    crate::source::index::parse(&bytes, &iu).map_err(|e| wrap(&url, e.into()))
+                });
+                (url, h, index, false)
+            })
+            .collect()
+    }
+
     pub(super) fn fetch_all(
-        refs: &[ChartRef],
-        opts: &LocateOptions,
+        reqs: Vec<(&ChartRef, &LocateOptions)>,
     ) -> Vec<Result<Fetched, SourceError>> {
-        let cache = ContentCache::new(opts.paths.content_cache());
+        let mut indexes = fetch_indexes(&reqs);
         let mut repos: Option<RepoFile> = None;
         let mut out: Vec<Option<Result<Fetched, SourceError>>> = Vec::new();
         let mut jobs = Vec::new();
         let mut plans = Vec::new();
         // The client of each reference fetched over HTTP, for its `.prov`.
-        let mut getters: Vec<Option<Getter>> = vec![None; refs.len()];
-        for (i, r) in refs.iter().enumerate() {
+        let mut getters: Vec<Option<Getter>> = vec![None; reqs.len()];
+        let all_opts: Vec<&LocateOptions> = reqs.iter().map(|(_, o)| *o).collect();
+        for (i, (r, opts)) in reqs.into_iter().enumerate() {
+            let cache = ContentCache::new(opts.paths.content_cache());
             let planned = match r {
                 ChartRef::Local { path } => Err(read_local(path)),
                 ChartRef::Oci { reference } => Err(Err(SourceError::NoRemote(reference.clone()))), // OCI-WIRE
-                _ => plan(r, opts, &mut repos).map_err(Err),
+                _ => plan(r, opts, &mut repos, &mut indexes).map_err(Err),
             };
             match planned {
                 Err(done) => out.push(Some(done)),
@@ -483,35 +553,36 @@ mod remote {
                     }
                     out.push(None);
                     jobs.push((p.getter.clone(), p.url.clone()));
-                    plans.push((i, p));
+                    plans.push((i, p, cache));
                 }
             }
         }
         let answers = http::get_all(jobs);
-        for ((i, p), got) in plans.into_iter().zip(answers) {
+        for ((i, p, cache), got) in plans.into_iter().zip(answers) {
             out[i] = Some(finish(&cache, p, got));
         }
         let mut out: Vec<Result<Fetched, SourceError>> = out
             .into_iter()
             .map(|o| o.unwrap_or_else(|| Err(SourceError::NoUrls(String::new()))))
             .collect();
-        if opts.verify || opts.prov {
-            add_provenance(&mut out, &getters, opts);
+        if all_opts.iter().any(|o| o.verify || o.prov) {
+            add_provenance(&mut out, &getters, &all_opts);
         }
         out
     }
 
     /// Fetches `URL.prov` of every chart downloaded over HTTP (at once),
-    /// then, with `--verify`, verifies every chart.
+    /// then verifies each chart whose options say `--verify`.
     fn add_provenance(
         out: &mut [Result<Fetched, SourceError>],
         getters: &[Option<Getter>],
-        opts: &LocateOptions,
+        opts: &[&LocateOptions],
     ) {
+        let wanted = |i: usize| opts.get(i).is_some_and(|o| o.verify || o.prov);
         let mut jobs = Vec::new();
         let mut idx = Vec::new();
         for (i, f) in out.iter().enumerate() {
-            if let (Ok(f), Some(Some(g))) = (f, getters.get(i)) {
+            if let (true, Ok(f), Some(Some(g))) = (wanted(i), f, getters.get(i)) {
                 if f.prov.is_none() {
                     jobs.push((g.clone(), format!("{}.prov", f.url)));
                     idx.push(i);
@@ -523,12 +594,9 @@ mod remote {
                 f.prov = Some(prov);
             }
         }
-        if !opts.verify {
-            return;
-        }
-        for r in out.iter_mut() {
-            if let Ok(f) = r {
-                if let Err(e) = verify_fetched(f, opts) {
+        for (r, o) in out.iter_mut().zip(opts) {
+            if let (true, Ok(f)) = (o.verify, &mut *r) {
+                if let Err(e) = verify_fetched(f, o) {
                     *r = Err(e);
                 }
             }
@@ -570,6 +638,7 @@ mod remote {
         r: &ChartRef,
         opts: &LocateOptions,
         repos: &mut Option<RepoFile>,
+        indexes: &mut Indexes,
     ) -> Result<Plan, SourceError> {
         let constraint = opts.constraint();
         match r {
@@ -610,7 +679,25 @@ mod remote {
                 chart,
             } => {
                 let getter = Getter::new(&opts.http, Some(repo_url))?;
-                let index = fetch_index(&getter, repo_url)?;
+                let slot = indexes
+                    .iter_mut()
+                    .find(|(u, h, _, _)| u == repo_url && *h == opts.http);
+                let fetched;
+                let index = match slot {
+                    Some((_, _, Ok(index), _)) => &*index,
+                    Some((_, _, Err(e), handed)) => {
+                        let again = SourceError::Again(crate::error_chain(&*e));
+                        if *handed {
+                            return Err(again);
+                        }
+                        *handed = true;
+                        return Err(std::mem::replace(e, again));
+                    }
+                    None => {
+                        fetched = fetch_index(&getter, repo_url)?;
+                        &fetched
+                    }
+                };
                 let cv = index
                     .get(chart, &constraint)
                     .map_err(|_| SourceError::NotInRepoUrl {
