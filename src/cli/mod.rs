@@ -11,6 +11,8 @@ mod fixtures;
 mod global;
 mod plan;
 mod pull;
+#[cfg(feature = "remote")]
+mod registry;
 mod release;
 mod repo;
 mod repo_index;
@@ -118,6 +120,12 @@ enum Command {
     /// Verify that a chart at the given path has been signed and is valid (as `helm verify`).
     #[cfg(feature = "provenance")]
     Verify(verify::VerifyArgs),
+    /// Login to or logout from a registry (as `helm registry`).
+    #[cfg(feature = "remote")]
+    Registry(registry::RegistryArgs),
+    /// Push a chart to a remote (as `helm push`).
+    #[cfg(feature = "remote")]
+    Push(registry::PushArgs),
 }
 
 /// Parses the command line, runs it and maps errors to Helm's `Error: ...` form.
@@ -160,6 +168,10 @@ pub fn main() -> ExitCode {
         Command::Pull(a) => pull::run(a),
         #[cfg(feature = "provenance")]
         Command::Verify(a) => verify::run(a),
+        #[cfg(feature = "remote")]
+        Command::Registry(a) => registry::registry(a),
+        #[cfg(feature = "remote")]
+        Command::Push(a) => registry::push(a),
     }
 }
 

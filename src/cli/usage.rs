@@ -82,6 +82,22 @@ const SPECS: &[Spec] = &[
         Arity::Any,
     ),
     spec(&["verify"], "helm verify PATH [flags]", Arity::Exact(1)),
+    spec(
+        &["push"],
+        "helm push [chart] [remote] [flags]",
+        Arity::Min(2),
+    ),
+    spec(&["registry"], "helm registry [command]", Arity::Help),
+    spec(
+        &["registry", "login"],
+        "helm registry login [host] [flags]",
+        Arity::Min(1),
+    ),
+    spec(
+        &["registry", "logout"],
+        "helm registry logout [host] [flags]",
+        Arity::Min(1),
+    ),
     spec(&["get"], "helm get [command]", Arity::Help),
     spec(
         &["get", "all"],

@@ -177,7 +177,9 @@ pub enum OciError {
         source: SemverError,
     },
     /// No tag matches the constraint (Helm's message).
-    #[error("Could not locate a version matching provided version string {version} (in {reference})")]
+    #[error(
+        "Could not locate a version matching provided version string {version} (in {reference})"
+    )]
     NoMatch {
         /// The repository.
         reference: String,
@@ -185,7 +187,7 @@ pub enum OciError {
         version: String,
     },
     /// The registry refused the credentials (HTTP 401).
-    #[error("registry {host} refused {who} for {reference} (401 Unauthorized): wrong user name or password? (log in with `rudder registry login {host}`)")]
+    #[error("{}", unauthorized_text(.host, .reference, .who))]
     Unauthorized {
         /// The registry.
         host: String,
@@ -291,6 +293,18 @@ pub enum OciError {
     /// The download thread could not run.
     #[error("running the registry client: {0}")]
     Runtime(#[source] std::io::Error),
+}
+
+fn unauthorized_text(host: &str, reference: &str, who: &str) -> String {
+    if reference == host {
+        format!(
+            "login to registry {host} failed: the registry refused {who} (401 Unauthorized): wrong user name or password"
+        )
+    } else {
+        format!(
+            "registry {host} refused {who} for {reference} (401 Unauthorized): wrong user name or password? (log in with `rudder registry login {host}`)"
+        )
+    }
 }
 
 /// An `oci://` reference taken apart as Helm's `newReference` does.
@@ -434,11 +448,7 @@ pub struct Manifest {
     #[serde(rename = "schemaVersion")]
     pub schema_version: i64,
     /// The manifest's media type, when written in it.
-    #[serde(
-        rename = "mediaType",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "mediaType", default, skip_serializing_if = "Option::is_none")]
     pub media_type: Option<String>,
     /// The config blob.
     pub config: Descriptor,
@@ -518,7 +528,7 @@ fn pem_certificates(path: &std::path::Path) -> Result<Vec<Certificate>, OciError
     while let Some(b) = rest.find(BEGIN) {
         let Some(e) = rest[b..].find(END) else { break };
         let end = b + e + END.len();
-        let mut pem = rest[b..end].as_bytes().to_vec();
+        let mut pem = rest.as_bytes()[b..end].to_vec();
         pem.push(b'\n');
         out.push(Certificate {
             encoding: CertificateEncoding::Pem,
@@ -535,6 +545,12 @@ fn pem_certificates(path: &std::path::Path) -> Result<Vec<Certificate>, OciError
     Ok(out)
 }
 
+/// The client's timeout for one read (and for connecting): the
+/// operation's deadline, at most a minute.
+fn read_timeout(opts: &OciOptions) -> Duration {
+    opts.timeout.min(Duration::from_secs(60))
+}
+
 /// A client for `host` with `opts`' transport and trust.
 fn client_for(host: &str, opts: &OciOptions, plain_http: bool) -> Result<Client, OciError> {
     super::ensure_tls_provider();
@@ -547,7 +563,7 @@ fn client_for(host: &str, opts: &OciOptions, plain_http: bool) -> Result<Client,
         Some(p) => pem_certificates(p)?,
         None => Vec::new(),
     };
-    let read = opts.timeout.min(Duration::from_secs(60));
+    let read = read_timeout(opts);
     let config = ClientConfig {
         protocol: if plain_http {
             ClientProtocol::Http
@@ -602,6 +618,8 @@ struct Ctx<'a> {
     reference: &'a str,
     action: &'static str,
     who: &'a str,
+    /// The read timeout of the client.
+    read_timeout: Duration,
 }
 
 impl Ctx<'_> {
@@ -630,7 +648,17 @@ impl Ctx<'_> {
             {
                 self.unauthorized()
             }
-            OciDistributionError::RequestError(r) if r.is_timeout() => self.timeout_hint(&r),
+            OciDistributionError::RequestError(r)
+                if r.status() == Some(reqwest::StatusCode::UNAUTHORIZED) =>
+            {
+                self.unauthorized()
+            }
+            OciDistributionError::RequestError(r) if r.is_timeout() => OciError::Timeout {
+                host: self.host.to_string(),
+                reference: self.reference.to_string(),
+                action: self.action,
+                after: self.read_timeout,
+            },
             other => OciError::Registry {
                 host: self.host.to_string(),
                 reference: self.reference.to_string(),
@@ -652,15 +680,6 @@ impl Ctx<'_> {
         OciError::NotFound {
             host: self.host.to_string(),
             reference: self.reference.to_string(),
-        }
-    }
-
-    fn timeout_hint(&self, r: &reqwest::Error) -> OciError {
-        OciError::Registry {
-            host: self.host.to_string(),
-            reference: self.reference.to_string(),
-            action: self.action,
-            cause: format!("the registry did not answer in time: {}", chain(r)),
         }
     }
 }
@@ -814,8 +833,9 @@ pub fn pull(
     let client = client_for(&host, opts, opts.plain_http)?;
     let shown = reference.to_string();
     let version = version.unwrap_or("").to_string();
+    let read_timeout = read_timeout(opts);
     run(opts, &host, reference, "pulling", async move {
-        pull_async(client, r, version, auth, who, shown).await
+        pull_async(client, r, version, auth, who, shown, read_timeout).await
     })
 }
 
@@ -826,6 +846,7 @@ async fn pull_async(
     auth: RegistryAuth,
     who: String,
     shown: String,
+    read_timeout: Duration,
 ) -> Result<OciChart, OciError> {
     let host = r.registry.clone();
     let ctx = Ctx {
@@ -833,6 +854,7 @@ async fn pull_async(
         reference: &shown,
         action: "pulling",
         who: &who,
+        read_timeout,
     };
     // Helm's ValidateReference.
     let mut version = version;
@@ -846,9 +868,7 @@ async fn pull_async(
             });
         }
     }
-    client
-        .store_auth_if_needed(&host, &auth)
-        .await;
+    client.store_auth_if_needed(&host, &auth).await;
     let pinned = r.digest.clone();
     if pinned.is_none() || r.tag.is_some() {
         let tag = if parse_version(&version).is_ok() {
@@ -1021,11 +1041,10 @@ pub fn push_plan(
     created: &str,
     path: &str,
 ) -> Result<PushPlan, OciError> {
-    let chart =
-        crate::chart::loader::load_archive(archive).map_err(|source| OciError::Chart {
-            path: path.to_string(),
-            source,
-        })?;
+    let chart = crate::chart::loader::load_archive(archive).map_err(|source| OciError::Chart {
+        path: path.to_string(),
+        source,
+    })?;
     let meta = chart.metadata.clone();
     let config = crate::gostd::json::marshal(&meta)
         .map_err(|e| OciError::Manifest {
@@ -1102,6 +1121,7 @@ pub fn push(
     let prov = prov.map(<[u8]>::to_vec);
     let shown = display.clone();
     let task_host = host.clone();
+    let read_timeout = read_timeout(opts);
     run(opts, &host, &display, "pushing", async move {
         let host = task_host;
         let ctx = Ctx {
@@ -1109,6 +1129,7 @@ pub fn push(
             reference: &shown,
             action: "pushing",
             who: &who,
+            read_timeout,
         };
         let image = r.client_ref();
         client.store_auth_if_needed(&host, &auth).await;
@@ -1214,12 +1235,14 @@ fn check_login(
     let auth = RegistryAuth::Basic(username.to_string(), password.to_string());
     let owned_host = host.to_string();
     let who = format!("user {username:?}");
+    let read_timeout = read_timeout(opts);
     run(opts, host, host, "logging in to", async move {
         let ctx = Ctx {
             host: &owned_host,
             reference: &owned_host,
             action: "logging in to",
             who: &who,
+            read_timeout,
         };
         // A repository name no one uses: the check only needs the
         // registry's answer to these credentials.
@@ -1296,7 +1319,10 @@ mod tests {
         assert_eq!(match_tag(&tags, "~1.0", "r").unwrap(), "1.0.0");
         assert_eq!(match_tag(&tags, "^1.1", "r").unwrap(), "1.2.0+build.5");
         let e = match_tag(&tags, "latest", "oci://h/c").unwrap_err();
-        assert!(e.to_string().starts_with("improper constraint: latest"), "{e}");
+        assert!(
+            e.to_string().starts_with("improper constraint: latest"),
+            "{e}"
+        );
         let e = match_tag(&tags, ">5", "oci://h/c").unwrap_err();
         assert!(
             e.to_string()
@@ -1324,7 +1350,10 @@ mod tests {
                 },
             ],
             annotations: [
-                ("org.opencontainers.image.title".to_string(), "no".to_string()),
+                (
+                    "org.opencontainers.image.title".to_string(),
+                    "no".to_string(),
+                ),
                 ("x".to_string(), "y".to_string()),
             ]
             .into_iter()

@@ -4,13 +4,15 @@
 //!
 //! ```json
 //! {
-//! 	"auths": {
-//! 		"localhost:5000": {
-//! 			"auth": "dXNlcjpwYXNz"
-//! 		}
-//! 	}
+//!     "auths": {
+//!         "localhost:5000": {
+//!             "auth": "dXNlcjpwYXNz"
+//!         }
+//!     }
 //! }
 //! ```
+//!
+//! (indented with tabs in the file, as Go's `json.MarshalIndent` does).
 //!
 //! `auth` is base64 of `user:password`. Helm 3.17 (oras-go v1, through
 //! Docker's `configfile`) and Helm 4 (oras-go v2's file store) both write
@@ -28,6 +30,7 @@ use crate::fsutil::{atomic_write, Mode, WriteError};
 use base64::Engine as _;
 use serde_json::{Map, Value};
 use std::io::Write as _;
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -168,7 +171,10 @@ impl RegistryConfig {
                 }
             }
         };
-        if doc.get("auths").is_some_and(|a| !a.is_object() && !a.is_null()) {
+        if doc
+            .get("auths")
+            .is_some_and(|a| !a.is_object() && !a.is_null())
+        {
             return Err(RegistryConfigError::Parse {
                 path: path.to_path_buf(),
                 reason: "\"auths\" is not an object".into(),
@@ -333,10 +339,15 @@ impl RegistryConfig {
     /// Writes the file atomically, mode 0600, creating its directory.
     pub fn save(&self) -> Result<(), RegistryConfigError> {
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| RegistryConfigError::CreateDir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            // Owner-only, as Helm creates it.
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(crate::fsutil::PRIVATE_DIR)
+                .create(dir)
+                .map_err(|source| RegistryConfigError::CreateDir {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
         }
         atomic_write(&self.path, &self.to_bytes(), Mode::PRIVATE)?;
         Ok(())
@@ -541,7 +552,10 @@ mod tests {
         let path = dir.path().join("config.json");
         std::fs::write(&path, "[1]").unwrap();
         let e = RegistryConfig::load(&path).unwrap_err().to_string();
-        assert!(e.contains("config.json") && e.contains("not a JSON object"), "{e}");
+        assert!(
+            e.contains("config.json") && e.contains("not a JSON object"),
+            "{e}"
+        );
         std::fs::write(&path, r#"{"auths":{"h:1":{"auth":"!!"}}}"#).unwrap();
         let c = RegistryConfig::load(&path).unwrap();
         let e = c.credential("h:1").unwrap_err().to_string();
