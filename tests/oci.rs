@@ -749,3 +749,203 @@ fn push_errors_are_helms() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).starts_with("Error: \"helm push\" requires at least 2 arguments"));
 }
+
+/// A Docker credential helper that keeps its entries in `$FAKE_CRED_DIR`.
+const FAKE_HELPER: &str = r#"#!/bin/sh
+d=${FAKE_CRED_DIR:?}
+key() { printf '%s' "$1" | tr -c 'A-Za-z0-9.' '_'; }
+case "$1" in
+  store)
+    in=$(cat)
+    url=$(printf '%s' "$in" | sed -n 's/.*"ServerURL": *"\([^"]*\)".*/\1/p')
+    printf '%s' "$in" > "$d/$(key "$url")"
+    echo "store $url" >> "$d/calls" ;;
+  get)
+    url=$(cat)
+    echo "get $url" >> "$d/calls"
+    if [ -f "$d/$(key "$url")" ]; then cat "$d/$(key "$url")"; else echo "credentials not found in native keychain"; exit 1; fi ;;
+  erase)
+    url=$(cat)
+    echo "erase $url" >> "$d/calls"
+    if [ -f "$d/$(key "$url")" ]; then rm "$d/$(key "$url")"; else echo "credentials not found in native keychain"; exit 1; fi ;;
+  list) echo '{}' ;;
+esac
+"#;
+
+/// With `credsStore` in config.json, both tools keep the login in the
+/// credential helper, and each finds the other's.
+fn creds_store_is_shared(major: u8) {
+    let Some(helm) = common::helm(major) else {
+        return;
+    };
+    let Some(reg) = Registry::start(false) else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let bin = work.path().join("bin");
+    let store = work.path().join("store");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    std::fs::create_dir_all(&store).expect("mkdir");
+    let helper = bin.join("docker-credential-rudderfake");
+    std::fs::write(&helper, FAKE_HELPER).expect("write helper");
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let home = Home::new();
+    let cfg = home.registry_config();
+    std::fs::create_dir_all(cfg.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&cfg, "{\"auths\":{},\"credsStore\":\"rudderfake\"}").expect("config");
+    let with_env = |mut c: Command| {
+        c.env("PATH", &path).env("FAKE_CRED_DIR", &store);
+        c
+    };
+    let Some(tgz) = small_chart(work.path()) else {
+        return;
+    };
+    let bytes = std::fs::read(&tgz).expect("read");
+    // helm logs in (into the helper); rudder pushes with that login.
+    ok(
+        with_env(home.helm(&helm))
+            .args([
+                "registry",
+                "login",
+                &reg.host,
+                "-u",
+                USER,
+                "--password-stdin",
+            ])
+            .arg(helm_login_plain(major)),
+        Some(PASS),
+    );
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    assert!(!text.contains("auth\""), "helm wrote a secret: {text}");
+    ok(
+        with_env(home.rudder())
+            .arg("push")
+            .arg(&tgz)
+            .arg(reg.url("cs"))
+            .arg("--plain-http"),
+        None,
+    );
+    // rudder logs out (the helper erases), logs in again (the helper
+    // stores), and helm pulls with that login.
+    ok(
+        with_env(home.rudder()).args(["registry", "logout", &reg.host]),
+        None,
+    );
+    assert!(
+        std::fs::read_dir(&store)
+            .expect("store")
+            .flatten()
+            .all(|e| e.file_name() == "calls"),
+        "logout left the entry"
+    );
+    ok(
+        with_env(home.rudder()).args([
+            "registry",
+            "login",
+            &reg.host,
+            "-u",
+            USER,
+            "--password-stdin",
+            "--insecure",
+        ]),
+        Some(PASS),
+    );
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    assert!(!text.contains("auth\""), "rudder wrote a secret: {text}");
+    let dest = work.path().join("pulled");
+    std::fs::create_dir_all(&dest).expect("mkdir");
+    ok(
+        with_env(home.helm(&helm))
+            .arg("pull")
+            .arg(reg.url("cs/alpine"))
+            .args(["--version", "0.1.0", "--plain-http", "-d"])
+            .arg(&dest),
+        None,
+    );
+    assert!(std::fs::read(dest.join("alpine-0.1.0.tgz")).expect("pulled") == bytes);
+    let calls = std::fs::read_to_string(store.join("calls")).expect("calls");
+    eprintln!(
+        "INTEROP credsStore: helm{major} login -> rudder push, rudder logout/login -> helm{major} pull through docker-credential-rudderfake: ok ({} helper calls)",
+        calls.lines().count()
+    );
+}
+
+#[test]
+fn helm3_and_rudder_share_a_credential_helper() {
+    creds_store_is_shared(3);
+}
+
+#[test]
+fn helm4_and_rudder_share_a_credential_helper() {
+    creds_store_is_shared(4);
+}
+
+/// A `.prov` beside the archive travels as Helm's provenance layer: helm's
+/// push and rudder's give one manifest, and each tool pulls the other's.
+fn provenance_layer(major: u8) {
+    let Some(helm) = common::helm(major) else {
+        return;
+    };
+    let Some(reg) = Registry::start(false) else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let Some(tgz) = small_chart(work.path()) else {
+        return;
+    };
+    // Not a real signature: the registry and the push do not check it.
+    let prov = b"-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA512\n\nname: alpine\n".to_vec();
+    std::fs::write(format!("{}.prov", tgz.display()), &prov).expect("write prov");
+    let bytes = std::fs::read(&tgz).expect("read");
+    let home = Home::new();
+    helm_login(&helm, major, &home, &reg);
+    let hp = ok(
+        home.helm(&helm)
+            .arg("push")
+            .arg(&tgz)
+            .arg(reg.url("ph"))
+            .arg("--plain-http"),
+        None,
+    );
+    let got = oci::pull(&reg.url("ph/alpine"), Some("0.1.0"), &home.opts()).expect("pull");
+    assert!(got.archive == bytes);
+    assert_eq!(got.prov.as_deref(), Some(prov.as_slice()));
+    let rp = ok(
+        home.rudder()
+            .arg("push")
+            .arg(&tgz)
+            .arg(reg.url("pr"))
+            .arg("--plain-http"),
+        None,
+    );
+    assert_eq!(digest_line(&rp), digest_line(&hp));
+    let dest = work.path().join("pulled");
+    std::fs::create_dir_all(&dest).expect("mkdir");
+    ok(
+        home.helm(&helm)
+            .arg("pull")
+            .arg(reg.url("pr/alpine"))
+            .args(["--version", "0.1.0", "--plain-http", "--prov", "-d"])
+            .arg(&dest),
+        None,
+    );
+    assert!(std::fs::read(dest.join("alpine-0.1.0.tgz")).expect("tgz") == bytes);
+    assert!(std::fs::read(dest.join("alpine-0.1.0.tgz.prov")).expect("prov") == prov);
+    eprintln!("INTEROP provenance layer: helm{major} push -> rudder pull and rudder push -> helm{major} pull --prov: archive and .prov bytes identical, manifest digest identical");
+}
+
+#[test]
+fn helm3_and_rudder_carry_the_provenance_layer() {
+    provenance_layer(3);
+}
+
+#[test]
+fn helm4_and_rudder_carry_the_provenance_layer() {
+    provenance_layer(4);
+}

@@ -131,25 +131,24 @@ pub fn registry(a: RegistryArgs) -> ExitCode {
 }
 
 fn login(a: LoginArgs) -> ExitCode {
-    let password = match (&a.password, a.password_stdin) {
-        (Some(_), true) => return error("--password and --password-stdin are mutually exclusive"),
-        (Some(p), false) => p.clone(),
-        (None, true) => {
-            let mut s = String::new();
-            if let Err(e) = std::io::stdin().read_to_string(&mut s) {
-                return error(format!("reading the password from stdin: {e}"));
-            }
-            // Helm trims the line ending only.
-            let s = s.strip_suffix('\n').unwrap_or(&s);
-            s.strip_suffix('\r').unwrap_or(s).to_string()
+    // Helm's getUsernamePassword: stdin wins over --password.
+    let password = if a.password_stdin {
+        let mut s = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+            return error(format!("reading the password from stdin: {e}"));
         }
-        (None, false) => {
-            return error("a password is required: give --password or --password-stdin")
-        }
+        // Helm trims the line ending only.
+        let s = s.strip_suffix('\n').unwrap_or(&s);
+        s.strip_suffix('\r').unwrap_or(s).to_string()
+    } else if let Some(p) = a.password.clone().filter(|p| !p.is_empty()) {
+        eprintln!("WARNING: Using --password via the CLI is insecure. Use --password-stdin.");
+        p
+    } else {
+        // Helm prompts on the terminal here; rudder asks for a flag.
+        return error("password required: give --password-stdin (or --password)");
     };
-    let Some(username) = a.username.clone() else {
-        return error("a username is required: give --username");
-    };
+    // No user name: the password is an identity token, as in Helm.
+    let username = a.username.clone().unwrap_or_default();
     let opts = OciOptions {
         plain_http: a.plain_http,
         ca_file: a.ca_file,
