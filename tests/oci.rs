@@ -341,7 +341,38 @@ fn logins_are_shared(major: u8) {
     let o = run(home.rudder().args(["registry", "logout", &reg.host]), None);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stderr(&o), "Error: not logged in\n");
-    eprintln!("INTEROP logins: rudder login -> helm{major} logout, helm{major} login -> rudder logout: ok");
+    // HELM_REGISTRY_CONFIG moves the file for both tools.
+    let moved = home.path().join("elsewhere/creds.json");
+    ok(
+        home.rudder()
+            .env("HELM_REGISTRY_CONFIG", &moved)
+            .args([
+                "registry",
+                "login",
+                &reg.host,
+                "-u",
+                USER,
+                "--password-stdin",
+            ])
+            .arg("--insecure"),
+        Some(PASS),
+    );
+    assert!(moved.is_file());
+    let o = ok(
+        home.helm(&helm)
+            .env("HELM_REGISTRY_CONFIG", &moved)
+            .args(["registry", "logout", &reg.host]),
+        None,
+    );
+    assert!(stderr(&o).contains("Removing login credentials"));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&moved).expect("moved")).expect("json");
+    assert_eq!(
+        doc["auths"],
+        serde_json::json!({}),
+        "helm did not remove it"
+    );
+    eprintln!("INTEROP logins: rudder login -> helm{major} logout, helm{major} login -> rudder logout, HELM_REGISTRY_CONFIG: ok");
 }
 
 #[test]
@@ -540,6 +571,13 @@ fn a_tampered_chart_layer_fails_naming_both_digests() {
     assert_eq!(actual, &oci::sha256_digest(&bad));
     let m = e.to_string();
     assert!(m.contains(&good) && m.contains(actual), "{m}");
+    // A truncated blob: an error that names the expected digest.
+    std::fs::write(reg.blob_file(&good), &bytes[..bytes.len() / 2]).expect("truncate");
+    let e = oci::pull(&reg.url("t/alpine"), Some("0.1.0"), &home.opts()).unwrap_err();
+    assert!(
+        matches!(&e, OciError::DigestMismatch { expected, .. } if *expected == good),
+        "{e:?}"
+    );
 }
 
 #[test]
