@@ -406,11 +406,10 @@ fn a_wrong_password_is_refused_with_a_clear_error_and_nothing_is_written() {
             &reg.host,
             "-u",
             USER,
-            "-p",
-            "wrong",
+            "--password-stdin",
             "--insecure",
         ]),
-        None,
+        Some("wrong\n"),
     );
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
