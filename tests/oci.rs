@@ -570,6 +570,19 @@ fn a_tampered_chart_layer_fails_naming_both_digests() {
     assert_eq!(actual, &oci::sha256_digest(&bad));
     let m = e.to_string();
     assert!(m.contains(&good) && m.contains(actual), "{m}");
+    // A cache that holds the chart layer: no download of it, so the
+    // tampered blob does not matter; a cache with wrong bytes is ignored.
+    let good_bytes = bytes.clone();
+    let cache: oci::BlobCache =
+        std::sync::Arc::new(move |d: &str| (d == good).then(|| good_bytes.clone()));
+    let got = oci::pull_with_cache(&reg.url("t/alpine"), Some("0.1.0"), &home.opts(), cache)
+        .expect("pull from the cache");
+    assert!(got.cached && got.archive == bytes);
+    let liar: oci::BlobCache = std::sync::Arc::new(|_: &str| Some(b"not it".to_vec()));
+    let e =
+        oci::pull_with_cache(&reg.url("t/alpine"), Some("0.1.0"), &home.opts(), liar).unwrap_err();
+    assert!(matches!(e, OciError::DigestMismatch { .. }), "{e:?}");
+    let good = oci::sha256_digest(&bytes);
     // A truncated blob: an error that names the expected digest.
     std::fs::write(reg.blob_file(&good), &bytes[..bytes.len() / 2]).expect("truncate");
     let e = oci::pull(&reg.url("t/alpine"), Some("0.1.0"), &home.opts()).unwrap_err();

@@ -124,7 +124,15 @@ pub struct OciChart {
     pub digest: String,
     /// The manifest's digest (`sha256:...`), which `helm pull` prints.
     pub manifest_digest: String,
+    /// Whether the archive came from the caller's cache ([`pull_with_cache`])
+    /// rather than from the registry.
+    pub cached: bool,
 }
+
+/// A content-addressed cache [`pull_with_cache`] asks before downloading
+/// the chart layer: the bytes stored under a digest (`sha256:<hex>`), if
+/// any. Bytes that do not have that digest are ignored.
+pub type BlobCache = std::sync::Arc<dyn Fn(&str) -> Option<Vec<u8>> + Send + Sync>;
 
 /// What [`push`] uploaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -827,6 +835,23 @@ pub fn pull(
     version: Option<&str>,
     opts: &OciOptions,
 ) -> Result<OciChart, OciError> {
+    pull_with_cache(
+        reference,
+        version,
+        opts,
+        std::sync::Arc::new(|_: &str| None),
+    )
+}
+
+/// [`pull`], taking the chart archive from `cache` when it holds the chart
+/// layer's digest: then only the manifest and the config blob are
+/// downloaded. The cache's bytes are checked against the digest.
+pub fn pull_with_cache(
+    reference: &str,
+    version: Option<&str>,
+    opts: &OciOptions,
+    cache: BlobCache,
+) -> Result<OciChart, OciError> {
     let r = OciRef::parse(reference)?;
     let host = r.registry.clone();
     let (auth, who) = auth_for(&host, opts)?;
@@ -835,19 +860,43 @@ pub fn pull(
     let version = version.unwrap_or("").to_string();
     let read_timeout = read_timeout(opts);
     run(opts, &host, reference, "pulling", async move {
-        pull_async(client, r, version, auth, who, shown, read_timeout).await
+        pull_async(PullJob {
+            client,
+            r,
+            version,
+            auth,
+            who,
+            shown,
+            read_timeout,
+            cache,
+        })
+        .await
     })
 }
 
-async fn pull_async(
+/// One pull's inputs, moved onto the download thread.
+struct PullJob {
     client: Client,
-    mut r: OciRef,
+    r: OciRef,
     version: String,
     auth: RegistryAuth,
     who: String,
     shown: String,
     read_timeout: Duration,
-) -> Result<OciChart, OciError> {
+    cache: BlobCache,
+}
+
+async fn pull_async(job: PullJob) -> Result<OciChart, OciError> {
+    let PullJob {
+        client,
+        mut r,
+        version,
+        auth,
+        who,
+        shown,
+        read_timeout,
+        cache,
+    } = job;
     let host = r.registry.clone();
     let ctx = Ctx {
         host: &host,
@@ -960,7 +1009,15 @@ async fn pull_async(
             reference: display.clone(),
             reason: format!("the config blob is not chart metadata: {e}"),
         })?;
-    let archive = fetch_blob(&client, &image, &chart_desc, "chart layer", &ctx).await?;
+    let from_cache = cache(&chart_desc.digest).filter(|b| {
+        sha256_digest(b) == chart_desc.digest
+            && i64::try_from(b.len()).ok() == Some(chart_desc.size)
+    });
+    let cached = from_cache.is_some();
+    let archive = match from_cache {
+        Some(b) => b,
+        None => fetch_blob(&client, &image, &chart_desc, "chart layer", &ctx).await?,
+    };
     let prov = match &prov_desc {
         Some(d) => Some(fetch_blob(&client, &image, d, "provenance layer", &ctx).await?),
         None => None,
@@ -973,6 +1030,7 @@ async fn pull_async(
         prov,
         digest: chart_desc.digest,
         manifest_digest: actual,
+        cached,
     })
 }
 
