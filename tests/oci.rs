@@ -1071,3 +1071,55 @@ fn a_build_version_travels_as_an_underscore_tag() {
         eprintln!("INTEROP build metadata (+ as _): rudder push <-> helm{major} push/pull of 0.1.0+build.7: archive bytes identical, manifest digest identical");
     }
 }
+
+/// A registry without auth: anonymous push and pull, both tools.
+#[test]
+fn an_open_registry_is_used_anonymously() {
+    let Some(reg) = Registry::start_with(false, false) else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let Some(tgz) = small_chart(work.path()) else {
+        return;
+    };
+    let bytes = std::fs::read(&tgz).expect("read");
+    let home = Home::new();
+    let o = ok(
+        home.rudder()
+            .arg("push")
+            .arg(&tgz)
+            .arg(reg.url("open"))
+            .arg("--plain-http"),
+        None,
+    );
+    assert!(!home.registry_config().exists());
+    let got = oci::pull(&reg.url("open/alpine"), None, &home.opts()).expect("anonymous pull");
+    assert!(got.archive == bytes);
+    if let Some(helm) = common::helm(3) {
+        let dest = work.path().join("h3");
+        std::fs::create_dir_all(&dest).expect("mkdir");
+        let hl = ok(
+            home.helm(&helm)
+                .arg("pull")
+                .arg(reg.url("open/alpine"))
+                .args(["--version", "0.1.0", "--plain-http", "-d"])
+                .arg(&dest),
+            None,
+        );
+        assert_eq!(digest_line(&hl), digest_line(&o));
+        assert!(std::fs::read(dest.join("alpine-0.1.0.tgz")).expect("pulled") == bytes);
+    }
+    // A login to an open registry succeeds (the registry asks for nothing).
+    ok(
+        home.rudder().args([
+            "registry",
+            "login",
+            &reg.host,
+            "-u",
+            "any",
+            "--password-stdin",
+            "--insecure",
+        ]),
+        Some("thing"),
+    );
+}

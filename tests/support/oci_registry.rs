@@ -165,6 +165,11 @@ impl Registry {
     /// Starts a registry over plain HTTP, or over HTTPS with a fresh CA.
     /// `None` (after a skip message) when the binary or openssl is missing.
     pub fn start(tls: bool) -> Option<Registry> {
+        Registry::start_with(tls, true)
+    }
+
+    /// [`Registry::start`], with htpasswd auth or open to anyone.
+    pub fn start_with(tls: bool, auth: bool) -> Option<Registry> {
         let bin = registry_bin()?;
         let dir = tempfile::tempdir().expect("tempdir");
         let ca = if tls {
@@ -189,11 +194,18 @@ impl Registry {
             } else {
                 String::new()
             };
+            let auth_block = if auth {
+                format!(
+                    "auth:\n  htpasswd:\n    realm: rudder-test\n    path: {}/htpasswd\n",
+                    dir.path().display()
+                )
+            } else {
+                String::new()
+            };
             let config = format!(
                 "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
                  storage:\n  filesystem:\n    rootdirectory: {d}/data\n  delete:\n    enabled: true\n\
-                 http:\n  addr: {host}\n{tls_block}\
-                 auth:\n  htpasswd:\n    realm: rudder-test\n    path: {d}/htpasswd\n",
+                 http:\n  addr: {host}\n{tls_block}{auth_block}",
                 d = dir.path().display()
             );
             let cfg = dir.path().join("config.yml");
