@@ -2,7 +2,9 @@
 //! `scripts/registry`, started on a free loopback port with a generated
 //! config (htpasswd auth with a bcrypt hash, storage in a temporary
 //! directory), optionally with TLS from a throwaway CA made with the
-//! `openssl` command. Killed when dropped.
+//! `openssl` command. Killed when dropped. [`TokenRegistry`] puts one
+//! behind a token service (the bearer flow), with a JWT signed by a
+//! throwaway RSA key.
 //!
 //! The binary is `$RUDDER_REGISTRY_BIN` (set by `.ci/run`), else what
 //! `scripts/registry build` prints (cached, needs Go the first time).
@@ -288,4 +290,174 @@ pub fn hanging_server() -> String {
         }
     });
     host
+}
+
+/// A registry behind a token service (the bearer flow): the registry
+/// answers `401 Bearer realm=...`, the token service (a thread here)
+/// checks the user's basic credentials and hands out a JWT signed with a
+/// throwaway RSA key (made and used with `openssl`), which grants `access`
+/// (`(repository, actions)`) to anyone who logged in.
+pub struct TokenRegistry {
+    /// The registry.
+    pub registry: Registry,
+    /// How many token requests the service refused and granted.
+    pub counts: std::sync::Arc<std::sync::Mutex<(u32, u32)>>,
+}
+
+fn b64url(b: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
+}
+
+/// A JWT for `access`, signed RS256 with `key`, carrying `cert` in `x5c`.
+fn sign_token(openssl: &Path, dir: &Path, access: &[(&str, &[&str])]) -> String {
+    let pem = std::fs::read_to_string(dir.join("token.crt")).expect("token cert");
+    let body: String = pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect::<Vec<_>>()
+        .concat();
+    let header = serde_json::json!({"typ": "JWT", "alg": "RS256", "x5c": [body]});
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let access: Vec<serde_json::Value> = access
+        .iter()
+        .map(|(name, actions)| {
+            serde_json::json!({"type": "repository", "name": name, "actions": actions})
+        })
+        .collect();
+    let claims = serde_json::json!({
+        "iss": "rudder-test-issuer", "sub": USER, "aud": "rudder-test",
+        "exp": now + 3600, "nbf": now - 60, "iat": now - 60, "jti": format!("t{now}"),
+        "access": access,
+    });
+    let signing_input = format!(
+        "{}.{}",
+        b64url(header.to_string().as_bytes()),
+        b64url(claims.to_string().as_bytes())
+    );
+    std::fs::write(dir.join("jwt.in"), &signing_input).expect("write");
+    run(Command::new(openssl).current_dir(dir).args([
+        "dgst",
+        "-sha256",
+        "-sign",
+        "token.key",
+        "-out",
+        "jwt.sig",
+        "jwt.in",
+    ]));
+    let sig = std::fs::read(dir.join("jwt.sig")).expect("sig");
+    format!("{signing_input}.{}", b64url(&sig))
+}
+
+impl TokenRegistry {
+    /// Starts the token service and the registry that trusts it.
+    pub fn start(access: &[(&str, &[&str])]) -> Option<TokenRegistry> {
+        let bin = registry_bin()?;
+        let openssl = openssl()?;
+        let dir = tempfile::tempdir().expect("tempdir");
+        run(Command::new(&openssl).current_dir(dir.path()).args([
+            "req",
+            "-x509",
+            "-nodes",
+            "-days",
+            "2",
+            "-newkey",
+            "rsa:2048",
+            "-keyout",
+            "token.key",
+            "-out",
+            "token.crt",
+            "-subj",
+            "/CN=rudder token signer",
+        ]));
+        let token = sign_token(&openssl, dir.path(), access);
+        // The token service.
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let realm = format!("http://{}/token", listener.local_addr().expect("addr"));
+        let counts = std::sync::Arc::new(std::sync::Mutex::new((0u32, 0u32)));
+        let c2 = counts.clone();
+        std::thread::spawn(move || {
+            use base64::Engine as _;
+            use std::io::{BufRead as _, BufReader, Write as _};
+            let good = format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASS}"))
+            );
+            for s in listener.incoming().flatten() {
+                let mut r = BufReader::new(s);
+                let mut auth = String::new();
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some((k, v)) = line.split_once(':') {
+                        if k.eq_ignore_ascii_case("authorization") {
+                            auth = v.trim().to_string();
+                        }
+                    }
+                }
+                let mut s = r.into_inner();
+                let granted = auth == good;
+                if let Ok(mut c) = c2.lock() {
+                    if granted {
+                        c.1 += 1;
+                    } else {
+                        c.0 += 1;
+                    }
+                }
+                let resp = if granted {
+                    let body = format!("{{\"token\":\"{token}\",\"access_token\":\"{token}\",\"expires_in\":3600}}");
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                } else {
+                    let body = "{\"details\":\"wrong user name or password\"}";
+                    format!(
+                        "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
+                let _ = s.write_all(resp.as_bytes());
+            }
+        });
+        let port = free_port();
+        let host = format!("127.0.0.1:{port}");
+        let config = format!(
+            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
+             storage:\n  filesystem:\n    rootdirectory: {d}/data\n\
+             http:\n  addr: {host}\n\
+             auth:\n  token:\n    realm: {realm}\n    service: rudder-test\n    issuer: rudder-test-issuer\n    rootcertbundle: {d}/token.crt\n",
+            d = dir.path().display()
+        );
+        let cfg = dir.path().join("config.yml");
+        std::fs::write(&cfg, config).expect("config");
+        let log = std::fs::File::create(dir.path().join("registry.log")).expect("log");
+        let child = Command::new(&bin)
+            .arg("serve")
+            .arg(&cfg)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start the registry");
+        let registry = Registry {
+            child,
+            host: host.clone(),
+            dir,
+            ca: None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(&host).is_err() {
+            if Instant::now() > deadline {
+                panic!("the token registry did not start: {}", registry.log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(TokenRegistry { registry, counts })
+    }
 }
