@@ -459,6 +459,23 @@ fn a_wrong_password_is_refused_with_a_clear_error_and_nothing_is_written() {
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("refused user"), "{}", stderr(&o));
+    // --username/--password take the place of the stored login.
+    ok(
+        home.rudder().arg("push").arg(&tgz).arg(reg.url("x")).args([
+            "--plain-http",
+            "--username",
+            USER,
+            "--password",
+            PASS,
+        ]),
+        None,
+    );
+    let flags = OciOptions {
+        username: Some(USER.into()),
+        password: Some(PASS.into()),
+        ..home.opts()
+    };
+    oci::pull(&reg.url("x/alpine"), Some("0.1.0"), &flags).expect("pull with flags");
     // Anonymous access is refused too, and says so.
     let anon = OciOptions {
         registry_config: Some(work.path().join("none.json")),
