@@ -725,7 +725,7 @@ fn over_tls_with_a_throwaway_ca() {
             None,
         );
         eprintln!(
-            "INTEROP TLS: helm3 pull from a loopback TLS registry: not testable (helm 3 uses http:// for loopback hosts; exit {}: {})",
+            "INTEROP TLS: helm3 pull from a loopback TLS registry: not testable (helm 3 uses http:// for loopback hosts; {}: {})",
             o.status,
             stderr(&o).trim()
         );
