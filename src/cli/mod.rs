@@ -12,6 +12,8 @@ mod fixtures;
 mod global;
 mod plan;
 mod pull;
+#[cfg(feature = "remote")]
+mod registry;
 mod release;
 mod repo;
 mod repo_index;
@@ -122,6 +124,12 @@ enum Command {
     /// Manage a chart's dependencies (as `helm dependency`).
     #[command(visible_aliases = ["dep", "dependencies"])]
     Dependency(dependency::DependencyArgs),
+    /// Login to or logout from a registry (as `helm registry`).
+    #[cfg(feature = "remote")]
+    Registry(registry::RegistryArgs),
+    /// Push a chart to a remote (as `helm push`).
+    #[cfg(feature = "remote")]
+    Push(registry::PushArgs),
 }
 
 /// Parses the command line, runs it and maps errors to Helm's `Error: ...` form.
@@ -165,6 +173,10 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "provenance")]
         Command::Verify(a) => verify::run(a),
         Command::Dependency(a) => dependency::run(a),
+        #[cfg(feature = "remote")]
+        Command::Registry(a) => registry::registry(a),
+        #[cfg(feature = "remote")]
+        Command::Push(a) => registry::push(a),
     }
 }
 

@@ -98,6 +98,22 @@ const SPECS: &[Spec] = &[
         "helm dependency update CHART [flags]",
         Arity::Any,
     ),
+    spec(
+        &["push"],
+        "helm push [chart] [remote] [flags]",
+        Arity::Min(2),
+    ),
+    spec(&["registry"], "helm registry [command]", Arity::Help),
+    spec(
+        &["registry", "login"],
+        "helm registry login [host] [flags]",
+        Arity::Min(1),
+    ),
+    spec(
+        &["registry", "logout"],
+        "helm registry logout [host] [flags]",
+        Arity::Min(1),
+    ),
     spec(&["get"], "helm get [command]", Arity::Help),
     spec(
         &["get", "all"],

@@ -29,10 +29,13 @@ pub mod deps;
 #[cfg(feature = "remote")]
 pub mod http;
 pub mod index;
+#[cfg(feature = "remote")]
+pub mod oci;
 pub mod paths;
 #[cfg(feature = "provenance")]
 pub mod provenance;
 pub mod reference;
+pub mod registry_config;
 pub mod repofile;
 pub mod resolve;
 
