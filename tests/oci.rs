@@ -1207,3 +1207,135 @@ fn a_registry_behind_a_token_service_is_used_with_bearer_tokens() {
         eprintln!("INTEROP bearer token flow: rudder login/push -> helm{major} pull: archive bytes identical");
     }
 }
+
+/// The CLI on `oci://` references, against helm on the same registry and
+/// the same login: `pull` (output and bytes) and `template` print what helm
+/// prints; `template` again comes from the chart cache.
+fn cli_references(major: u8) {
+    let Some(helm) = common::helm(major) else {
+        return;
+    };
+    let Some(reg) = Registry::start(false) else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let home = Home::new();
+    let Some(charts) = package_charts(&helm, &home, work.path()) else {
+        return;
+    };
+    helm_login(&helm, major, &home, &reg);
+    for c in &charts {
+        ok(
+            home.helm(&helm)
+                .arg("push")
+                .arg(&c.tgz)
+                .arg(reg.url("cli"))
+                .arg("--plain-http"),
+            None,
+        );
+        let reference = reg.url(&format!("cli/{}", c.name));
+        let (hd, rd) = (work.path().join("h"), work.path().join("r"));
+        std::fs::create_dir_all(&hd).expect("mkdir");
+        let pull = |cmd: &mut Command, dest: &Path| {
+            run(
+                cmd.args([
+                    "pull",
+                    &reference,
+                    "--version",
+                    &c.version,
+                    "--plain-http",
+                    "-d",
+                ])
+                .arg(dest),
+                None,
+            )
+        };
+        let (h, r) = (
+            pull(&mut home.helm(&helm), &hd),
+            pull(&mut home.rudder(), &rd),
+        );
+        assert!(h.status.success() && r.status.success(), "{h:?}\n{r:?}");
+        assert_eq!(
+            format!("{}{}", text(&h.stdout), text(&h.stderr)),
+            format!("{}{}", text(&r.stdout), text(&r.stderr)),
+            "{}: pull output",
+            c.corpus
+        );
+        let file = format!("{}-{}.tgz", c.name, c.version);
+        assert!(
+            std::fs::read(hd.join(&file)).expect("helm's")
+                == std::fs::read(rd.join(&file)).expect("rudder's"),
+            "{}: pulled bytes differ",
+            c.corpus
+        );
+        let template = |cmd: &mut Command| {
+            run(
+                cmd.args([
+                    "template",
+                    "rel",
+                    &reference,
+                    "--version",
+                    &c.version,
+                    "--plain-http",
+                ]),
+                None,
+            )
+        };
+        let (h, r) = (
+            template(&mut home.helm(&helm)),
+            template(&mut home.rudder()),
+        );
+        assert!(h.status.success() && r.status.success(), "{h:?}\n{r:?}");
+        let same = h.stdout == r.stdout;
+        let again = template(&mut home.rudder());
+        if again.stdout != r.stdout {
+            // The chart draws random values (bitnami-nginx makes a
+            // certificate): two renders differ whoever makes them, so
+            // only the documents' sources are compared.
+            let sources = |o: &Output| -> Vec<String> {
+                text(&o.stdout)
+                    .lines()
+                    .filter(|l| l.starts_with("# Source: "))
+                    .map(str::to_string)
+                    .collect()
+            };
+            assert_eq!(sources(&h), sources(&r), "{}: documents", c.corpus);
+            eprintln!(
+                "INTEROP helm{major} template oci://: {}: random values; the same documents",
+                c.corpus
+            );
+            continue;
+        }
+        if same {
+            eprintln!(
+                "INTEROP helm{major} template oci://: {}: identical",
+                c.corpus
+            );
+        } else {
+            // rudder renders as Helm 3.17.2: where Helm 4 renders a chart
+            // differently, the registry must still be transparent.
+            assert_eq!(major, 4, "{}: helm {major} template differs", c.corpus);
+            let local = run(home.rudder().args(["template", "rel"]).arg(&c.tgz), None);
+            assert!(
+                local.stdout == r.stdout,
+                "{}: oci:// and the archive differ",
+                c.corpus
+            );
+            eprintln!("INTEROP helm{major} template oci://: {}: Helm 4 renders it differently; rudder prints the same as for the archive", c.corpus);
+        }
+    }
+}
+
+#[test]
+fn helm3_and_rudder_pull_and_template_oci_references_alike() {
+    cli_references(3);
+}
+
+#[test]
+fn helm4_and_rudder_pull_and_template_oci_references_alike() {
+    cli_references(4);
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}

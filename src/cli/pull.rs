@@ -3,7 +3,7 @@
 use super::source::ChartPathArgs;
 use clap::Args;
 use rudder::source::reference::parse_arg;
-use rudder::source::resolve::{self, describe};
+use rudder::source::resolve;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -52,14 +52,14 @@ fn pull(a: &PullArgs) -> Result<(), String> {
     // Every download runs at once; the results are written in order, and
     // the first failure ends the command, as Helm's loop would.
     let fetched = resolve::fetch_all(&refs, &opts);
-    for (r, f) in refs.iter().zip(fetched) {
+    for f in fetched {
         let f = f.map_err(|e| rudder::error_chain(&e))?;
         if let Some(v) = &f.verified {
             print!("{v}");
         }
-        if matches!(r, rudder::source::ChartRef::Oci { .. }) {
-            println!("Pulled: {}", describe(r).trim_start_matches("oci://"));
-            println!("Digest: sha256:{}", f.digest);
+        if let Some(o) = &f.oci {
+            println!("Pulled: {}", o.reference);
+            println!("Digest: {}", o.manifest_digest);
         }
         if a.untar {
             let dest = if a.untardir.is_absolute() {

@@ -9,7 +9,7 @@
 //!   writes the lock when its digest changed.
 //! - [`Manager::build`]: fetches the versions of the lock; refuses a lock
 //!   whose digest no longer matches Chart.yaml, with Helm's message.
-//! - [`list`]: `helm dependency list`'s table and warnings.
+//! - [`list`](mod@list): `helm dependency list`'s table and warnings.
 //!
 //! A dependency's `repository:` is read as Helm reads it: `""` (already in
 //! `charts/<name>/`), `file://PATH` (a chart directory, relative to the

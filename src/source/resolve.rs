@@ -152,6 +152,10 @@ pub enum SourceError {
     #[cfg(feature = "remote")]
     #[error(transparent)]
     Http(#[from] HttpError),
+    /// A registry pull failed.
+    #[cfg(feature = "remote")]
+    #[error(transparent)]
+    Oci(#[from] crate::source::oci::OciError),
     /// A download did not match its digest.
     #[error(transparent)]
     Digest(#[from] DigestMismatch),
@@ -211,6 +215,17 @@ pub struct Fetched {
     /// With `--verify`: what `helm verify` prints of the signature (signer,
     /// fingerprint, hash).
     pub verified: Option<String>,
+    /// For a chart from a registry: what `helm pull` prints of it.
+    pub oci: Option<OciPulled>,
+}
+
+/// What `helm pull oci://...` prints of a pulled chart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OciPulled {
+    /// `host/path/name:tag` (after `Pulled:`).
+    pub reference: String,
+    /// The manifest's digest (after `Digest:`).
+    pub manifest_digest: String,
 }
 
 /// Loads the chart `arg` names: a path as [`crate::chart::load`] does,
@@ -294,10 +309,12 @@ fn read_local(path: &std::path::Path) -> Result<Fetched, SourceError> {
         cached: false,
         prov: None,
         verified: None,
+        oci: None,
     })
 }
 
 /// Checks `f` against its provenance with the options' keyring.
+#[cfg(feature = "remote")]
 fn verify_fetched(f: &mut Fetched, opts: &LocateOptions) -> Result<(), SourceError> {
     #[cfg(feature = "provenance")]
     {
@@ -528,11 +545,17 @@ mod remote {
         // The client of each reference fetched over HTTP, for its `.prov`.
         let mut getters: Vec<Option<Getter>> = vec![None; reqs.len()];
         let all_opts: Vec<&LocateOptions> = reqs.iter().map(|(_, o)| *o).collect();
+        let mut oci_jobs: Vec<(usize, String, &LocateOptions)> = Vec::new();
         for (i, (r, opts)) in reqs.into_iter().enumerate() {
             let cache = ContentCache::new(opts.paths.content_cache());
             let planned = match r {
                 ChartRef::Local { path } => Err(read_local(path)),
-                ChartRef::Oci { reference } => Err(Err(SourceError::NoRemote(reference.clone()))), // OCI-WIRE
+                ChartRef::Oci { reference } => {
+                    // Registry pulls run below, all at once.
+                    oci_jobs.push((i, reference.clone(), opts));
+                    out.push(None);
+                    continue;
+                }
                 _ => plan(r, opts, &mut repos, &mut indexes).map_err(Err),
             };
             match planned {
@@ -548,6 +571,7 @@ mod remote {
                             cached: true,
                             prov: None,
                             verified: None,
+                            oci: None,
                         })));
                         continue;
                     }
@@ -557,9 +581,24 @@ mod remote {
                 }
             }
         }
-        let answers = http::get_all(jobs);
-        for ((i, p, cache), got) in plans.into_iter().zip(answers) {
-            out[i] = Some(finish(&cache, p, got));
+        // Registry pulls (each on a runtime of its own) run on threads of
+        // their own while the HTTP downloads run.
+        let pulled: Vec<(usize, Result<Fetched, SourceError>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = oci_jobs
+                .iter()
+                .map(|(i, reference, opts)| {
+                    let (i, reference, opts) = (*i, reference.clone(), *opts);
+                    scope.spawn(move || (i, pull_oci(&reference, opts)))
+                })
+                .collect();
+            let answers = http::get_all(jobs);
+            for ((i, p, cache), got) in plans.into_iter().zip(answers) {
+                out[i] = Some(finish(&cache, p, got));
+            }
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        for (i, r) in pulled {
+            out[i] = Some(r);
         }
         let mut out: Vec<Result<Fetched, SourceError>> = out
             .into_iter()
@@ -569,6 +608,47 @@ mod remote {
             add_provenance(&mut out, &getters, &all_opts);
         }
         out
+    }
+
+    /// Pulls `reference` from its registry, as `helm pull oci://...` does,
+    /// through the content cache: a chart layer whose digest is cached is
+    /// not downloaded.
+    fn pull_oci(reference: &str, opts: &LocateOptions) -> Result<Fetched, SourceError> {
+        use crate::source::oci;
+        let cache = ContentCache::new(opts.paths.content_cache());
+        let lookup = cache.clone();
+        let blobs: oci::BlobCache = std::sync::Arc::new(move |d: &str| lookup.get(d));
+        let o = oci::OciOptions {
+            plain_http: opts.plain_http,
+            insecure_skip_tls_verify: opts.http.insecure_skip_tls_verify,
+            ca_file: opts.http.ca_file.clone(),
+            cert_file: opts.http.cert_file.clone(),
+            key_file: opts.http.key_file.clone(),
+            username: Some(opts.http.username.clone()).filter(|u| !u.is_empty()),
+            password: Some(opts.http.password.clone()).filter(|p| !p.is_empty()),
+            registry_config: Some(opts.paths.registry_config.clone()),
+            ..oci::OciOptions::default()
+        };
+        let constraint = opts.constraint();
+        let version = Some(constraint.as_str()).filter(|v| !v.is_empty());
+        let c = oci::pull_with_cache(reference, version, &o, blobs)?;
+        let digest = cache.put(&c.archive).map_err(|e| SourceError::Cache {
+            path: cache.path(""),
+            message: e.to_string(),
+        })?;
+        Ok(Fetched {
+            file_name: format!("{}-{}.tgz", c.name, c.version),
+            url: reference.to_string(),
+            digest,
+            cached: c.cached,
+            prov: c.prov,
+            verified: None,
+            oci: Some(OciPulled {
+                reference: c.reference,
+                manifest_digest: c.manifest_digest,
+            }),
+            archive: c.archive,
+        })
     }
 
     /// Fetches `URL.prov` of every chart downloaded over HTTP (at once),
@@ -626,6 +706,7 @@ mod remote {
             cached: false,
             prov: None,
             verified: None,
+            oci: None,
         })
     }
 
