@@ -1339,3 +1339,86 @@ fn helm4_and_rudder_pull_and_template_oci_references_alike() {
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// `dependency update` of a chart whose dependency is on a registry
+/// (`repository: oci://...`), with an exact version and with a constraint
+/// (which lists the tags): rudder writes helm's Chart.lock (apart from
+/// `generated`) and the archive helm writes.
+fn oci_dependency(major: u8) {
+    let Some(helm) = common::helm(major) else {
+        return;
+    };
+    let Some(reg) = Registry::start(false) else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let home = Home::new();
+    let Some(charts) = package_charts(&helm, &home, work.path()) else {
+        return;
+    };
+    helm_login(&helm, major, &home, &reg);
+    let alpine = &charts[0];
+    ok(
+        home.helm(&helm)
+            .arg("push")
+            .arg(&alpine.tgz)
+            .arg(reg.url("deps"))
+            .arg("--plain-http"),
+        None,
+    );
+    for version in [alpine.version.clone(), "~0.1".to_string()] {
+        let chart_yaml = format!(
+            "apiVersion: v2\nname: parent\nversion: 1.0.0\ndependencies:\n- name: {}\n  version: \"{version}\"\n  repository: {}\n",
+            alpine.name,
+            reg.url("deps")
+        );
+        let mut dirs = Vec::new();
+        for tool in ["helm", "rudder"] {
+            let d = work
+                .path()
+                .join(format!("{tool}-{major}-{}", version.len()));
+            std::fs::create_dir_all(d.join("templates")).expect("mkdir");
+            std::fs::write(d.join("Chart.yaml"), &chart_yaml).expect("write");
+            let mut cmd = if tool == "helm" {
+                home.helm(&helm)
+            } else {
+                home.rudder()
+            };
+            ok(
+                cmd.args(["dependency", "update", "--plain-http"]).arg(&d),
+                None,
+            );
+            dirs.push(d);
+        }
+        let lock = |d: &Path| -> String {
+            std::fs::read_to_string(d.join("Chart.lock"))
+                .expect("Chart.lock")
+                .lines()
+                .filter(|l| !l.starts_with("generated:"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(
+            lock(&dirs[0]),
+            lock(&dirs[1]),
+            "helm {major}, version {version}: Chart.lock"
+        );
+        let file = format!("charts/{}-{}.tgz", alpine.name, alpine.version);
+        assert!(
+            std::fs::read(dirs[0].join(&file)).expect("helm's archive")
+                == std::fs::read(dirs[1].join(&file)).expect("rudder's archive"),
+            "helm {major}, version {version}: {file} differs"
+        );
+        eprintln!("INTEROP helm{major} dependency update oci:// (version {version}): Chart.lock and {file} identical");
+    }
+}
+
+#[test]
+fn helm3_and_rudder_update_oci_dependencies_alike() {
+    oci_dependency(3);
+}
+
+#[test]
+fn helm4_and_rudder_update_oci_dependencies_alike() {
+    oci_dependency(4);
+}

@@ -143,6 +143,7 @@ fn fetch(a: FetchArgs, command: &str) -> ExitCode {
                 insecure_skip_tls_verify: a.insecure_skip_tls_verify,
                 ..Default::default()
             },
+            plain_http: a.plain_http,
         }
     };
     #[cfg(not(feature = "remote"))]

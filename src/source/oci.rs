@@ -512,6 +512,37 @@ fn match_tag(tags: &[String], version: &str, reference: &str) -> Result<String, 
     })
 }
 
+/// The chart versions a registry repository holds, as Helm's registry
+/// client lists them (`Client.Tags`): its tags that are strict semver
+/// versions once `_` is read as `+`, newest first. `reference` is
+/// `oci://HOST/PATH/CHART` without a tag.
+pub fn tags(reference: &str, opts: &OciOptions) -> Result<Vec<String>, OciError> {
+    let r = OciRef::parse(reference)?;
+    let host = r.registry.clone();
+    let (auth, who) = auth_for(&host, opts)?;
+    let client = client_for(&host, opts, opts.plain_http)?;
+    let shown = reference.to_string();
+    let read_timeout = read_timeout(opts);
+    let task_host = host.clone();
+    run(opts, &host, reference, "listing the tags of", async move {
+        let host = task_host;
+        let ctx = Ctx {
+            host: &host,
+            reference: &shown,
+            action: "listing the tags of",
+            who: &who,
+            read_timeout,
+        };
+        client.store_auth_if_needed(&host, &auth).await;
+        let listing = Reference::with_tag(host.clone(), r.repository.clone(), "latest".into());
+        let tags = client
+            .list_tags(&listing, &auth, None, None)
+            .await
+            .map_err(|e| ctx.err(e))?;
+        Ok(semver_tags(&tags.tags))
+    })
+}
+
 /// Helm's `Client.Tags`: the repository's tags that are strict semver
 /// versions once `_` is read as `+`, newest first, as versions.
 fn semver_tags(tags: &[String]) -> Vec<String> {

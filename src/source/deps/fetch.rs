@@ -26,6 +26,8 @@ pub struct RepoFetcher {
     /// Credentials and TLS for repositories that are not in
     /// `repositories.yaml` (the command's `--username`, `--ca-file`, ...).
     pub http: HttpOptions,
+    /// Talk to OCI registries over plain HTTP (`--plain-http`).
+    pub plain_http: bool,
 }
 
 /// Why the repository fetcher failed; each names the file or URL.
@@ -96,6 +98,40 @@ impl RepoFetcher {
     fn store(&self, cache_name: &str, url: &str, bytes: &[u8]) -> Result<(), FetchError> {
         crate::source::resolve::cache_index(&self.paths, cache_name, url, bytes)?;
         Ok(())
+    }
+
+    /// The registry options: Helm's registry login, the command's TLS
+    /// flags and `--plain-http`.
+    fn oci_options(&self) -> crate::source::oci::OciOptions {
+        crate::source::oci::OciOptions {
+            plain_http: self.plain_http,
+            insecure_skip_tls_verify: self.http.insecure_skip_tls_verify,
+            ca_file: self.http.ca_file.clone(),
+            cert_file: self.http.cert_file.clone(),
+            key_file: self.http.key_file.clone(),
+            registry_config: Some(self.paths.registry_config.clone()),
+            ..crate::source::oci::OciOptions::default()
+        }
+    }
+
+    /// Pulls `repo/chart` at `version` through the content cache.
+    fn pull_oci(&self, repo: &str, chart: &str, version: &str) -> Result<Fetched, FetchError> {
+        let cache = ContentCache::new(self.paths.content_cache());
+        let lookup = cache.clone();
+        let blobs: crate::source::oci::BlobCache =
+            std::sync::Arc::new(move |d: &str| lookup.get(d));
+        let reference = format!("{}/{chart}", repo.trim_end_matches('/'));
+        let c = crate::source::oci::pull_with_cache(
+            &reference,
+            Some(version).filter(|v| !v.is_empty()),
+            &self.oci_options(),
+            blobs,
+        )?;
+        cache.put(&c.archive)?;
+        Ok(Fetched {
+            file_name: format!("{}-{}.tgz", c.name, c.version),
+            archive: c.archive,
+        })
     }
 
     fn options_for(&self, managed_name: Option<&str>) -> Result<HttpOptions, FetchError> {
@@ -188,9 +224,8 @@ impl Fetcher for RepoFetcher {
     }
 
     fn oci_tags(&self, repository: &str, chart: &str) -> Result<Vec<String>, FetchError> {
-        Err(Box::new(RepoFetchError::Oci(format!(
-            "{repository}/{chart}"
-        ))))
+        let reference = format!("{}/{chart}", repository.trim_end_matches('/'));
+        Ok(crate::source::oci::tags(&reference, &self.oci_options())?)
     }
 
     fn chart_url(
@@ -240,12 +275,21 @@ impl Fetcher for RepoFetcher {
         let mut out: Vec<Option<Result<Fetched, FetchError>>> = Vec::new();
         let mut jobs = Vec::new();
         let mut pending: Vec<(usize, String, String)> = Vec::new();
+        // Registry pulls: (slot, repository, chart, version).
+        let mut oci_jobs: Vec<(usize, String, String, String)> = Vec::new();
         for r in requests {
             let file_name = file_name_of(r.url);
             let plan = (|| -> Result<Option<(Getter, String)>, FetchError> {
                 let (managed, digest) = match r.source {
                     RemoteSource::Oci(repo) => {
-                        return Err(Box::new(RepoFetchError::Oci(format!("{repo}/{}", r.chart))))
+                        oci_jobs.push((
+                            out.len(),
+                            repo.to_string(),
+                            r.chart.to_string(),
+                            r.version.to_string(),
+                        ));
+                        out.push(None);
+                        return Ok(None);
                     }
                     RemoteSource::Repo {
                         cache_name,
@@ -293,18 +337,40 @@ impl Fetcher for RepoFetcher {
                 Err(e) => out.push(Some(Err(e))),
             }
         }
-        let answers = http::get_all(jobs);
-        for ((slot, digest, file_name), got) in pending.into_iter().zip(answers) {
-            let url = requests
-                .get(slot)
-                .map(|r| r.url.to_string())
-                .unwrap_or_default();
-            let r = (|| -> Result<Fetched, FetchError> {
-                let archive = got?;
-                check_digest(&url, &digest, &archive)?;
-                cache.put(&archive)?;
-                Ok(Fetched { file_name, archive })
-            })();
+        // Registry pulls run on threads of their own while the HTTP
+        // downloads run.
+        let pulled: Vec<(usize, Result<Fetched, FetchError>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = oci_jobs
+                .iter()
+                .map(|(slot, repo, chart, version)| {
+                    scope.spawn(move || (*slot, self.pull_oci(repo, chart, version)))
+                })
+                .collect();
+            let answers = http::get_all(std::mem::take(&mut jobs));
+            let mut done = Vec::new();
+            for ((slot, digest, file_name), got) in
+                std::mem::take(&mut pending).into_iter().zip(answers)
+            {
+                done.push((slot, digest, file_name, got));
+            }
+            let mut pulled: Vec<(usize, Result<Fetched, FetchError>)> =
+                handles.into_iter().filter_map(|h| h.join().ok()).collect();
+            for (slot, digest, file_name, got) in done {
+                let url = requests
+                    .get(slot)
+                    .map(|r| r.url.to_string())
+                    .unwrap_or_default();
+                let r = (|| -> Result<Fetched, FetchError> {
+                    let archive = got?;
+                    check_digest(&url, &digest, &archive)?;
+                    cache.put(&archive)?;
+                    Ok(Fetched { file_name, archive })
+                })();
+                pulled.push((slot, r));
+            }
+            pulled
+        });
+        for (slot, r) in pulled {
             if let Some(o) = out.get_mut(slot) {
                 *o = Some(r);
             }
