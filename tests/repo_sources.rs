@@ -241,6 +241,21 @@ fn interop(major: u8) {
         eprintln!("helm {major}: {reference}: Helm 4 renders this chart differently from Helm 3; each tool prints the same for the repository chart as for its directory");
     }
 
+    // show: what helm shows, for a chart of either repository.
+    for what in ["chart", "values", "readme"] {
+        let reference = format!("byhelm/{}", chart_name(&archives[1]));
+        let mut c = helm(&hbin, &home);
+        c.args(["show", what, &reference]);
+        let want = ok(c);
+        let mut c = rudder(&home);
+        c.args(["show", what, &reference]);
+        same(
+            &ok(c),
+            &want,
+            &format!("helm {major}: show {what} {reference}"),
+        );
+    }
+
     // pull: every chart at once; the bytes are the served ones.
     let dest = tmp.path().join("pulled");
     let mut c = rudder(&home);
@@ -641,4 +656,35 @@ fn the_facade_loads_charts_by_reference_async_and_blocking() {
             .contains("chart \"demo\" version \">=2\" not found in"),
         "{e}"
     );
+}
+
+#[test]
+fn install_upgrade_and_diff_take_repository_charts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    small_repo(&tmp.path().join("srv"), None);
+    let server = ChartServer::start(&tmp.path().join("srv"), ServerOptions::default());
+    assert!(add_repo(&home, &server.url(), None).status.success());
+    let store = format!("file:{}", tmp.path().join("store").display());
+    let cluster = format!("sim:{}", tmp.path().join("cluster").display());
+    let target = |c: &mut Command| {
+        c.args(["--store", &store, "--cluster", &cluster]);
+    };
+    let mut c = rudder(&home);
+    c.args(["install", "web", "r/demo", "--version", "0.1.0"]);
+    target(&mut c);
+    assert!(ok(c).contains("STATUS: deployed"));
+    let mut c = rudder(&home);
+    c.args(["diff", "upgrade", "web", "r/demo", "--set", "a=2"]);
+    target(&mut c);
+    let diff = ok(c);
+    assert!(diff.contains("+   a: '2'"), "{diff}");
+    let mut c = rudder(&home);
+    c.args(["upgrade", "web", "r/demo", "--set", "a=2"]);
+    target(&mut c);
+    assert!(ok(c).contains("REVISION: 2"));
+    let mut c = rudder(&home);
+    c.args(["get", "manifest", "web"]);
+    target(&mut c);
+    assert!(ok(c).contains("a: \"2\""));
 }
