@@ -12,7 +12,6 @@ use super::chart::fail;
 
 /// The variable that sets the deadline of one registry operation, in
 /// seconds (default 300).
-pub const TIMEOUT_ENV: &str = "RUDDER_OCI_TIMEOUT";
 
 /// `rudder registry ...`.
 #[derive(Debug, Args)]
@@ -107,14 +106,9 @@ pub struct PushArgs {
     registry_config: Option<PathBuf>,
 }
 
-/// The deadline from [`TIMEOUT_ENV`], else the library's default.
+/// The deadline: `RUDDER_OCI_TIMEOUT`, else the library's default.
 fn timeout() -> Duration {
-    std::env::var(TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
-        .unwrap_or(OciOptions::default().timeout)
+    OciOptions::default().timeout
 }
 
 fn error(m: impl Into<String>) -> ExitCode {

@@ -83,8 +83,18 @@ pub struct OciOptions {
     pub timeout: Duration,
 }
 
+/// The environment variable that sets [`OciOptions::timeout`]'s default:
+/// seconds (fractions allowed).
+pub const TIMEOUT_ENV: &str = "RUDDER_OCI_TIMEOUT";
+
 impl Default for OciOptions {
     fn default() -> Self {
+        let timeout = std::env::var(TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(Duration::from_secs_f64)
+            .unwrap_or(Duration::from_secs(300));
         OciOptions {
             plain_http: false,
             insecure_skip_tls_verify: false,
@@ -94,7 +104,7 @@ impl Default for OciOptions {
             username: None,
             password: None,
             registry_config: None,
-            timeout: Duration::from_secs(300),
+            timeout,
         }
     }
 }
