@@ -10,9 +10,6 @@ use std::time::Duration;
 
 use super::chart::fail;
 
-/// The variable that sets the deadline of one registry operation, in
-/// seconds (default 300).
-
 /// `rudder registry ...`.
 #[derive(Debug, Args)]
 pub struct RegistryArgs {
