@@ -688,3 +688,44 @@ fn install_upgrade_and_diff_take_repository_charts() {
     target(&mut c);
     assert!(ok(c).contains("a: \"2\""));
 }
+
+#[test]
+fn concurrent_processes_share_the_cache_safely() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    // A chart of a few MB, served slowly, so that the processes overlap.
+    let noise: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let (archive, digest) = small_repo(&tmp.path().join("srv"), Some(("noise.bin", noise)));
+    let server = ChartServer::start(
+        &tmp.path().join("srv"),
+        ServerOptions::default().with_fault(
+            &format!("/{archive}"),
+            Fault::Slow(Duration::from_millis(300)),
+        ),
+    );
+    assert!(add_repo(&home, &server.url(), None).status.success());
+    let children: Vec<_> = (0..6)
+        .map(|i| {
+            let mut c = rudder(&home);
+            c.args(["pull", "r/demo", "-d"])
+                .arg(tmp.path().join(format!("out{i}")));
+            c.spawn().unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{o:?}");
+    }
+    let served = std::fs::read(tmp.path().join("srv").join(&archive)).unwrap();
+    for i in 0..6 {
+        assert!(std::fs::read(tmp.path().join(format!("out{i}/{archive}"))).unwrap() == served);
+    }
+    // One file, whole, under its digest; no temporary file left behind.
+    assert_eq!(
+        cache_files(&home),
+        vec![home.join(format!("cache/rudder/sha256/{digest}.tgz"))]
+    );
+    assert!(std::fs::read(&cache_files(&home)[0]).unwrap() == served);
+}
