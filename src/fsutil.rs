@@ -384,6 +384,16 @@ pub fn atomic_write(path: &Path, data: &[u8], mode: Mode) -> Result<(), WriteErr
     AtomicWrite::new(mode).write(path, data)
 }
 
+/// [`atomic_write`] without the fsyncs, as Helm's `AtomicWriteFile`:
+/// readers see the old file or the new one whole, never a part, but the
+/// new one may not survive a crash. For files that are checked when read
+/// (the chart cache, by digest) or that a command can write again
+/// (downloaded charts and indexes): an fsync costs a few milliseconds a
+/// file, more than the download of a small chart.
+pub fn replace_file(path: &Path, data: &[u8], mode: Mode) -> Result<(), WriteError> {
+    AtomicWrite::new(mode).fsync(false).write(path, data)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,11 +72,11 @@ fn pull(a: &PullArgs) -> Result<(), String> {
             std::fs::create_dir_all(&a.destination)
                 .map_err(|e| format!("{}: {e}", a.destination.display()))?;
             let target = a.destination.join(&f.file_name);
-            rudder::fsutil::atomic_write(&target, &f.archive, rudder::fsutil::Mode::Umask(0o644))
+            rudder::fsutil::replace_file(&target, &f.archive, rudder::fsutil::Mode::Umask(0o644))
                 .map_err(|e| e.to_string())?;
             if let Some(prov) = f.prov.as_ref().filter(|_| a.prov || opts.verify) {
                 let p = a.destination.join(format!("{}.prov", f.file_name));
-                rudder::fsutil::atomic_write(&p, prov, rudder::fsutil::Mode::Umask(0o644))
+                rudder::fsutil::replace_file(&p, prov, rudder::fsutil::Mode::Umask(0o644))
                     .map_err(|e| e.to_string())?;
             }
         }

@@ -113,7 +113,7 @@ impl ContentCache {
             return Ok(hex);
         }
         std::fs::create_dir_all(&self.dir)?;
-        crate::fsutil::atomic_write(&p, bytes, crate::fsutil::Mode::PRIVATE)
+        crate::fsutil::replace_file(&p, bytes, crate::fsutil::Mode::PRIVATE)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         Ok(hex)
     }

@@ -1196,7 +1196,7 @@ impl Manager<'_> {
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_else(|| format!("{}-{}.tgz", dep.name, dep.version));
                     let path = Path::new(tmp).join(name);
-                    crate::fsutil::atomic_write(&path, &f.archive, crate::fsutil::Mode::SHARED)
+                    crate::fsutil::replace_file(&path, &f.archive, crate::fsutil::Mode::SHARED)
                         .map_err(|e| DepsError::Io {
                             op: e.op,
                             path: e.path.display().to_string(),
@@ -1301,7 +1301,7 @@ impl Manager<'_> {
         let bytes = helm_archive(&ch, &times)?;
         let path =
             Path::new(dest).join(format!("{}-{}.tgz", ch.metadata.name, ch.metadata.version));
-        crate::fsutil::atomic_write(&path, &bytes, crate::fsutil::Mode::SHARED).map_err(|e| {
+        crate::fsutil::replace_file(&path, &bytes, crate::fsutil::Mode::SHARED).map_err(|e| {
             DepsError::Io {
                 op: e.op,
                 path: e.path.display().to_string(),

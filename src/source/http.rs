@@ -376,6 +376,27 @@ impl Getter {
     }
 }
 
+/// Getters by their options and home: building a client loads the
+/// system's root certificates (a file each), so many downloads from one
+/// repository share one client rather than each loading them again.
+#[derive(Debug, Default)]
+pub struct GetterCache {
+    by_key: std::collections::HashMap<String, Getter>,
+}
+
+impl GetterCache {
+    /// A getter for `opts` and `home`, built once per distinct pair.
+    pub fn get(&mut self, opts: &HttpOptions, home: Option<&str>) -> Result<Getter, HttpError> {
+        let key = serde_json::to_string(&(opts, home)).unwrap_or_default();
+        if let Some(g) = self.by_key.get(&key) {
+            return Ok(g.clone());
+        }
+        let g = Getter::new(opts, home)?;
+        self.by_key.insert(key, g.clone());
+        Ok(g)
+    }
+}
+
 fn parse_url(url: &str) -> Result<Url, HttpError> {
     Url::parse(url).map_err(|e| HttpError::Url {
         url: url.to_string(),

@@ -403,9 +403,9 @@ pub fn cache_index(
     };
     std::fs::create_dir_all(dir).map_err(|e| cerr(e.to_string()))?;
     let mode = crate::fsutil::Mode::Umask(0o644);
-    crate::fsutil::atomic_write(&paths.charts_file(name), charts.as_bytes(), mode)
+    crate::fsutil::replace_file(&paths.charts_file(name), charts.as_bytes(), mode)
         .map_err(|e| cerr(e.to_string()))?;
-    crate::fsutil::atomic_write(&paths.index_file(name), bytes, mode)
+    crate::fsutil::replace_file(&paths.index_file(name), bytes, mode)
         .map_err(|e| cerr(e.to_string()))?;
     Ok(index)
 }
@@ -463,7 +463,7 @@ pub fn expand(archive: &[u8], dest: &std::path::Path) -> Result<PathBuf, ExpandE
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).map_err(|e| werr(parent, e))?;
         }
-        crate::fsutil::atomic_write(&target, &f.data, crate::fsutil::Mode::Umask(0o644))
+        crate::fsutil::replace_file(&target, &f.data, crate::fsutil::Mode::Umask(0o644))
             .map_err(|e| werr(&target, std::io::Error::other(e.to_string())))?;
     }
     Ok(root)
@@ -546,6 +546,7 @@ mod remote {
         let mut getters: Vec<Option<Getter>> = vec![None; reqs.len()];
         let all_opts: Vec<&LocateOptions> = reqs.iter().map(|(_, o)| *o).collect();
         let mut oci_jobs: Vec<(usize, String, &LocateOptions)> = Vec::new();
+        let mut clients = http::GetterCache::default();
         for (i, (r, opts)) in reqs.into_iter().enumerate() {
             let cache = ContentCache::new(opts.paths.content_cache());
             let planned = match r {
@@ -556,7 +557,7 @@ mod remote {
                     out.push(None);
                     continue;
                 }
-                _ => plan(r, opts, &mut repos, &mut indexes).map_err(Err),
+                _ => plan(r, opts, &mut repos, &mut indexes, &mut clients).map_err(Err),
             };
             match planned {
                 Err(done) => out.push(Some(done)),
@@ -720,6 +721,7 @@ mod remote {
         opts: &LocateOptions,
         repos: &mut Option<RepoFile>,
         indexes: &mut Indexes,
+        clients: &mut http::GetterCache,
     ) -> Result<Plan, SourceError> {
         let constraint = opts.constraint();
         match r {
@@ -747,7 +749,7 @@ mod remote {
                     .first()
                     .ok_or_else(|| SourceError::NoUrls(format!("{repo}/{chart}")))?;
                 let url = http::resolve_reference(&entry.url, first)?;
-                let getter = Getter::new(&HttpOptions::from_entry(&entry), Some(&entry.url))?;
+                let getter = clients.get(&HttpOptions::from_entry(&entry), Some(&entry.url))?;
                 Ok(Plan {
                     getter,
                     file_name: file_name_of(&url),
@@ -759,7 +761,7 @@ mod remote {
                 url: repo_url,
                 chart,
             } => {
-                let getter = Getter::new(&opts.http, Some(repo_url))?;
+                let getter = clients.get(&opts.http, Some(repo_url))?;
                 let slot = indexes
                     .iter_mut()
                     .find(|(u, h, _, _)| u == repo_url && *h == opts.http);
@@ -803,7 +805,7 @@ mod remote {
                 })
             }
             ChartRef::Url { url } => Ok(Plan {
-                getter: Getter::new(&opts.http, Some(url))?,
+                getter: clients.get(&opts.http, Some(url))?,
                 file_name: file_name_of(url),
                 url: url.clone(),
                 digest: String::new(),

@@ -275,6 +275,7 @@ impl Fetcher for RepoFetcher {
         let mut out: Vec<Option<Result<Fetched, FetchError>>> = Vec::new();
         let mut jobs = Vec::new();
         let mut pending: Vec<(usize, String, String)> = Vec::new();
+        let mut clients = http::GetterCache::default();
         // Registry pulls: (slot, repository, chart, version).
         let mut oci_jobs: Vec<(usize, String, String, String)> = Vec::new();
         for r in requests {
@@ -326,7 +327,7 @@ impl Fetcher for RepoFetcher {
                     RemoteSource::Repo { url, .. } => url,
                     RemoteSource::Oci(u) => u,
                 };
-                let g = Getter::new(&opts, Some(base))?;
+                let g = clients.get(&opts, Some(base))?;
                 pending.push((out.len(), digest, file_name.clone()));
                 out.push(None);
                 Ok(Some((g, r.url.to_string())))
