@@ -116,7 +116,8 @@ fn fields<'a>(
     })
 }
 
-const METADATA_FIELDS: &[&str] = &[
+/// Chart.yaml's fields (Go's `chart.Metadata`), in declaration order.
+pub(crate) const METADATA_FIELDS: &[&str] = &[
     "name",
     "home",
     "sources",

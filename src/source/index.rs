@@ -27,7 +27,7 @@
 //! Times (`generated`, `created`) are kept as the text Go's `time.Time`
 //! marshals to (RFC 3339 with nanoseconds, trailing zeros trimmed, the
 //! offset as written): what Helm writes back when it re-marshals an index.
-use crate::chart::metadata::{apply_metadata, DecodeNotes};
+use crate::chart::metadata::{apply_metadata, DecodeNotes, METADATA_FIELDS};
 use crate::chart::Metadata;
 use crate::gostd::strconv::quote;
 use crate::gostd::time::{parse_in_location, GoTime, Location};
@@ -852,26 +852,6 @@ const VERSION_FIELDS: &[&str] = &[
     "engine",
     "tillerVersion",
     "url",
-];
-
-const METADATA_FIELDS: &[&str] = &[
-    "name",
-    "home",
-    "sources",
-    "version",
-    "description",
-    "keywords",
-    "maintainers",
-    "icon",
-    "apiVersion",
-    "condition",
-    "tags",
-    "appVersion",
-    "deprecated",
-    "annotations",
-    "kubeVersion",
-    "dependencies",
-    "type",
 ];
 
 const MAINTAINER_FIELDS: &[&str] = &["name", "email", "url"];

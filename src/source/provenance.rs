@@ -213,26 +213,9 @@ pub enum ProvenanceError {
     },
 }
 
-/// Go's `%q` for the strings these messages quote: `"` and `\` escaped,
-/// control characters as Go writes them.
+/// Go's `%q` (`strconv.Quote`), as Helm's messages quote.
 fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::gostd::strconv::quote(s)
 }
 
 /// Helm's default for `--keyring`: `$GNUPGHOME/pubring.gpg` when
