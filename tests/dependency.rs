@@ -18,7 +18,11 @@
 //!   since Helm writes subcharts in Go map order (random). The gzip layer
 //!   is not compared: Go's deflate and flate2's give different bytes for
 //!   the same stream.
+#[path = "support/chart_server.rs"]
+mod chart_server;
 mod common;
+
+use chart_server::{ChartServer, ServerOptions};
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -803,55 +807,6 @@ dependencies:
 // commands; the downloaded archives are compared byte for byte.
 // ---------------------------------------------------------------------
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-
-/// A static file server for `root` on 127.0.0.1 (threads live until the
-/// test process ends); returns its base URL.
-fn serve(root: PathBuf) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let root = root.clone();
-            std::thread::spawn(move || {
-                let _ = respond(stream, &root);
-            });
-        }
-    });
-    format!("http://127.0.0.1:{port}")
-}
-
-fn respond(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 || h == "\r\n" {
-            break;
-        }
-    }
-    let path = line.split(' ').nth(1).unwrap_or("/");
-    let path = path
-        .split('?')
-        .next()
-        .unwrap_or("/")
-        .trim_start_matches('/');
-    match std::fs::read(root.join(path)) {
-        Ok(body) if !path.contains("..") => {
-            write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            )?;
-            stream.write_all(&body)
-        }
-        _ => stream
-            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
-    }
-}
-
 /// Adds repository `name` at `url` to `tool`'s home in `work`, with the
 /// tool's own `repo add`.
 fn repo_add(tools: &Tools, tool: Tool, work: &Path, name: &str, url: &str) {
@@ -908,7 +863,8 @@ fn repository_dependencies_match_helm() {
             .expect("helm repo index");
         assert!(o.status.success(), "{o:?}");
     }
-    let base = serve(srv);
+    let server = ChartServer::start(&srv, ServerOptions::default());
+    let base = server.url();
     let work = tmp.path().join("work");
     for t in [Tool::Helm3, Tool::Helm4, Tool::Rudder] {
         repo_add(&tools, t, &work, "myrepo", &base);
@@ -1058,7 +1014,8 @@ fn repository_downloads_are_cached_and_digest_checked() {
         .output()
         .expect("helm repo index");
     assert!(o.status.success(), "{o:?}");
-    let base = serve(srv.clone());
+    let server = ChartServer::start(&srv, ServerOptions::default());
+    let base = server.url();
     let work = tmp.path().join("work");
     repo_add(&tools, Tool::Rudder, &work, "myrepo", &base);
     let scenario = tmp.path().join("scenario");

@@ -116,6 +116,21 @@ fn fields<'a>(
     })
 }
 
+/// A maintainer's fields (Go's `chart.Maintainer`).
+pub(crate) const MAINTAINER_FIELDS: &[&str] = &["name", "email", "url"];
+
+/// A dependency's fields (Go's `chart.Dependency`), in declaration order.
+pub(crate) const DEPENDENCY_FIELDS: &[&str] = &[
+    "name",
+    "version",
+    "repository",
+    "condition",
+    "tags",
+    "enabled",
+    "import-values",
+    "alias",
+];
+
 /// Chart.yaml's fields (Go's `chart.Metadata`), in declaration order.
 pub(crate) const METADATA_FIELDS: &[&str] = &[
     "name",
@@ -142,7 +157,7 @@ fn decode_maintainer(n: &Node) -> Result<Maintainer, DecodeError> {
     let Node::Map(m) = n else {
         return Err(type_err(n, "Metadata", "maintainers", "chart.Maintainer"));
     };
-    for (f, v) in fields(m, &["name", "email", "url"]) {
+    for (f, v) in fields(m, MAINTAINER_FIELDS) {
         let path = format!("maintainers.{f}");
         let s = go_string(v, "Maintainer", &path)?;
         match f {
@@ -160,16 +175,7 @@ pub fn decode_dependency(n: &Node, strct: &str) -> Result<Dependency, DecodeErro
     let Node::Map(m) = n else {
         return Err(type_err(n, strct, "dependencies", "chart.Dependency"));
     };
-    let known = &[
-        "name",
-        "version",
-        "repository",
-        "condition",
-        "tags",
-        "enabled",
-        "import-values",
-        "alias",
-    ];
+    let known = DEPENDENCY_FIELDS;
     for (f, v) in fields(m, known) {
         let path = format!("dependencies.{f}");
         match f {

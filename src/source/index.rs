@@ -27,7 +27,9 @@
 //! Times (`generated`, `created`) are kept as the text Go's `time.Time`
 //! marshals to (RFC 3339 with nanoseconds, trailing zeros trimmed, the
 //! offset as written): what Helm writes back when it re-marshals an index.
-use crate::chart::metadata::{apply_metadata, DecodeNotes, METADATA_FIELDS};
+use crate::chart::metadata::{
+    apply_metadata, DecodeNotes, DEPENDENCY_FIELDS, MAINTAINER_FIELDS, METADATA_FIELDS,
+};
 use crate::chart::Metadata;
 use crate::gostd::strconv::quote;
 use crate::gostd::time::{parse_in_location, GoTime, Location};
@@ -852,19 +854,6 @@ const VERSION_FIELDS: &[&str] = &[
     "engine",
     "tillerVersion",
     "url",
-];
-
-const MAINTAINER_FIELDS: &[&str] = &["name", "email", "url"];
-
-const DEPENDENCY_FIELDS: &[&str] = &[
-    "name",
-    "version",
-    "repository",
-    "condition",
-    "tags",
-    "enabled",
-    "import-values",
-    "alias",
 ];
 
 /// `encoding/json`'s field matching: exact name first, then ASCII
