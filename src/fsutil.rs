@@ -21,7 +21,7 @@ use std::io::{self, Write as _};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// The mode of a private file: read and write for its owner only.
 pub const PRIVATE_FILE: u32 = 0o600;
@@ -132,14 +132,22 @@ fn report(t: Tightened) {
     }
 }
 
-/// Tightens `path` (already open as `meta`'s file) to owner-only when its
-/// mode lets group or others in; reports it.
+/// Serializes tightening within the process: two threads writing into
+/// one store (a plan's releases apply in parallel) must not both see the
+/// old mode, both chmod and both warn.
+static TIGHTEN: Mutex<()> = Mutex::new(());
+
+/// Tightens `path` to owner-only when its mode (read by `stat`, under
+/// [`TIGHTEN`]) lets group or others in; reports it once.
 fn tighten(
     path: &Path,
-    mode: u32,
+    stat: impl FnOnce() -> io::Result<u32>,
     set: impl FnOnce(fs::Permissions) -> io::Result<()>,
 ) -> Result<(), WriteError> {
-    let bits = mode & 0o7777;
+    // A poisoned lock only means another thread panicked mid-chmod; the
+    // mode is re-read here either way.
+    let _guard = TIGHTEN.lock().unwrap_or_else(|e| e.into_inner());
+    let bits = stat().map_err(WriteError::new("stat", path))? & 0o7777;
     if bits & 0o077 == 0 {
         return Ok(());
     }
@@ -162,10 +170,11 @@ pub fn private_dir(dir: &Path) -> Result<(), WriteError> {
         .mode(PRIVATE_DIR)
         .create(dir)
         .map_err(WriteError::new("create directory", dir))?;
-    let meta = fs::metadata(dir).map_err(WriteError::new("stat", dir))?;
-    tighten(dir, meta.permissions().mode(), |p| {
-        fs::set_permissions(dir, p)
-    })
+    tighten(
+        dir,
+        || fs::metadata(dir).map(|m| m.permissions().mode()),
+        |p| fs::set_permissions(dir, p),
+    )
 }
 
 /// Creates `dir` and its missing parents owner-only (0700, whatever the
@@ -188,8 +197,11 @@ pub fn open_private(path: &Path, opts: &mut OpenOptions) -> Result<File, WriteEr
         .mode(PRIVATE_FILE)
         .open(path)
         .map_err(WriteError::new("open", path))?;
-    let meta = f.metadata().map_err(WriteError::new("stat", path))?;
-    tighten(path, meta.permissions().mode(), |p| f.set_permissions(p))?;
+    tighten(
+        path,
+        || f.metadata().map(|m| m.permissions().mode()),
+        |p| f.set_permissions(p),
+    )?;
     Ok(f)
 }
 
@@ -198,11 +210,11 @@ pub fn open_private(path: &Path, opts: &mut OpenOptions) -> Result<File, WriteEr
 /// left missing.
 pub fn tighten_existing(path: &Path) -> Result<(), WriteError> {
     match fs::symlink_metadata(path) {
-        Ok(meta) if !meta.file_type().is_symlink() => {
-            tighten(path, meta.permissions().mode(), |p| {
-                fs::set_permissions(path, p)
-            })
-        }
+        Ok(meta) if !meta.file_type().is_symlink() => tighten(
+            path,
+            || fs::symlink_metadata(path).map(|m| m.permissions().mode()),
+            |p| fs::set_permissions(path, p),
+        ),
         Ok(_) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(WriteError::new("stat", path)(e)),
@@ -397,7 +409,51 @@ pub fn replace_file(path: &Path, data: &[u8], mode: Mode) -> Result<(), WriteErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+
+    /// The warning sink is process-wide: tests that set it take turns.
+    static SINK_TESTS: Mutex<()> = Mutex::new(());
+
+    /// Runs `f` with a sink that collects the warnings about `under`.
+    fn collect_warnings(under: &Path, f: impl FnOnce()) -> Vec<Tightened> {
+        let _turn = SINK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        // Other tests may write private files at the same time: keep ours.
+        let mine = under.to_path_buf();
+        set_warning_sink(Some(Arc::new(move |t: &Tightened| {
+            if t.path.starts_with(&mine) {
+                s.lock().unwrap().push(t.clone());
+            }
+        })));
+        f();
+        set_warning_sink(None);
+        let seen = seen.lock().unwrap().clone();
+        seen
+    }
+
+    #[test]
+    fn threads_tightening_one_directory_warn_once() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("store");
+        fs::create_dir(&dir).unwrap();
+        let rounds = 200;
+        let seen = collect_warnings(d.path(), || {
+            for _ in 0..rounds {
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+                let start = std::sync::Barrier::new(8);
+                std::thread::scope(|s| {
+                    for _ in 0..8 {
+                        s.spawn(|| {
+                            start.wait();
+                            private_dir(&dir).unwrap()
+                        });
+                    }
+                })
+            }
+        });
+        assert_eq!(seen.len(), rounds, "one warning per round");
+        assert!(seen.iter().all(|t| (t.from, t.to) == (0o755, 0o700)));
+    }
 
     #[test]
     fn a_replaced_file_is_private_and_its_old_mode_reported() {
@@ -405,23 +461,12 @@ mod tests {
         let p = d.path().join("f");
         fs::write(&p, b"old").unwrap();
         fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s = seen.clone();
-        // Other tests may write private files at the same time: keep ours.
-        let mine = p.clone();
-        set_warning_sink(Some(Arc::new(move |t: &Tightened| {
-            if t.path == mine {
-                s.lock().unwrap().push(t.clone());
-            }
-        })));
-        atomic_write(&p, b"new", Mode::PRIVATE).unwrap();
-        set_warning_sink(None);
+        let seen = collect_warnings(&p, || atomic_write(&p, b"new", Mode::PRIVATE).unwrap());
         assert_eq!(fs::read(&p).unwrap(), b"new");
         assert_eq!(
             fs::metadata(&p).unwrap().permissions().mode() & 0o777,
             0o600
         );
-        let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 1);
         assert_eq!((seen[0].from, seen[0].to), (0o644, 0o600));
         // No temp file is left.
