@@ -247,17 +247,29 @@ fn six_scenarios_say_why_while_waiting_and_in_the_report() {
     // reason into a probe failure. Nothing else changes then (the
     // Deployment's status stays as it is), so only the watch on the
     // namespace's events can bring it.
+    // It is written once the pod runs (scheduled, container not ready),
+    // which on a loaded machine can take several seconds.
     let injector = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(4));
-        let pod = tb.kubectl_ok(&[
-            "get",
-            "pods",
-            "-n",
-            "why-never",
-            "-o",
-            "jsonpath={.items[0].metadata.name} {.items[0].metadata.uid}",
-        ]);
-        let (name, uid) = pod.trim().split_once(' ').expect("a pod");
+        let deadline = Instant::now() + Duration::from_secs(12);
+        let pod = loop {
+            std::thread::sleep(Duration::from_millis(250));
+            let pod = tb.kubectl_ok(&[
+                "get",
+                "pods",
+                "-n",
+                "why-never",
+                "-o",
+                // A range: no error while the ReplicaSet has made no pod yet.
+                "jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.phase}{end}",
+            ]);
+            if pod.trim().ends_with(" Running") || Instant::now() > deadline {
+                break pod;
+            }
+        };
+        // Long enough for the wait to have said "not ready" first.
+        std::thread::sleep(Duration::from_secs(2));
+        let mut words = pod.split_whitespace();
+        let (name, uid) = (words.next().expect("a pod"), words.next().expect("a uid"));
         let now = jiff::Timestamp::now().to_string();
         let written = SystemTime::now();
         tb.apply(
@@ -274,8 +286,10 @@ fn six_scenarios_say_why_while_waiting_and_in_the_report() {
         );
         written
     });
-    // One apply, six independent releases: their waits overlap.
-    let file = releases_file(dir, "why", &names, "8s");
+    // One apply, six independent releases: their waits overlap. The
+    // timeout leaves the never-ready pod time to be scheduled and run on a
+    // loaded machine before the event is injected.
+    let file = releases_file(dir, "why", &names, "15s");
     let (lines, report, _) = apply(tb, dir, &file, &[]);
     let injected = injector.join().unwrap();
     let mut table = Vec::new();
