@@ -1373,6 +1373,7 @@ fn oci_dependency(major: u8) {
             reg.url("deps")
         );
         let mut dirs = Vec::new();
+        let mut stderrs = Vec::new();
         for tool in ["helm", "rudder"] {
             let d = work
                 .path()
@@ -1384,12 +1385,19 @@ fn oci_dependency(major: u8) {
             } else {
                 home.rudder()
             };
-            ok(
+            let out = ok(
                 cmd.args(["dependency", "update", "--plain-http"]).arg(&d),
                 None,
             );
+            stderrs.push(stderr(&out));
             dirs.push(d);
         }
+        // Helm's registry client reports each pull (`Pulled:`, `Digest:`).
+        assert_eq!(
+            stderrs[0], stderrs[1],
+            "helm {major}, version {version}: stderr"
+        );
+        assert!(stderrs[0].starts_with("Pulled: "), "{}", stderrs[0]);
         let lock = |d: &Path| -> String {
             std::fs::read_to_string(d.join("Chart.lock"))
                 .expect("Chart.lock")
@@ -1409,7 +1417,7 @@ fn oci_dependency(major: u8) {
                 == std::fs::read(dirs[1].join(&file)).expect("rudder's archive"),
             "helm {major}, version {version}: {file} differs"
         );
-        eprintln!("INTEROP helm{major} dependency update oci:// (version {version}): Chart.lock and {file} identical");
+        eprintln!("INTEROP helm{major} dependency update oci:// (version {version}): Chart.lock, {file} and stderr identical");
     }
 }
 

@@ -12,6 +12,8 @@
 #[path = "support/chart_server.rs"]
 mod chart_server;
 mod common;
+#[path = "support/oci_registry.rs"]
+mod oci_registry;
 
 use pgp::composed::{
     CleartextSignedMessage, KeyType, SecretKeyParamsBuilder, SignedPublicKey, SignedSecretKey,
@@ -884,4 +886,118 @@ fn dependency_verify_matches_helm3() {
 #[test]
 fn dependency_verify_matches_helm4() {
     dependency_verify(4);
+}
+
+/// `dependency update|build --verify` of an `oci://` dependency against
+/// Helm: the chart pushed by helm with its `.prov` (the manifest's
+/// provenance layer) verifies; one pushed without fails `update` (Helm's
+/// `failed to fetch provenance "oci://...:TAG.prov"`) and makes `build`
+/// warn; a key that did not sign fails both.
+fn dependency_verify_oci(major: u8) {
+    let Some(bed) = Bed::new(major) else { return };
+    let Some(reg) = oci_registry::Registry::start_with(false, false) else {
+        return;
+    };
+    std::fs::create_dir_all(bed.path("unsigned")).unwrap();
+    std::fs::copy(bed.path(ARCHIVE), bed.path("unsigned/alpine-0.1.0.tgz")).unwrap();
+    for (archive, repo) in [
+        (ARCHIVE, "signed"),
+        ("unsigned/alpine-0.1.0.tgz", "unsigned"),
+    ] {
+        let out = bed.run(true, &["push", archive, &reg.url(repo), "--plain-http"]);
+        assert!(out.status.success(), "helm push: {out:?}");
+        let dir = bed.path(&format!("scenario-{repo}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("Chart.yaml"),
+            format!(
+                "apiVersion: v2\nname: parent\nversion: 1.0.0\ndependencies:\n- name: alpine\n  version: 0.1.0\n  repository: {}\n",
+                reg.url(repo)
+            ),
+        )
+        .unwrap();
+    }
+    let lock = |scenario: &str| {
+        let h = dep_run(&bed, true, scenario, None, &["update", "--plain-http"]);
+        assert_eq!(h.code, Some(0), "{h:?}");
+        std::fs::read_to_string(bed.path("work/Chart.lock")).unwrap()
+    };
+    let signed_lock = lock("scenario-signed");
+    let unsigned_lock = lock("scenario-unsigned");
+    let digest = rudder::source::provenance::digest(&std::fs::read(bed.path(ARCHIVE)).unwrap());
+    for (case, scenario, lock, args, code) in [
+        (
+            "update oci signed",
+            "scenario-signed",
+            None,
+            vec!["update", "--verify", "--keyring", "pubring.gpg"],
+            0,
+        ),
+        (
+            "build oci signed",
+            "scenario-signed",
+            Some(&signed_lock),
+            vec!["build", "--verify", "--keyring", "pubring.gpg"],
+            0,
+        ),
+        (
+            "update oci unknown key",
+            "scenario-signed",
+            None,
+            vec!["update", "--verify", "--keyring", "other.gpg"],
+            1,
+        ),
+        (
+            "build oci unknown key",
+            "scenario-signed",
+            Some(&signed_lock),
+            vec!["build", "--verify", "--keyring", "other.gpg"],
+            1,
+        ),
+        (
+            "update oci missing keyring",
+            "scenario-signed",
+            None,
+            vec!["update", "--verify", "--keyring", "nothere.gpg"],
+            1,
+        ),
+        (
+            "update oci no provenance layer",
+            "scenario-unsigned",
+            None,
+            vec!["update", "--verify", "--keyring", "pubring.gpg"],
+            1,
+        ),
+        (
+            "build oci no provenance layer",
+            "scenario-unsigned",
+            Some(&unsigned_lock),
+            vec!["build", "--verify", "--keyring", "pubring.gpg"],
+            0,
+        ),
+    ] {
+        let mut args = args.clone();
+        args.push("--plain-http");
+        let h = dep_same(&bed, major, case, scenario, lock.map(String::as_str), &args);
+        assert_eq!(h.code, Some(code), "{case}: {h:?}");
+        if code == 0 {
+            assert_eq!(
+                h.charts.values().collect::<Vec<_>>(),
+                [&digest],
+                "{case}: {h:?}"
+            );
+        } else {
+            assert!(h.charts.is_empty(), "{case}: {h:?}");
+        }
+    }
+}
+
+#[test]
+fn dependency_verify_oci_matches_helm3() {
+    dependency_verify_oci(3);
+}
+
+#[test]
+fn dependency_verify_oci_matches_helm4() {
+    dependency_verify_oci(4);
 }

@@ -131,6 +131,8 @@ impl RepoFetcher {
             blobs,
         )?;
         cache.put(&c.archive)?;
+        // What Helm's registry client prints on stderr for each pull.
+        eprintln!("Pulled: {}\nDigest: {}", c.reference, c.manifest_digest);
         Ok(Fetched {
             file_name: format!("{}-{}.tgz", c.name, c.version),
             archive: c.archive,

@@ -179,6 +179,7 @@ pub fn split_oci_tag(reference: &str) -> Option<(&str, &str)> {
 }
 
 /// The provenance layer's absence, in the words of Helm's registry client.
+#[cfg(feature = "remote")]
 #[derive(Debug, thiserror::Error)]
 #[error(
     "manifest does not contain a layer with mediatype {}",
@@ -215,7 +216,12 @@ impl super::fetch::RepoFetcher {
                     blobs,
                 )
                 .map_err(FetchError::from)
-                .and_then(|c| c.prov.ok_or_else(|| NoProvenanceLayer.into()));
+                .and_then(|c| {
+                    let prov = c.prov.ok_or_else(|| FetchError::from(NoProvenanceLayer))?;
+                    // Helm's registry client reports the pull on stderr.
+                    eprintln!("Pulled: {}\nDigest: {}", c.reference, c.manifest_digest);
+                    Ok(prov)
+                });
                 (reference, got)
             }
             super::RemoteSource::Repo {
