@@ -1373,6 +1373,7 @@ fn oci_dependency(major: u8) {
             reg.url("deps")
         );
         let mut dirs = Vec::new();
+        let mut stderrs = Vec::new();
         for tool in ["helm", "rudder"] {
             let d = work
                 .path()
@@ -1384,12 +1385,19 @@ fn oci_dependency(major: u8) {
             } else {
                 home.rudder()
             };
-            ok(
+            let out = ok(
                 cmd.args(["dependency", "update", "--plain-http"]).arg(&d),
                 None,
             );
+            stderrs.push(stderr(&out));
             dirs.push(d);
         }
+        // Helm's registry client reports each pull (`Pulled:`, `Digest:`).
+        assert_eq!(
+            stderrs[0], stderrs[1],
+            "helm {major}, version {version}: stderr"
+        );
+        assert!(stderrs[0].starts_with("Pulled: "), "{}", stderrs[0]);
         let lock = |d: &Path| -> String {
             std::fs::read_to_string(d.join("Chart.lock"))
                 .expect("Chart.lock")
@@ -1409,7 +1417,7 @@ fn oci_dependency(major: u8) {
                 == std::fs::read(dirs[1].join(&file)).expect("rudder's archive"),
             "helm {major}, version {version}: {file} differs"
         );
-        eprintln!("INTEROP helm{major} dependency update oci:// (version {version}): Chart.lock and {file} identical");
+        eprintln!("INTEROP helm{major} dependency update oci:// (version {version}): Chart.lock, {file} and stderr identical");
     }
 }
 
@@ -1421,4 +1429,63 @@ fn helm3_and_rudder_update_oci_dependencies_alike() {
 #[test]
 fn helm4_and_rudder_update_oci_dependencies_alike() {
     oci_dependency(4);
+}
+
+/// `--cert-file`/`--key-file` for a registry: refused before any
+/// connection, with the reason, on every command that talks to one (the
+/// OCI client cannot present a client certificate).
+#[test]
+fn client_certificates_for_registries_are_refused_clearly() {
+    let home = Home::new();
+    let port = oci_registry::free_port();
+    let reference = format!("oci://127.0.0.1:{port}/charts/alpine");
+    let cert = home.path().join("client.pem");
+    std::fs::write(&cert, "not read").expect("write");
+    let chart = rudder::chart::Chart {
+        metadata: rudder::chart::Metadata {
+            api_version: "v2".into(),
+            name: "alpine".into(),
+            version: "0.1.0".into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let tgz = rudder::chart::save_archive(&chart, home.path()).expect("package");
+    let flags = |c: &mut Command| {
+        c.arg("--cert-file").arg(&cert).arg("--key-file").arg(&cert);
+    };
+    let mut cmds: Vec<Command> = Vec::new();
+    let mut pull = home.rudder();
+    pull.args(["pull", &reference, "--version", "0.1.0"]);
+    cmds.push(pull);
+    let mut template = home.rudder();
+    template.args(["template", "x", &reference, "--version", "0.1.0"]);
+    cmds.push(template);
+    let mut push = home.rudder();
+    push.arg("push")
+        .arg(&tgz)
+        .arg(format!("oci://127.0.0.1:{port}/charts"));
+    cmds.push(push);
+    let mut login = home.rudder();
+    login.args([
+        "registry",
+        "login",
+        &format!("127.0.0.1:{port}"),
+        "-u",
+        USER,
+        "--password-stdin",
+    ]);
+    cmds.push(login);
+    for mut c in cmds {
+        flags(&mut c);
+        let out = run(&mut c, Some(PASS));
+        assert_eq!(out.status.code(), Some(1), "{c:?}: {out:?}");
+        assert!(
+            stderr(&out).contains(
+                "client certificates (--cert-file/--key-file) are not supported for OCI registries"
+            ),
+            "{c:?}: {}",
+            stderr(&out)
+        );
+    }
 }

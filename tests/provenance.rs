@@ -12,6 +12,8 @@
 #[path = "support/chart_server.rs"]
 mod chart_server;
 mod common;
+#[path = "support/oci_registry.rs"]
+mod oci_registry;
 
 use pgp::composed::{
     CleartextSignedMessage, KeyType, SecretKeyParamsBuilder, SignedPublicKey, SignedSecretKey,
@@ -616,4 +618,386 @@ fn verify_on_pull_and_template_from_a_repository() {
         text(&r.stderr).contains("failed to fetch provenance"),
         "{r:?}"
     );
+}
+
+/// What one `dependency` run left: exit code, output (the `tmpcharts-PID`
+/// directory named without its process id), the files of `charts/` and
+/// `Chart.lock` without its `generated` line.
+#[derive(Debug, PartialEq)]
+struct DepRun {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    /// File name → sha256 of its bytes.
+    charts: std::collections::BTreeMap<String, String>,
+    lock: Option<String>,
+}
+
+/// Runs `dependency ARGS work` with helm or rudder on a fresh copy of the
+/// chart `scenario` at `work` (with `lock` as its Chart.lock), so that both
+/// tools see the same paths.
+fn dep_run(bed: &Bed, helm: bool, scenario: &str, lock: Option<&str>, args: &[&str]) -> DepRun {
+    let work = bed.path("work");
+    let _ = std::fs::remove_dir_all(&work);
+    copy_dir(&bed.path(scenario), &work);
+    if let Some(l) = lock {
+        std::fs::write(work.join("Chart.lock"), l).unwrap();
+    }
+    let mut full = vec!["dependency"];
+    full.extend_from_slice(args);
+    full.push("work");
+    let out = bed.run(helm, &full);
+    let pid = regex::Regex::new(r"tmpcharts-[0-9]+").unwrap();
+    let mut charts = std::collections::BTreeMap::new();
+    if let Ok(rd) = std::fs::read_dir(work.join("charts")) {
+        for e in rd.flatten() {
+            charts.insert(
+                e.file_name().to_string_lossy().into_owned(),
+                rudder::source::provenance::digest(&std::fs::read(e.path()).unwrap()),
+            );
+        }
+    }
+    let lock = std::fs::read_to_string(work.join("Chart.lock"))
+        .ok()
+        .map(|t| {
+            t.lines()
+                .filter(|l| !l.starts_with("generated:"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+    DepRun {
+        code: out.status.code(),
+        stdout: pid
+            .replace_all(&text(&out.stdout), "tmpcharts-PID")
+            .into_owned(),
+        stderr: pid
+            .replace_all(&text(&out.stderr), "tmpcharts-PID")
+            .into_owned(),
+        charts,
+        lock,
+    }
+}
+
+/// `dependency ARGS` with helm then rudder, compared whole; returns
+/// Helm's run.
+fn dep_same(
+    bed: &Bed,
+    major: u8,
+    case: &str,
+    scenario: &str,
+    lock: Option<&str>,
+    args: &[&str],
+) -> DepRun {
+    let h = dep_run(bed, true, scenario, lock, args);
+    let r = dep_run(bed, false, scenario, lock, args);
+    assert_eq!(
+        h, r,
+        "{case}: helm {major} (left) and rudder (right) differ"
+    );
+    eprintln!("INTEROP helm{major} dependency {case}: exit {:?}, output, charts/ and Chart.lock identical", h.code);
+    h
+}
+
+/// `dependency update --verify` (Helm's VerifyAlways) and `dependency
+/// build --verify` (VerifyIfPossible) against Helm on one repository
+/// serving the chart Helm signed: for an `@alias` and a URL dependency,
+/// success, a missing `.prov`, a key that did not sign, a changed body, a
+/// signed digest that is not the archive's, and a missing keyring.
+fn dependency_verify(major: u8) {
+    use chart_server::{ChartServer, Fault, ServerOptions};
+    let Some(bed) = Bed::new(major) else { return };
+    let index = bed.run(true, &["repo", "index", "signed"]);
+    assert!(index.status.success(), "{index:?}");
+    let server = ChartServer::start(&bed.path("signed"), ServerOptions::default());
+    let url = server.url();
+    // One set of Helm files for both tools: helm adds the repository.
+    let add = bed.run(true, &["repo", "add", "signed", &url]);
+    assert!(add.status.success(), "{add:?}");
+    for (name, repo) in [("alias", "\"@signed\"".to_string()), ("url", url.clone())] {
+        let dir = bed.path(&format!("scenario-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("Chart.yaml"),
+            format!(
+                "apiVersion: v2\nname: parent\nversion: 1.0.0\ndependencies:\n- name: alpine\n  version: 0.1.0\n  repository: {repo}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let ring = ["--keyring", "pubring.gpg"];
+    for scenario in ["scenario-alias", "scenario-url"] {
+        let up = |case: &str, extra: &[&str]| {
+            let mut args = vec!["update", "--verify"];
+            args.extend_from_slice(extra);
+            dep_same(
+                &bed,
+                major,
+                &format!("update {scenario} {case}"),
+                scenario,
+                None,
+                &args,
+            )
+        };
+        // Signed by the keyring's key: the chart lands in charts/, the
+        // .prov does not (Helm moves only what loads as a chart).
+        let ok = up("signed", &ring);
+        assert_eq!(ok.code, Some(0), "{ok:?}");
+        assert_eq!(
+            ok.charts.keys().collect::<Vec<_>>(),
+            ["alpine-0.1.0.tgz"],
+            "{ok:?}"
+        );
+        assert_eq!(
+            ok.charts["alpine-0.1.0.tgz"],
+            rudder::source::provenance::digest(&std::fs::read(bed.path(ARCHIVE)).unwrap())
+        );
+        // Build from the lock update wrote (Helm's own, regenerated).
+        let built = {
+            let h = dep_run(&bed, true, scenario, None, &["update"]);
+            assert_eq!(h.code, Some(0), "{h:?}");
+            std::fs::read_to_string(bed.path("work/Chart.lock")).unwrap()
+        };
+        let b = dep_same(
+            &bed,
+            major,
+            &format!("build {scenario} signed"),
+            scenario,
+            Some(&built),
+            &["build", "--verify", "--keyring", "pubring.gpg"],
+        );
+        assert_eq!(b.code, Some(0), "{b:?}");
+
+        // A key that did not sign: refused, charts/ left empty.
+        let bad = up("unknown key", &["--keyring", "other.gpg"]);
+        assert_eq!(bad.code, Some(1));
+        assert!(
+            bad.stderr.contains("signature made by unknown entity"),
+            "{bad:?}"
+        );
+        assert!(bad.charts.is_empty(), "{bad:?}");
+        // No keyring: the named one, then the default one.
+        let none = up("missing keyring", &["--keyring", "nothere.gpg"]);
+        assert!(none.stderr.contains("failed to load keyring"), "{none:?}");
+        let none = up("default keyring missing", &[]);
+        assert!(none.stderr.contains(".gnupg/pubring.gpg"), "{none:?}");
+        let b = dep_same(
+            &bed,
+            major,
+            &format!("build {scenario} unknown key"),
+            scenario,
+            Some(&built),
+            &["build", "--verify", "--keyring", "other.gpg"],
+        );
+        assert_eq!(b.code, Some(1));
+
+        // No .prov on the server: update fails, build warns and goes on.
+        server.set_fault("/alpine-0.1.0.tgz.prov", Some(Fault::Status(404)));
+        let missing = up("missing .prov", &ring);
+        assert_eq!(missing.code, Some(1));
+        assert!(
+            missing.stderr.contains("failed to fetch provenance"),
+            "{missing:?}"
+        );
+        let b = dep_same(
+            &bed,
+            major,
+            &format!("build {scenario} missing .prov"),
+            scenario,
+            Some(&built),
+            &["build", "--verify", "--keyring", "pubring.gpg"],
+        );
+        assert_eq!(b.code, Some(0), "{b:?}");
+        assert!(
+            b.stdout.contains("WARNING: Verification not found for "),
+            "{b:?}"
+        );
+        assert_eq!(b.charts.keys().collect::<Vec<_>>(), ["alpine-0.1.0.tgz"]);
+
+        // A signed digest that is not the archive's (validly signed).
+        let archive = std::fs::read(bed.path(ARCHIVE)).unwrap();
+        let mut other = archive.clone();
+        other.push(0);
+        let body = format!(
+            "apiVersion: v1\nname: alpine\nversion: 0.1.0\n\n...\nfiles:\n  alpine-0.1.0.tgz: {}\n",
+            rudder::source::provenance::digest(&other)
+        );
+        let msg = CleartextSignedMessage::sign(
+            rand::thread_rng(),
+            &body,
+            &keys().0.primary_key,
+            &Password::empty(),
+        )
+        .unwrap();
+        server.set_fault(
+            "/alpine-0.1.0.tgz.prov",
+            Some(Fault::Replace(
+                msg.to_armored_string(Default::default())
+                    .unwrap()
+                    .into_bytes(),
+            )),
+        );
+        let mismatch = up("digest mismatch", &ring);
+        assert_eq!(mismatch.code, Some(1));
+        assert!(
+            mismatch.stderr.contains("sha256 sum does not match"),
+            "{mismatch:?}"
+        );
+
+        // A changed body: Helm 3's words (Helm 4 says "RSA verification
+        // failure"; rudder says Helm 3's).
+        let prov = text(&std::fs::read(bed.path(&format!("{ARCHIVE}.prov"))).unwrap());
+        server.set_fault(
+            "/alpine-0.1.0.tgz.prov",
+            Some(Fault::Replace(
+                prov.replacen("name: alpine", "name: alpinf", 1)
+                    .into_bytes(),
+            )),
+        );
+        let args = ["update", "--verify", "--keyring", "pubring.gpg"];
+        let h = dep_run(&bed, true, scenario, None, &args);
+        let r = dep_run(&bed, false, scenario, None, &args);
+        assert_eq!(h.code, Some(1), "{h:?}");
+        if major == 3 {
+            assert_eq!(
+                h, r,
+                "changed body: helm 3 (left) and rudder (right) differ"
+            );
+        } else {
+            assert_eq!(
+                (&h.stdout, &h.charts),
+                (
+                    &r.stdout
+                        .replace("hash tag doesn't match", "RSA verification failure"),
+                    &r.charts
+                )
+            );
+            assert_eq!(r.code, Some(1));
+        }
+        assert!(r.stderr.contains("hash tag doesn't match"), "{r:?}");
+        server.set_fault("/alpine-0.1.0.tgz.prov", None);
+    }
+}
+
+#[test]
+fn dependency_verify_matches_helm3() {
+    dependency_verify(3);
+}
+
+#[test]
+fn dependency_verify_matches_helm4() {
+    dependency_verify(4);
+}
+
+/// `dependency update|build --verify` of an `oci://` dependency against
+/// Helm: the chart pushed by helm with its `.prov` (the manifest's
+/// provenance layer) verifies; one pushed without fails `update` (Helm's
+/// `failed to fetch provenance "oci://...:TAG.prov"`) and makes `build`
+/// warn; a key that did not sign fails both.
+fn dependency_verify_oci(major: u8) {
+    let Some(bed) = Bed::new(major) else { return };
+    let Some(reg) = oci_registry::Registry::start_with(false, false) else {
+        return;
+    };
+    std::fs::create_dir_all(bed.path("unsigned")).unwrap();
+    std::fs::copy(bed.path(ARCHIVE), bed.path("unsigned/alpine-0.1.0.tgz")).unwrap();
+    for (archive, repo) in [
+        (ARCHIVE, "signed"),
+        ("unsigned/alpine-0.1.0.tgz", "unsigned"),
+    ] {
+        let out = bed.run(true, &["push", archive, &reg.url(repo), "--plain-http"]);
+        assert!(out.status.success(), "helm push: {out:?}");
+        let dir = bed.path(&format!("scenario-{repo}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("Chart.yaml"),
+            format!(
+                "apiVersion: v2\nname: parent\nversion: 1.0.0\ndependencies:\n- name: alpine\n  version: 0.1.0\n  repository: {}\n",
+                reg.url(repo)
+            ),
+        )
+        .unwrap();
+    }
+    let lock = |scenario: &str| {
+        let h = dep_run(&bed, true, scenario, None, &["update", "--plain-http"]);
+        assert_eq!(h.code, Some(0), "{h:?}");
+        std::fs::read_to_string(bed.path("work/Chart.lock")).unwrap()
+    };
+    let signed_lock = lock("scenario-signed");
+    let unsigned_lock = lock("scenario-unsigned");
+    let digest = rudder::source::provenance::digest(&std::fs::read(bed.path(ARCHIVE)).unwrap());
+    for (case, scenario, lock, args, code) in [
+        (
+            "update oci signed",
+            "scenario-signed",
+            None,
+            vec!["update", "--verify", "--keyring", "pubring.gpg"],
+            0,
+        ),
+        (
+            "build oci signed",
+            "scenario-signed",
+            Some(&signed_lock),
+            vec!["build", "--verify", "--keyring", "pubring.gpg"],
+            0,
+        ),
+        (
+            "update oci unknown key",
+            "scenario-signed",
+            None,
+            vec!["update", "--verify", "--keyring", "other.gpg"],
+            1,
+        ),
+        (
+            "build oci unknown key",
+            "scenario-signed",
+            Some(&signed_lock),
+            vec!["build", "--verify", "--keyring", "other.gpg"],
+            1,
+        ),
+        (
+            "update oci missing keyring",
+            "scenario-signed",
+            None,
+            vec!["update", "--verify", "--keyring", "nothere.gpg"],
+            1,
+        ),
+        (
+            "update oci no provenance layer",
+            "scenario-unsigned",
+            None,
+            vec!["update", "--verify", "--keyring", "pubring.gpg"],
+            1,
+        ),
+        (
+            "build oci no provenance layer",
+            "scenario-unsigned",
+            Some(&unsigned_lock),
+            vec!["build", "--verify", "--keyring", "pubring.gpg"],
+            0,
+        ),
+    ] {
+        let mut args = args.clone();
+        args.push("--plain-http");
+        let h = dep_same(&bed, major, case, scenario, lock.map(String::as_str), &args);
+        assert_eq!(h.code, Some(code), "{case}: {h:?}");
+        if code == 0 {
+            assert_eq!(
+                h.charts.values().collect::<Vec<_>>(),
+                [&digest],
+                "{case}: {h:?}"
+            );
+        } else {
+            assert!(h.charts.is_empty(), "{case}: {h:?}");
+        }
+    }
+}
+
+#[test]
+fn dependency_verify_oci_matches_helm3() {
+    dependency_verify_oci(3);
+}
+
+#[test]
+fn dependency_verify_oci_matches_helm4() {
+    dependency_verify_oci(4);
 }

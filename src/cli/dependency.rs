@@ -114,16 +114,23 @@ fn list(a: ListArgs) -> ExitCode {
     }
 }
 
+/// `--keyring`, by default Helm's (`~/.gnupg/pubring.gpg`).
+#[cfg(feature = "remote")]
+fn keyring(a: &FetchArgs) -> std::path::PathBuf {
+    match &a.keyring {
+        Some(k) => k.into(),
+        #[cfg(feature = "provenance")]
+        None => rudder::source::provenance::default_keyring(),
+        #[cfg(not(feature = "provenance"))]
+        None => std::path::PathBuf::new(),
+    }
+}
+
 fn fetch(a: FetchArgs, command: &str) -> ExitCode {
     let path = match chart_path(&a.chart, command) {
         Ok(p) => p,
         Err(m) => return fail(m),
     };
-    if a.verify {
-        return fail(
-            "--verify is not supported by rudder dependency yet (no provenance check is made)",
-        );
-    }
     let paths = super::global().helm_paths();
     #[cfg(feature = "remote")]
     let fetcher = {
@@ -144,6 +151,9 @@ fn fetch(a: FetchArgs, command: &str) -> ExitCode {
                 ..Default::default()
             },
             plain_http: a.plain_http,
+            verify: a
+                .verify
+                .then(|| deps::verify::Verify::for_command(command == "update", keyring(&a))),
         }
     };
     #[cfg(not(feature = "remote"))]

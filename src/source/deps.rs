@@ -68,6 +68,7 @@ pub mod archive;
 pub mod fetch;
 pub mod list;
 pub mod lock;
+pub mod verify;
 
 pub use archive::{helm_archive, ArchiveError, ModTimes};
 pub use list::{list, ListError};
@@ -200,6 +201,19 @@ pub trait Fetcher {
 
     /// Downloads one chart archive.
     fn download(&self, request: &DownloadRequest<'_>) -> Result<Fetched, FetchError>;
+
+    /// With `--verify`: fetches the provenance of the chart of `request`
+    /// just saved at `saved`, writes it beside it and checks it
+    /// ([`verify::check`]); warnings go to `out`. The default checks
+    /// nothing.
+    fn verify_download(
+        &self,
+        _request: &DownloadRequest<'_>,
+        _saved: &Path,
+        _out: &mut dyn Write,
+    ) -> Result<(), FetchError> {
+        Ok(())
+    }
 }
 
 /// One download: a chart at an exact version, and the URL
@@ -634,6 +648,29 @@ pub fn manager_cache_name(url: &str) -> String {
 
 fn constraint(d: &Dependency) -> Result<Constraints, String> {
     Constraints::parse(&d.version).map_err(|e| e.to_string())
+}
+
+/// A load error that names the file as `safeMoveDeps` names it (the path
+/// as joined, not made absolute as the chart loader names it), e.g. a
+/// `.prov` that `--verify` left in `tmpcharts-<pid>`.
+fn named_as_given(e: LoadError, path: &str) -> LoadError {
+    match e {
+        LoadError::NotGzip { content_type, .. } => LoadError::NotGzip {
+            path: path.to_string(),
+            content_type,
+        },
+        LoadError::YamlNotArchive(_) => LoadError::YamlNotArchive(path.to_string()),
+        e => e,
+    }
+}
+
+/// How Helm names a download in `could not download URL`: the chart URL;
+/// for a registry, without its tag (Helm's `parseOCIRef`).
+fn download_name(oci: bool, churl: String) -> String {
+    match verify::split_oci_tag(&churl) {
+        Some((reference, _)) if oci => reference.to_string(),
+        _ => churl,
+    }
 }
 
 /// A remote dependency's source and chart URL, owned.
@@ -1202,9 +1239,25 @@ impl Manager<'_> {
                             path: e.path.display().to_string(),
                             message: os_message(&e.error),
                         })?;
+                    let request = DownloadRequest {
+                        source: plan.source(),
+                        chart: &dep.name,
+                        version: &dep.version,
+                        url: &churl,
+                    };
+                    if let Err(error) = self.fetcher.verify_download(&request, &path, self.out) {
+                        save_error = Some(DepsError::Download {
+                            url: download_name(plan.oci, churl),
+                            error,
+                        });
+                        break;
+                    }
                 }
                 Err(error) => {
-                    save_error = Some(DepsError::Download { url: churl, error });
+                    save_error = Some(DepsError::Download {
+                        url: download_name(plan.oci, churl),
+                        error,
+                    });
                     break;
                 }
             }
@@ -1344,7 +1397,7 @@ impl Manager<'_> {
             let from = join(source, f);
             let to = join(dest, f);
             in_source.insert(f.clone());
-            if let Err(e) = crate::chart::load_file(&from) {
+            if let Err(e) = crate::chart::load_file(&from).map_err(|e| named_as_given(e, &from)) {
                 self.say(&format!(
                     "Could not verify {from} for moving: {e} (Skipping)"
                 ));
@@ -1364,7 +1417,7 @@ impl Manager<'_> {
                 continue;
             }
             let path = join(dest, f);
-            let ch = match crate::chart::load_file(&path) {
+            let ch = match crate::chart::load_file(&path).map_err(|e| named_as_given(e, &path)) {
                 Ok(c) => c,
                 Err(e) => {
                     self.say(&format!(

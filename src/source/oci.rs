@@ -281,8 +281,11 @@ pub enum OciError {
         /// What is wrong.
         reason: String,
     },
-    /// Client certificates are not supported by the OCI client.
-    #[error("client certificates (--cert-file/--key-file) are not supported for OCI registries yet (registry {host})")]
+    /// Client certificates are not supported by the OCI client: oci-client
+    /// (0.18, the newest release) builds its HTTP client from a
+    /// `ClientConfig` that has root certificates but no client identity,
+    /// and takes no HTTP client of the caller's.
+    #[error("client certificates (--cert-file/--key-file) are not supported for OCI registries: rudder's OCI client cannot present one (registry {host})")]
     ClientCertUnsupported {
         /// The registry.
         host: String,

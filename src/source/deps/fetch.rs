@@ -28,6 +28,9 @@ pub struct RepoFetcher {
     pub http: HttpOptions,
     /// Talk to OCI registries over plain HTTP (`--plain-http`).
     pub plain_http: bool,
+    /// `--verify`: check each download against its provenance file
+    /// ([`super::verify`]).
+    pub verify: Option<super::verify::Verify>,
 }
 
 /// Why the repository fetcher failed; each names the file or URL.
@@ -102,7 +105,7 @@ impl RepoFetcher {
 
     /// The registry options: Helm's registry login, the command's TLS
     /// flags and `--plain-http`.
-    fn oci_options(&self) -> crate::source::oci::OciOptions {
+    pub(super) fn oci_options(&self) -> crate::source::oci::OciOptions {
         crate::source::oci::OciOptions {
             plain_http: self.plain_http,
             insecure_skip_tls_verify: self.http.insecure_skip_tls_verify,
@@ -128,13 +131,18 @@ impl RepoFetcher {
             blobs,
         )?;
         cache.put(&c.archive)?;
+        // What Helm's registry client prints on stderr for each pull.
+        eprintln!("Pulled: {}\nDigest: {}", c.reference, c.manifest_digest);
         Ok(Fetched {
             file_name: format!("{}-{}.tgz", c.name, c.version),
             archive: c.archive,
         })
     }
 
-    fn options_for(&self, managed_name: Option<&str>) -> Result<HttpOptions, FetchError> {
+    pub(super) fn options_for(
+        &self,
+        managed_name: Option<&str>,
+    ) -> Result<HttpOptions, FetchError> {
         Ok(match managed_name {
             Some(n) => HttpOptions::from_entry(&self.entry(n)?),
             None => self.http.clone(),
@@ -385,6 +393,18 @@ impl Fetcher for RepoFetcher {
         self.download_all(std::slice::from_ref(request))
             .pop()
             .unwrap_or_else(|| Err("no answer for the download".into()))
+    }
+
+    fn verify_download(
+        &self,
+        request: &DownloadRequest<'_>,
+        saved: &std::path::Path,
+        out: &mut dyn std::io::Write,
+    ) -> Result<(), FetchError> {
+        match &self.verify {
+            Some(v) => self.check_provenance(v, request, saved, out),
+            None => Ok(()),
+        }
     }
 }
 
