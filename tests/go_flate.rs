@@ -468,7 +468,7 @@ fn random_inputs_match_go() {
     };
     let go = std::cell::RefCell::new(go);
     let mut runner = TestRunner::new(Config {
-        cases: 256,
+        cases: 128,
         ..Config::default()
     });
     let byte = prop_oneof![Just(b'a'), Just(b'b'), Just(0u8), any::<u8>()];

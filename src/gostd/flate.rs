@@ -531,11 +531,11 @@ impl HuffmanBitWriter {
             &*offset_encoding
         };
         *freq = [0; CODEGEN_CODE_COUNT];
-        for i in 0..num_literals {
-            codegen[i] = literal_encoding.codes[i].len as u8;
-        }
-        for i in 0..num_offsets {
-            codegen[num_literals + i] = offsets.codes[i].len as u8;
+        let lengths = literal_encoding.codes[..num_literals]
+            .iter()
+            .chain(&offsets.codes[..num_offsets]);
+        for (slot, code) in codegen.iter_mut().zip(lengths) {
+            *slot = code.len as u8;
         }
         codegen[num_literals + num_offsets] = BAD_CODE;
         let mut size = codegen[0];
@@ -725,8 +725,14 @@ impl HuffmanBitWriter {
                 extra_bits += i64::from(self.literal_freq[lc])
                     * i64::from(LENGTH_EXTRA_BITS[lc - LENGTH_CODES_START]);
             }
-            for oc in 4..num_offsets {
-                extra_bits += i64::from(self.offset_freq[oc]) * i64::from(OFFSET_EXTRA_BITS[oc]);
+            for (f, extra) in self
+                .offset_freq
+                .iter()
+                .zip(&OFFSET_EXTRA_BITS)
+                .take(num_offsets)
+                .skip(4)
+            {
+                extra_bits += i64::from(*f) * i64::from(*extra);
             }
         }
         let mut codes = Codes::Fixed;
@@ -1071,8 +1077,9 @@ enum Mode {
 
 /// The hash chains of the levels 2 to 9.
 struct Chains {
-    head: Vec<u32>,
-    prev: Vec<u32>,
+    /// Fixed-size, so that indexing with a mask needs no bounds check.
+    head: Box<[u32; HASH_SIZE]>,
+    prev: Box<[u32; WINDOW_SIZE]>,
 }
 
 /// The compressor state of a Go `flate.Writer`, writing into a byte buffer.
@@ -1092,6 +1099,15 @@ struct Compressor {
     max_insert_index: i64,
     chain_head: i64,
     hash_offset: i64,
+}
+
+/// A zeroed array on the heap (without building it on the stack first).
+fn zeroed<const N: usize>() -> Box<[u32; N]> {
+    let v = vec![0u32; N].into_boxed_slice();
+    match v.try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("the vector has N elements"),
+    }
 }
 
 fn hash4(b: &[u8]) -> u32 {
@@ -1119,8 +1135,8 @@ impl Compressor {
                 (
                     LEVELS[(l - 2) as usize],
                     Mode::Deflate(Box::new(Chains {
-                        head: vec![0; HASH_SIZE],
-                        prev: vec![0; WINDOW_SIZE],
+                        head: zeroed(),
+                        prev: zeroed(),
                     })),
                     2 * WINDOW_SIZE,
                 )
@@ -1285,22 +1301,27 @@ impl Compressor {
         if length >= self.p.good {
             tries >>= 2;
         }
-        let mut w_end = win[pos + length];
-        let w_pos = &win[pos..];
+        // Go compares the byte at `length` before measuring a candidate;
+        // the two bytes ending there are compared here instead. A
+        // candidate this skips matches fewer than `length + 1` bytes, which
+        // Go measures and then drops: the result is the same.
+        let tail = |at: usize| u16::from_le_bytes([win[at - 1], win[at]]);
+        let mut w_end = tail(pos + length);
+        let w_pos = &win[pos..pos + min_match_look];
         let min_index = pos as i64 - WINDOW_SIZE as i64;
         let mut found = None;
         let mut i = prev_head;
         while tries > 0 {
             let iu = i as usize;
-            if w_end == win[iu + length] {
-                let n = common_prefix(&win[iu..iu + min_match_look], &w_pos[..min_match_look]);
+            if w_end == tail(iu + length) {
+                let n = common_prefix(&win[iu..iu + min_match_look], w_pos);
                 if n > length && (n > MIN_MATCH_LENGTH || pos - iu <= 4096) {
                     length = n;
                     found = Some((n, pos - iu));
                     if n >= nice {
                         break;
                     }
-                    w_end = win[pos + n];
+                    w_end = tail(pos + n);
                 }
             }
             if i == min_index {

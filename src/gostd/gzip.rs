@@ -82,7 +82,7 @@ fn latin1(field: &'static str, s: &str) -> Result<Vec<u8>, GzipError> {
 
 enum State<W: Write> {
     Pending(W),
-    Active(flate::Writer<W>),
+    Active(Box<flate::Writer<W>>),
     Poisoned,
 }
 
@@ -164,7 +164,7 @@ impl<W: Write> Writer<W> {
                 unreachable!("checked above");
             };
             inner.write_all(&header)?;
-            self.state = State::Active(flate::Writer::new(inner, self.level)?);
+            self.state = State::Active(Box::new(flate::Writer::new(inner, self.level)?));
         }
         match &mut self.state {
             State::Active(w) => Ok(w),
