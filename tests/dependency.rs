@@ -15,9 +15,10 @@
 //!   against Helm 3 with the header time and checksum fields masked (Helm
 //!   3 stamps every entry with the current time). A chart with more than
 //!   one subchart of its own is compared entry by entry in sorted order,
-//!   since Helm writes subcharts in Go map order (random). The gzip layer
-//!   is not compared: Go's deflate and flate2's give different bytes for
-//!   the same stream.
+//!   since Helm writes subcharts in Go map order (random). Where the tar
+//!   stream is Helm 4's byte for byte, so is the `.tgz` (rudder compresses
+//!   with its port of Go's `compress/flate`, as Helm's `gzip.NewWriter`
+//!   does), `file://` dependencies that rudder packages itself included.
 #[path = "support/chart_server.rs"]
 mod chart_server;
 mod common;
@@ -63,6 +64,8 @@ struct Run {
     raw_locks: BTreeMap<String, String>,
     /// `charts/*.tgz` → decompressed tar stream.
     archives: BTreeMap<String, Vec<u8>>,
+    /// `charts/*.tgz` → the archive's bytes.
+    raw_archives: BTreeMap<String, Vec<u8>>,
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -162,11 +165,14 @@ fn run(tools: &Tools, tool: Tool, scenario: &Path, work: &Path, chart: &str, arg
         }
     }
     let mut archives = BTreeMap::new();
+    let mut raw_archives = BTreeMap::new();
     if let Ok(rd) = std::fs::read_dir(cdir.join("charts")) {
         for e in rd.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
             if n.ends_with(".tgz") {
-                archives.insert(n, gunzip(&std::fs::read(e.path()).expect("read")));
+                let raw = std::fs::read(e.path()).expect("read");
+                archives.insert(n.clone(), gunzip(&raw));
+                raw_archives.insert(n, raw);
             }
         }
     }
@@ -178,6 +184,7 @@ fn run(tools: &Tools, tool: Tool, scenario: &Path, work: &Path, chart: &str, arg
         locks,
         raw_locks,
         archives,
+        raw_archives,
     }
 }
 
@@ -223,14 +230,25 @@ fn random_order(tar: &[u8]) -> bool {
     per_parent.values().any(|&n| n > 1)
 }
 
+/// Compares the tar streams (`helm`, `ours`) of one archive; when `exact`
+/// and they are identical, the archive bytes (`raw`: Helm's, rudder's)
+/// must be identical too.
 fn compare_archive(
     name: &str,
     helm: &[u8],
     ours: &[u8],
+    raw: (&[u8], &[u8]),
     exact: bool,
     who: &str,
 ) -> Result<(), String> {
     if exact && helm == ours {
+        if raw.0 != raw.1 {
+            return Err(format!(
+                "{name}: same tar stream as {who}, but the .tgz differs ({who} {} bytes, rudder {})",
+                raw.0.len(),
+                raw.1.len()
+            ));
+        }
         return Ok(());
     }
     let mut a = entries(helm, !exact);
@@ -296,7 +314,11 @@ fn compare(helm: &Run, ours: &Run, who: &str, exact_tar: bool) -> Vec<String> {
         match ours.archives.get(name) {
             None => d.push(format!("{name}: missing")),
             Some(o) => {
-                if let Err(e) = compare_archive(name, h, o, exact_tar, who) {
+                let raw = (
+                    helm.raw_archives[name].as_slice(),
+                    ours.raw_archives[name].as_slice(),
+                );
+                if let Err(e) = compare_archive(name, h, o, raw, exact_tar, who) {
                     d.push(e);
                 }
             }
@@ -333,8 +355,13 @@ fn check_in(
         args.join(" "),
         diffs.join("\n")
     );
+    let identical = r
+        .raw_archives
+        .iter()
+        .filter(|(n, b)| h4.raw_archives.get(*n) == Some(*b))
+        .count();
     eprintln!(
-        "{label}: `{}`: same as helm3 and helm4 (exit {:?}, {} archive(s), lock files {:?})",
+        "{label}: `{}`: same as helm3 and helm4 (exit {:?}, {} archive(s), {identical} of them byte-identical to helm4's, lock files {:?})",
         args.join(" "),
         r.code,
         r.archives.len(),

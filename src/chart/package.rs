@@ -10,7 +10,9 @@
 //! way a directory walk visits them (component by component), every entry
 //! has mode 0644, uid/gid 0 and a fixed timestamp, and the gzip header has
 //! no time (it carries Helm's extra field and `Helm` comment). The same chart
-//! always gives the same bytes.
+//! always gives the same bytes. The gzip layer is Go's own (default level,
+//! through [`crate::gostd::gzip`]), as Helm's; only the tar stream differs
+//! from `helm package`'s, by the order and times above.
 use super::metadata::{lock_to_yaml, metadata_to_yaml, DecodeNotes, ValidationError};
 use super::model::Chart;
 use std::path::{Path, PathBuf};
@@ -114,13 +116,7 @@ pub fn package_bytes(chart: &Chart) -> Result<Vec<u8>, PackageError> {
         path: "<archive>".into(),
         message: super::loader::io_message(&e),
     };
-    let gz = flate2::GzBuilder::new()
-        .mtime(0)
-        .operating_system(255)
-        .extra(HELM_GZIP_EXTRA)
-        .comment("Helm")
-        .write(Vec::new(), flate2::Compression::new(6));
-    let mut tar = tar::Builder::new(gz);
+    let mut tar = tar::Builder::new(Vec::new());
     for (path, data) in &entries {
         let mut h = tar::Header::new_ustar();
         h.set_entry_type(tar::EntryType::Regular);
@@ -131,8 +127,23 @@ pub fn package_bytes(chart: &Chart) -> Result<Vec<u8>, PackageError> {
         h.set_size(data.len() as u64);
         tar.append_data(&mut h, path, data.as_slice()).map_err(io)?;
     }
-    let gz = tar.into_inner().map_err(io)?;
-    gz.finish().map_err(io)
+    let tar = tar.into_inner().map_err(io)?;
+    // Helm's gzip layer: Go's gzip.NewWriter (default level) with Helm's
+    // extra field and comment, through rudder's port of Go's compressor.
+    // The tar is handed over in one call, so the bytes depend on nothing
+    // but the tar.
+    let header = crate::gostd::gzip::Header {
+        extra: Some(HELM_GZIP_EXTRA.to_vec()),
+        comment: "Helm".into(),
+        ..crate::gostd::gzip::Header::default()
+    };
+    crate::gostd::gzip::compress(&tar, crate::gostd::flate::DEFAULT_COMPRESSION, header).map_err(
+        |e| PackageError::Io {
+            op: "compress",
+            path: "<archive>".into(),
+            message: e.to_string(),
+        },
+    )
 }
 
 /// Writes the chart's package, `<dest>/<name>-<version>.tgz` (creating

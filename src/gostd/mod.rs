@@ -12,11 +12,14 @@
 //! - [`float`]: `strconv.FormatFloat`, shortest and with a precision;
 //! - [`num`]: `strconv.ParseInt`, `ParseUint`, `ParseFloat`;
 //! - [`json`]: `encoding/json`'s float64 text and `json.Marshal` spelling;
-//! - [`base64`]: `encoding/base64`'s `StdEncoding` and its error offsets.
+//! - [`base64`]: `encoding/base64`'s `StdEncoding` and its error offsets;
+//! - [`flate`], [`gzip`]: `compress/flate` and `compress/gzip` writers, byte for byte.
 pub mod base64;
+pub mod flate;
 pub mod float;
 pub mod fmt;
 pub mod gostr;
+pub mod gzip;
 pub mod json;
 pub mod num;
 pub mod strconv;

@@ -18,9 +18,11 @@
 //!   `generated` for the lock, and the current time otherwise (Helm 3 uses
 //!   the current time for every entry). Go rounds times to the second.
 //!
-//! The gzip layer is Helm's header (no time, `Helm` comment, Helm's extra
-//! field) over flate2's deflate at level 6: the compressed bytes differ
-//! from Go's `compress/flate`, the decompressed tar stream does not.
+//! The gzip layer is Go's `gzip.NewWriter` as Helm sets it up (no time,
+//! `Helm` comment, Helm's extra field, the default level), through
+//! [`crate::gostd::gzip`], fed the tar stream in the same `Write` calls
+//! Go's `archive/tar` makes (Go's deflate output depends on that split):
+//! the archive is Helm 4's byte for byte.
 use crate::chart::metadata::{lock_to_yaml, metadata_to_yaml, DecodeNotes};
 use crate::chart::model::Chart;
 use std::collections::BTreeMap;
@@ -44,11 +46,11 @@ pub enum ArchiveError {
     InvalidName(String),
     /// Compressing failed.
     #[error("writing the archive of {chart}: {source}")]
-    Io {
+    Gzip {
         /// The chart.
         chart: String,
         /// The cause.
-        source: std::io::Error,
+        source: crate::gostd::gzip::GzipError,
     },
 }
 
@@ -268,19 +270,28 @@ fn collect(
 pub fn helm_archive(chart: &Chart, times: &ModTimes) -> Result<Vec<u8>, ArchiveError> {
     let mut entries = Vec::new();
     collect(chart, "", times, now_unix(), &mut entries)?;
-    let io = |source: std::io::Error| ArchiveError::Io {
+    let tar = go_tar(&entries);
+    let header = crate::gostd::gzip::Header {
+        extra: Some(HELM_GZIP_EXTRA.to_vec()),
+        comment: "Helm".into(),
+        ..crate::gostd::gzip::Header::default()
+    };
+    let gz_err = |source| ArchiveError::Gzip {
         chart: chart.metadata.name.clone(),
         source,
     };
-    let tar = go_tar(&entries);
-    let mut gz = flate2::GzBuilder::new()
-        .mtime(0)
-        .operating_system(255)
-        .extra(HELM_GZIP_EXTRA)
-        .comment("Helm")
-        .write(Vec::new(), flate2::Compression::new(6));
-    std::io::Write::write_all(&mut gz, &tar).map_err(io)?;
-    gz.finish().map_err(io)
+    let mut gz = crate::gostd::gzip::Writer::new(
+        Vec::new(),
+        crate::gostd::flate::DEFAULT_COMPRESSION,
+        header,
+    )
+    .map_err(gz_err)?;
+    let mut start = 0;
+    for &end in &tar.calls {
+        gz.write_chunk(&tar.bytes[start..end]).map_err(gz_err)?;
+        start = end;
+    }
+    gz.finish().map_err(gz_err)
 }
 
 /// The uncompressed tar stream of an archive (for comparisons).
@@ -351,10 +362,30 @@ fn set_magic(h: &mut [u8; BLOCK]) {
     h[263..265].copy_from_slice(b"00");
 }
 
-fn push_data(out: &mut Vec<u8>, data: &[u8]) {
-    out.extend_from_slice(data);
-    let pad = (BLOCK - data.len() % BLOCK) % BLOCK;
-    out.extend(std::iter::repeat_n(0u8, pad));
+/// A tar stream and where Go's `tar.Writer` cuts it into `Write` calls on
+/// the writer beneath (the gzip writer).
+struct TarCalls {
+    bytes: Vec<u8>,
+    /// The end offset of each call, in order.
+    calls: Vec<usize>,
+}
+
+impl TarCalls {
+    /// One `Write` call (Go skips empty ones: they change nothing).
+    fn call(&mut self, data: &[u8]) {
+        if !data.is_empty() {
+            self.bytes.extend_from_slice(data);
+            self.calls.push(self.bytes.len());
+        }
+    }
+
+    /// An entry's contents (one call) and its padding (one call, made by
+    /// the next header's or the footer's `Flush`).
+    fn data(&mut self, data: &[u8]) {
+        self.call(data);
+        let pad = (BLOCK - data.len() % BLOCK) % BLOCK;
+        self.call(&[0u8; BLOCK][..pad]);
+    }
 }
 
 /// Go's PAX record `"%d %s=%s\n"`, its length counting itself.
@@ -377,9 +408,12 @@ fn to_ascii(s: &str) -> String {
 
 /// Regular-file entries as Go's `tar.Writer` writes headers
 /// `{Name, Mode: 0644, Size, ModTime}`, then the two zero blocks of the
-/// end of the archive.
-fn go_tar(entries: &[Entry]) -> Vec<u8> {
-    let mut out = Vec::new();
+/// end of the archive, in the `Write` calls Go makes.
+fn go_tar(entries: &[Entry]) -> TarCalls {
+    let mut out = TarCalls {
+        bytes: Vec::new(),
+        calls: Vec::new(),
+    };
     for (name, data, mtime) in entries {
         let mtime = u64::try_from(*mtime).unwrap_or(0);
         let ustar_ok = name.len() <= 100 && name.is_ascii();
@@ -409,8 +443,8 @@ fn go_tar(entries: &[Entry]) -> Vec<u8> {
             octal(&mut p[136..148], 0);
             p[156] = b'x';
             set_magic(&mut p);
-            out.extend_from_slice(&finish_header(p));
-            push_data(&mut out, rec.as_bytes());
+            out.call(&finish_header(p));
+            out.data(rec.as_bytes());
             string_field(&mut h[0..100], to_ascii(name).as_bytes());
         }
         octal(&mut h[100..108], 0o644);
@@ -424,10 +458,11 @@ fn go_tar(entries: &[Entry]) -> Vec<u8> {
         string_field(&mut h[297..329], b"");
         octal(&mut h[329..337], 0);
         octal(&mut h[337..345], 0);
-        out.extend_from_slice(&finish_header(h));
-        push_data(&mut out, data);
+        out.call(&finish_header(h));
+        out.data(data);
     }
-    out.extend(std::iter::repeat_n(0u8, 2 * BLOCK));
+    out.call(&[0u8; BLOCK]);
+    out.call(&[0u8; BLOCK]);
     out
 }
 
@@ -454,7 +489,10 @@ mod tests {
 
     #[test]
     fn headers_are_gos() {
-        let tar = go_tar(&[("c/Chart.yaml".into(), b"name: c\n".to_vec(), 0o17)]);
+        let calls = go_tar(&[("c/Chart.yaml".into(), b"name: c\n".to_vec(), 0o17)]);
+        // Header, contents, padding, two footer blocks: Go's calls.
+        assert_eq!(calls.calls, [512, 520, 1024, 1536, 2048]);
+        let tar = calls.bytes;
         assert_eq!(tar.len(), 3 * BLOCK + BLOCK);
         let h = &tar[..BLOCK];
         assert_eq!(&h[100..108], b"0000644\0");

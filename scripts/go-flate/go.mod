@@ -1,0 +1,3 @@
+module rudder.test/go-flate
+
+go 1.21
