@@ -3,15 +3,15 @@
 //!
 //! A body is `base64(gzip(json(release)))` with the standard alphabet and
 //! padding; gzip at best compression with Go's header (no name, mtime 0,
-//! OS 255), compressed by [`crate::gostd::gzip`], so the gzip layer is the
-//! one Helm's `encodeRelease` writes for the same JSON, byte for byte. On read the gzip magic `1f 8b 08` is recognised and anything
+//! OS 255). On read the gzip magic `1f 8b 08` is recognised and anything
 //! else is taken as raw JSON, as Helm's `decodeRelease` does for records from
 //! before compression. Decoding never panics, whatever the input.
 use super::model::Release;
 use base64::Engine;
+use flate2::Compression;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Read;
+use std::io::{Read, Write as _};
 
 /// The record type Helm writes (`type` of the Secret, `type` column of SQL).
 pub const RELEASE_TYPE: &str = "helm.sh/release.v1";
@@ -105,22 +105,18 @@ pub fn parse_key(key: &str) -> Option<(&str, u64)> {
 /// Encodes a release as Helm does: JSON, gzip (best compression), base64.
 pub fn encode(rel: &Release) -> Result<String, CodecError> {
     let json = crate::gostd::json::marshal(rel)?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(compress(json.as_bytes())))
+    Ok(base64::engine::general_purpose::STANDARD.encode(gzip(json.as_bytes())))
 }
 
-/// The gzip layer of a body: Go's `gzip.NewWriterLevel(w,
-/// gzip.BestCompression)` with its default header, `data` written in one
-/// call and closed, as Helm's `encodeRelease` does.
-pub fn compress(data: &[u8]) -> Vec<u8> {
-    // The level is valid and the header has no field that can be refused,
-    // so this cannot fail; an empty body (which decodes as an error) would
-    // only stand for an impossible failure.
-    crate::gostd::gzip::compress(
-        data,
-        crate::gostd::flate::BEST_COMPRESSION,
-        crate::gostd::gzip::Header::default(),
-    )
-    .unwrap_or_default()
+/// gzip with Go's `compress/gzip` header at best compression.
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::GzBuilder::new()
+        .operating_system(255)
+        .mtime(0)
+        .write(Vec::new(), Compression::best());
+    // Writing into a Vec cannot fail.
+    let _ = enc.write_all(data);
+    enc.finish().unwrap_or_default()
 }
 
 /// Decodes a body written by Helm (or rudder): base64, then gunzip when the
