@@ -132,9 +132,9 @@ fn fetch(a: FetchArgs, command: &str) -> ExitCode {
                 .filter(|s| !s.is_empty())
                 .map(std::path::PathBuf::from)
         };
-        deps::fetch::RepoFetcher {
-            paths: paths.clone(),
-            http: rudder::source::http::HttpOptions {
+        deps::fetch::RepoFetcher::new(
+            paths.clone(),
+            rudder::source::http::HttpOptions {
                 username: a.username.clone().unwrap_or_default(),
                 password: a.password.clone().unwrap_or_default(),
                 ca_file: path(&a.ca_file),
@@ -143,8 +143,8 @@ fn fetch(a: FetchArgs, command: &str) -> ExitCode {
                 insecure_skip_tls_verify: a.insecure_skip_tls_verify,
                 ..Default::default()
             },
-            plain_http: a.plain_http,
-        }
+            a.plain_http,
+        )
     };
     #[cfg(not(feature = "remote"))]
     let fetcher = LocalFetcher {

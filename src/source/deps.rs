@@ -200,6 +200,16 @@ pub trait Fetcher {
 
     /// Downloads one chart archive.
     fn download(&self, request: &DownloadRequest<'_>) -> Result<Fetched, FetchError>;
+
+    /// Told that a downloaded archive was saved whole to `saved` (a file
+    /// of `tmpcharts-*`, moved into `charts/` later): a fetcher with a
+    /// content cache that it has not put the archive into yet keeps it now
+    /// (the repository fetcher links the file into its cache); an error
+    /// fails the download, as a failed cache write would have. The default
+    /// does nothing.
+    fn keep(&self, _saved: &Path, _fetched: &Fetched) -> Result<(), FetchError> {
+        Ok(())
+    }
 }
 
 /// One download: a chart at an exact version, and the URL
@@ -1202,6 +1212,10 @@ impl Manager<'_> {
                             path: e.path.display().to_string(),
                             message: os_message(&e.error),
                         })?;
+                    if let Err(error) = self.fetcher.keep(&path, &f) {
+                        save_error = Some(DepsError::Download { url: churl, error });
+                        break;
+                    }
                 }
                 Err(error) => {
                     save_error = Some(DepsError::Download { url: churl, error });

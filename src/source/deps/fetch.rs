@@ -17,9 +17,18 @@ use crate::source::index::IndexFile;
 use crate::source::paths::HelmPaths;
 use crate::source::repofile::{RepoEntry, RepoFile};
 use crate::template::funcs::semver::parse_version;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// Fetches dependencies from the repositories of Helm's files.
-#[derive(Debug, Clone)]
+///
+/// One fetcher serves one command: it reads `repositories.yaml` and each
+/// cached index once (an index again only after [`Fetcher::refresh`]
+/// stored a new one), and the archives it downloads enter the content
+/// cache when the manager has saved them ([`Fetcher::keep`]: as links to
+/// the saved files).
+#[derive(Debug)]
 pub struct RepoFetcher {
     /// Helm's file locations.
     pub paths: HelmPaths,
@@ -28,6 +37,29 @@ pub struct RepoFetcher {
     pub http: HttpOptions,
     /// Talk to OCI registries over plain HTTP (`--plain-http`).
     pub plain_http: bool,
+    memo: Memo,
+}
+
+/// What a [`RepoFetcher`] has read, and the downloads it has not cached.
+#[derive(Debug, Default)]
+struct Memo {
+    repo_file: Mutex<Option<Arc<RepoFile>>>,
+    indexes: Mutex<HashMap<String, Arc<IndexFile>>>,
+    /// sha256 (hex) of downloaded archives that are not cached yet.
+    uncached: Mutex<HashSet<String>>,
+}
+
+impl Clone for RepoFetcher {
+    /// A fetcher with the same settings that has read nothing yet.
+    fn clone(&self) -> Self {
+        RepoFetcher::new(self.paths.clone(), self.http.clone(), self.plain_http)
+    }
+}
+
+/// A lock that a panicking holder left is still usable: the memo holds
+/// only finished values.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Why the repository fetcher failed; each names the file or URL.
@@ -70,8 +102,25 @@ fn os_message(e: &std::io::Error) -> String {
 }
 
 impl RepoFetcher {
-    fn repo_file(&self) -> Result<RepoFile, FetchError> {
-        Ok(RepoFile::load_or_default(&self.paths.repository_config)?)
+    /// A fetcher over Helm's files at `paths`.
+    pub fn new(paths: HelmPaths, http: HttpOptions, plain_http: bool) -> RepoFetcher {
+        RepoFetcher {
+            paths,
+            http,
+            plain_http,
+            memo: Memo::default(),
+        }
+    }
+
+    /// `repositories.yaml`, read once.
+    fn repo_file(&self) -> Result<Arc<RepoFile>, FetchError> {
+        let mut slot = lock(&self.memo.repo_file);
+        if let Some(f) = slot.as_ref() {
+            return Ok(f.clone());
+        }
+        let f = Arc::new(RepoFile::load_or_default(&self.paths.repository_config)?);
+        *slot = Some(f.clone());
+        Ok(f)
     }
 
     fn entry(&self, name: &str) -> Result<RepoEntry, FetchError> {
@@ -81,22 +130,30 @@ impl RepoFetcher {
             .ok_or_else(|| Box::new(RepoFetchError::NoRepo(name.into())) as FetchError)
     }
 
-    /// Helm's `repo.LoadIndexFile` of a cached index.
-    fn cached(&self, cache_name: &str) -> Result<IndexFile, FetchError> {
+    /// Helm's `repo.LoadIndexFile` of a cached index (parsed once; a
+    /// failure is not kept, the next call reads the file again).
+    fn cached(&self, cache_name: &str) -> Result<Arc<IndexFile>, FetchError> {
+        if let Some(i) = lock(&self.memo.indexes).get(cache_name) {
+            return Ok(i.clone());
+        }
         let p = self.paths.index_file(cache_name);
         let bytes = crate::input::read(&p).map_err(|e| RepoFetchError::Open {
             path: p.display().to_string(),
             message: os_message(&e),
         })?;
-        Ok(crate::source::index::parse(
+        let index = Arc::new(crate::source::index::parse(
             &bytes,
             &p.display().to_string(),
-        )?)
+        )?);
+        lock(&self.memo.indexes).insert(cache_name.to_string(), index.clone());
+        Ok(index)
     }
 
-    /// Stores a downloaded index as Helm's `DownloadIndexFile` does.
+    /// Stores a downloaded index as Helm's `DownloadIndexFile` does; what
+    /// it parsed to is what [`Self::cached`] answers from then on.
     fn store(&self, cache_name: &str, url: &str, bytes: &[u8]) -> Result<(), FetchError> {
-        crate::source::resolve::cache_index(&self.paths, cache_name, url, bytes)?;
+        let index = crate::source::resolve::cache_index(&self.paths, cache_name, url, bytes)?;
+        lock(&self.memo.indexes).insert(cache_name.to_string(), Arc::new(index));
         Ok(())
     }
 
@@ -159,10 +216,10 @@ impl Fetcher for RepoFetcher {
         Ok(Some(
             self.repo_file()?
                 .repositories
-                .into_iter()
+                .iter()
                 .map(|e| RepoRef {
-                    name: e.name,
-                    url: e.url,
+                    name: e.name.clone(),
+                    url: e.url.clone(),
                 })
                 .collect(),
         ))
@@ -171,10 +228,11 @@ impl Fetcher for RepoFetcher {
     fn refresh(&self, targets: &[RefreshTarget]) -> Vec<Result<(), FetchError>> {
         let mut jobs = Vec::new();
         let mut slots: Vec<Result<(usize, String), FetchError>> = Vec::new();
+        let mut clients = http::GetterCache::default();
         for t in targets {
             let prepared = self
                 .options_for(t.managed.then_some(t.cache_name.as_str()))
-                .and_then(|o| Ok(Getter::new(&o, Some(&t.url))?))
+                .and_then(|o| Ok(clients.get(&o, Some(&t.url))?))
                 .and_then(|g| Ok((g, http::index_url(&t.url)?)));
             match prepared {
                 Ok((g, u)) => {
@@ -363,8 +421,9 @@ impl Fetcher for RepoFetcher {
                     .unwrap_or_default();
                 let r = (|| -> Result<Fetched, FetchError> {
                     let archive = got?;
-                    check_digest(&url, &digest, &archive)?;
-                    cache.put(&archive)?;
+                    let hex = check_digest(&url, &digest, &archive)?;
+                    // Cached when the manager has saved it (`keep`).
+                    lock(&self.memo.uncached).insert(hex);
                     Ok(Fetched { file_name, archive })
                 })();
                 pulled.push((slot, r));
@@ -385,6 +444,14 @@ impl Fetcher for RepoFetcher {
         self.download_all(std::slice::from_ref(request))
             .pop()
             .unwrap_or_else(|| Err("no answer for the download".into()))
+    }
+
+    fn keep(&self, saved: &Path, fetched: &Fetched) -> Result<(), FetchError> {
+        let hex = crate::source::cache::sha256_hex(&fetched.archive);
+        if lock(&self.memo.uncached).remove(&hex) {
+            ContentCache::new(self.paths.content_cache()).put_linked(saved, &fetched.archive)?;
+        }
+        Ok(())
     }
 }
 
