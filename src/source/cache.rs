@@ -131,7 +131,17 @@ impl ContentCache {
     /// writes it. Whatever is linked is checked again when it is read
     /// ([`Self::get`]): a file changed in place later is dropped then.
     pub fn put_linked(&self, saved: &Path, bytes: &[u8]) -> std::io::Result<String> {
-        let hex = sha256_hex(bytes);
+        self.put_linked_hashed(saved, sha256_hex(bytes), bytes)
+    }
+
+    /// [`Self::put_linked`] of bytes whose sha256 (`hex`) the caller has
+    /// just computed (a wrong one costs a download: reads check it).
+    pub(crate) fn put_linked_hashed(
+        &self,
+        saved: &Path,
+        hex: String,
+        bytes: &[u8],
+    ) -> std::io::Result<String> {
         let p = self.path(&hex);
         if p.exists() {
             return Ok(hex);

@@ -294,7 +294,7 @@ pub fn keep(
     }
     let cache = ContentCache::new(opts.paths.content_cache());
     let put = match saved {
-        Some(path) => cache.put_linked(path, &f.archive),
+        Some(path) => cache.put_linked_hashed(path, f.digest.clone(), &f.archive),
         None => cache.put(&f.archive),
     };
     put.map(|_| ()).map_err(|e| SourceError::Cache {
@@ -609,8 +609,9 @@ mod remote {
                     out.push(None);
                     continue;
                 }
-                _ => plan(r, opts, &mut repos, &mut indexes, &mut cached, &mut clients)
-                    .map_err(Err),
+                _ => {
+                    plan(r, opts, &mut repos, &mut indexes, &mut cached, &mut clients).map_err(Err)
+                }
             };
             match planned {
                 Err(done) => out.push(Some(done)),

@@ -11,7 +11,7 @@ use super::{
     DownloadRequest, FetchError, Fetched, Fetcher, IndexVersion, RefreshTarget, RemoteSource,
     RepoRef,
 };
-use crate::source::cache::{check_digest, ContentCache};
+use crate::source::cache::{check_digest, normalize_digest, ContentCache};
 use crate::source::http::{self, Getter, HttpOptions};
 use crate::source::index::IndexFile;
 use crate::source::paths::HelmPaths;
@@ -47,6 +47,22 @@ struct Memo {
     indexes: Mutex<HashMap<String, Arc<IndexFile>>>,
     /// sha256 (hex) of downloaded archives that are not cached yet.
     uncached: Mutex<HashSet<String>>,
+    /// Charts to download with the next refresh ([`Fetcher::prefetch`]).
+    hints: Mutex<Vec<Hint>>,
+    /// What was downloaded with a refresh, by chart URL: used by
+    /// `download_all` only for the same URL and a matching digest.
+    prefetched: Mutex<HashMap<String, Vec<u8>>>,
+}
+
+/// A chart of a repository of `repositories.yaml` that the cached index
+/// resolved a dependency to before a refresh.
+#[derive(Debug)]
+struct Hint {
+    cache_name: String,
+    repo_url: String,
+    chart: String,
+    version: String,
+    url: String,
 }
 
 impl Clone for RepoFetcher {
@@ -157,6 +173,35 @@ impl RepoFetcher {
         Ok(())
     }
 
+    /// The downloads of the hints (taken): each chart whose cached index
+    /// gives a sha256 digest that is not in the content cache, with its
+    /// repository's credentials, as `download_all` would make it.
+    fn hinted_jobs(&self, clients: &mut http::GetterCache) -> Vec<(Getter, String)> {
+        let hints = std::mem::take(&mut *lock(&self.memo.hints));
+        let cache = ContentCache::new(self.paths.content_cache());
+        let mut jobs: Vec<(Getter, String)> = Vec::new();
+        for h in hints {
+            let digest = self.cached(&h.cache_name).ok().and_then(|i| {
+                i.entries.get(&h.chart).and_then(|vs| {
+                    vs.iter()
+                        .find(|cv| version_equals(&h.version, cv.version()))
+                        .and_then(|cv| normalize_digest(&cv.digest))
+                })
+            });
+            let Some(hex) = digest else { continue };
+            if cache.path(&hex).exists() || jobs.iter().any(|(_, u)| *u == h.url) {
+                continue;
+            }
+            let getter = self
+                .options_for(Some(&h.cache_name))
+                .and_then(|o| Ok(clients.get(&o, Some(&h.repo_url))?));
+            if let Ok(g) = getter {
+                jobs.push((g, h.url));
+            }
+        }
+        jobs
+    }
+
     /// The registry options: Helm's registry login, the command's TLS
     /// flags and `--plain-http`.
     fn oci_options(&self) -> crate::source::oci::OciOptions {
@@ -229,6 +274,8 @@ impl Fetcher for RepoFetcher {
         let mut jobs = Vec::new();
         let mut slots: Vec<Result<(usize, String), FetchError>> = Vec::new();
         let mut clients = http::GetterCache::default();
+        // The hinted charts download along with the indexes.
+        let hinted = self.hinted_jobs(&mut clients);
         for t in targets {
             let prepared = self
                 .options_for(t.managed.then_some(t.cache_name.as_str()))
@@ -242,8 +289,19 @@ impl Fetcher for RepoFetcher {
                 Err(e) => slots.push(Err(e)),
             }
         }
+        let first_hint = jobs.len();
+        let hint_urls: Vec<String> = hinted.iter().map(|(_, u)| u.clone()).collect();
+        jobs.extend(hinted);
         let mut answers: Vec<Option<Result<Vec<u8>, http::HttpError>>> =
             http::get_all(jobs).into_iter().map(Some).collect();
+        for (url, got) in hint_urls
+            .into_iter()
+            .zip(answers.iter_mut().skip(first_hint))
+        {
+            if let Some(Ok(bytes)) = got.take() {
+                lock(&self.memo.prefetched).insert(url, bytes);
+            }
+        }
         slots
             .into_iter()
             .zip(targets)
@@ -375,6 +433,19 @@ impl Fetcher for RepoFetcher {
                     })));
                     return Ok(None);
                 }
+                // Downloaded with the refresh: kept only when it is what
+                // the refreshed index's digest says this chart is.
+                let early = lock(&self.memo.prefetched).remove(r.url);
+                if let (Some(bytes), Some(_)) = (early, normalize_digest(&digest)) {
+                    if let Ok(hex) = check_digest(r.url, &digest, &bytes) {
+                        lock(&self.memo.uncached).insert(hex);
+                        out.push(Some(Ok(Fetched {
+                            file_name: file_name.clone(),
+                            archive: bytes,
+                        })));
+                        return Ok(None);
+                    }
+                }
                 let opts = match r.source {
                     RemoteSource::Repo { cache_name, .. } if managed => {
                         self.options_for(Some(cache_name))?
@@ -446,10 +517,34 @@ impl Fetcher for RepoFetcher {
             .unwrap_or_else(|| Err("no answer for the download".into()))
     }
 
+    fn prefetch(&self, requests: &[DownloadRequest<'_>]) {
+        let mut hints = lock(&self.memo.hints);
+        for r in requests {
+            if let RemoteSource::Repo {
+                url,
+                cache_name,
+                managed: true,
+            } = r.source
+            {
+                hints.push(Hint {
+                    cache_name: cache_name.to_string(),
+                    repo_url: url.to_string(),
+                    chart: r.chart.to_string(),
+                    version: r.version.to_string(),
+                    url: r.url.to_string(),
+                });
+            }
+        }
+    }
+
     fn keep(&self, saved: &Path, fetched: &Fetched) -> Result<(), FetchError> {
         let hex = crate::source::cache::sha256_hex(&fetched.archive);
         if lock(&self.memo.uncached).remove(&hex) {
-            ContentCache::new(self.paths.content_cache()).put_linked(saved, &fetched.archive)?;
+            ContentCache::new(self.paths.content_cache()).put_linked_hashed(
+                saved,
+                hex,
+                &fetched.archive,
+            )?;
         }
         Ok(())
     }
