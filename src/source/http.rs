@@ -16,7 +16,9 @@
 //!   later with a less useful 401.
 //!
 //! Requests are async (reqwest, on rustls with ring, the TLS stack kube-rs
-//! uses); [`get_all`] runs many at once from blocking code.
+//! uses); [`get_all`] runs many at once from blocking code. The system's
+//! root certificates are read on the first HTTPS handshake of the process,
+//! not when a client is built: plain-HTTP downloads never read them.
 use crate::source::repofile::RepoEntry;
 use reqwest::Url;
 use std::path::PathBuf;
