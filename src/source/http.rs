@@ -631,13 +631,30 @@ pub fn index_url(repo_url: &str) -> Result<String, HttpError> {
 /// Downloads every `(getter, url)` at once, from blocking code; the
 /// answers come back in the same order.
 pub fn get_all(jobs: Vec<(Getter, String)>) -> Vec<Result<Vec<u8>, HttpError>> {
+    get_all_checked(jobs, |_, body| body)
+}
+
+/// [`get_all`], with `check` applied to the body of job `i` as soon as it
+/// is in (on the download thread, while the other downloads go on), so
+/// that checking the first archives overlaps waiting for the last.
+pub fn get_all_checked<T, F>(jobs: Vec<(Getter, String)>, check: F) -> Vec<Result<T, HttpError>>
+where
+    T: Send + 'static,
+    F: Fn(usize, Vec<u8>) -> T + Send + Sync + 'static,
+{
     let n = jobs.len();
+    if n == 0 {
+        // No runtime, no thread, for nothing to download.
+        return Vec::new();
+    }
+    let check = std::sync::Arc::new(check);
     let run = async move {
         let mut set = tokio::task::JoinSet::new();
         for (i, (g, url)) in jobs.into_iter().enumerate() {
-            set.spawn(async move { (i, g.get(&url).await) });
+            let check = check.clone();
+            set.spawn(async move { (i, g.get(&url).await.map(|body| check(i, body))) });
         }
-        let mut out: Vec<Option<Result<Vec<u8>, HttpError>>> = (0..n).map(|_| None).collect();
+        let mut out: Vec<Option<Result<T, HttpError>>> = (0..n).map(|_| None).collect();
         while let Some(done) = set.join_next().await {
             if let Ok((i, r)) = done {
                 out[i] = Some(r);

@@ -647,7 +647,16 @@ mod remote {
                     scope.spawn(move || (i, pull_oci(&reference, opts)))
                 })
                 .collect();
-            let answers = http::get_all(jobs);
+            let expected: Vec<(String, String)> = plans
+                .iter()
+                .map(|(_, p, _)| (p.url.clone(), p.digest.clone()))
+                .collect();
+            let answers = http::get_all_checked(jobs, move |i, archive| {
+                let (url, digest) = expected
+                    .get(i)
+                    .map_or(("", ""), |(u, d)| (u.as_str(), d.as_str()));
+                check(url, digest, archive)
+            });
             for ((i, p, cache), got) in plans.into_iter().zip(answers) {
                 out[i] = Some(finish(&cache, p, got, put));
             }
@@ -740,19 +749,25 @@ mod remote {
         }
     }
 
-    /// Checks a download and (with `put`) caches it.
-    fn finish(
-        cache: &ContentCache,
-        p: Plan,
-        got: Result<Vec<u8>, HttpError>,
-        put: bool,
-    ) -> Result<Fetched, SourceError> {
-        let archive = got?;
-        let digest = check_digest(&p.url, &p.digest, &archive)?;
+    /// Checks a downloaded archive against the digest its index gives and
+    /// the loader's limits; its sha256 with it.
+    fn check(url: &str, digest: &str, archive: Vec<u8>) -> Result<(Vec<u8>, String), SourceError> {
+        let hex = check_digest(url, digest, &archive)?;
         // Only a chart archive rudder would load enters the cache: the
         // loader's limits (entry and total sizes, paths) apply to what was
         // downloaded exactly as to a local archive.
         crate::chart::loader::load_archive_files(&archive)?;
+        Ok((archive, hex))
+    }
+
+    /// A checked download ([`check`]), cached with `put`.
+    fn finish(
+        cache: &ContentCache,
+        p: Plan,
+        got: Result<Result<(Vec<u8>, String), SourceError>, HttpError>,
+        put: bool,
+    ) -> Result<Fetched, SourceError> {
+        let (archive, digest) = got??;
         if put {
             cache.put(&archive).map_err(|e| SourceError::Cache {
                 path: cache.path(""),
