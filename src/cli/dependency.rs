@@ -139,9 +139,9 @@ fn fetch(a: FetchArgs, command: &str) -> ExitCode {
                 .filter(|s| !s.is_empty())
                 .map(std::path::PathBuf::from)
         };
-        deps::fetch::RepoFetcher {
-            paths: paths.clone(),
-            http: rudder::source::http::HttpOptions {
+        let mut f = deps::fetch::RepoFetcher::new(
+            paths.clone(),
+            rudder::source::http::HttpOptions {
                 username: a.username.clone().unwrap_or_default(),
                 password: a.password.clone().unwrap_or_default(),
                 ca_file: path(&a.ca_file),
@@ -150,11 +150,12 @@ fn fetch(a: FetchArgs, command: &str) -> ExitCode {
                 insecure_skip_tls_verify: a.insecure_skip_tls_verify,
                 ..Default::default()
             },
-            plain_http: a.plain_http,
-            verify: a
-                .verify
-                .then(|| deps::verify::Verify::for_command(command == "update", keyring(&a))),
-        }
+            a.plain_http,
+        );
+        f.verify = a
+            .verify
+            .then(|| deps::verify::Verify::for_command(command == "update", keyring(&a)));
+        f
     };
     #[cfg(not(feature = "remote"))]
     let fetcher = LocalFetcher {

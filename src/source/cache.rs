@@ -6,7 +6,11 @@
 //!
 //! Files are written whole (temporary file, then rename), so concurrent
 //! rudder processes sharing a cache never see a half-written file; a
-//! download that fails or does not match its digest leaves nothing.
+//! download that fails or does not match its digest leaves nothing. An
+//! archive that was just saved elsewhere whole (`pull -d`, a chart's
+//! `charts/`) enters the cache as a hard link to that file
+//! ([`ContentCache::put_linked`]) when the cache directory is its owner's
+//! alone: no second copy, no second file to create.
 //!
 //! ```
 //! use rudder::source::cache::{sha256_hex, ContentCache};
@@ -18,6 +22,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 use sha2::{Digest, Sha256};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// The sha256 of `bytes`, lowercase hex.
@@ -54,14 +59,14 @@ pub struct DigestMismatch {
 
 /// Checks `bytes` against `expected` (`sha256:<hex>` or hex; an empty or
 /// non-sha256 digest checks nothing, as an index entry without a digest
-/// promises nothing).
-pub fn check_digest(what: &str, expected: &str, bytes: &[u8]) -> Result<(), DigestMismatch> {
-    let Some(want) = normalize_digest(expected) else {
-        return Ok(());
-    };
+/// promises nothing) and returns their sha256, hex.
+pub fn check_digest(what: &str, expected: &str, bytes: &[u8]) -> Result<String, DigestMismatch> {
     let got = sha256_hex(bytes);
+    let Some(want) = normalize_digest(expected) else {
+        return Ok(got);
+    };
     if got == want {
-        Ok(())
+        Ok(got)
     } else {
         Err(DigestMismatch {
             what: what.to_string(),
@@ -112,10 +117,79 @@ impl ContentCache {
         if p.exists() {
             return Ok(hex);
         }
-        std::fs::create_dir_all(&self.dir)?;
-        crate::fsutil::replace_file(&p, bytes, crate::fsutil::Mode::PRIVATE)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        self.create_dir()?;
+        self.write(&p, bytes)?;
         Ok(hex)
+    }
+
+    /// Stores `bytes`, which the caller has just written whole to the file
+    /// `saved`, under their digest, and returns it: as a hard link to
+    /// `saved` when the cache directory is private to its owner (0700: the
+    /// link keeps `saved`'s mode, and only the owner reaches it through the
+    /// cache), `saved` is a regular file of the owner's with as many bytes
+    /// and on the same file system; otherwise written as [`Self::put`]
+    /// writes it. Whatever is linked is checked again when it is read
+    /// ([`Self::get`]): a file changed in place later is dropped then.
+    pub fn put_linked(&self, saved: &Path, bytes: &[u8]) -> std::io::Result<String> {
+        self.put_linked_hashed(saved, sha256_hex(bytes), bytes)
+    }
+
+    /// [`Self::put_linked`] of bytes whose sha256 (`hex`) the caller has
+    /// just computed (a wrong one costs a download: reads check it).
+    pub(crate) fn put_linked_hashed(
+        &self,
+        saved: &Path,
+        hex: String,
+        bytes: &[u8],
+    ) -> std::io::Result<String> {
+        let p = self.path(&hex);
+        if p.exists() {
+            return Ok(hex);
+        }
+        let dir = self.create_dir()?;
+        if dir.mode() & 0o077 == 0 {
+            let ours = |m: &std::fs::Metadata| {
+                m.file_type().is_file() && m.uid() == dir.uid() && m.len() == bytes.len() as u64
+            };
+            if std::fs::symlink_metadata(saved).is_ok_and(|m| ours(&m)) {
+                match std::fs::hard_link(saved, &p) {
+                    Ok(()) if std::fs::symlink_metadata(&p).is_ok_and(|m| ours(&m)) => {
+                        return Ok(hex)
+                    }
+                    Ok(()) => {
+                        let _ = std::fs::remove_file(&p);
+                    }
+                    // Another process cached it first.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(hex),
+                    // Another file system, links not allowed: a copy.
+                    Err(_) => {}
+                }
+            }
+        }
+        self.write(&p, bytes)?;
+        Ok(hex)
+    }
+
+    /// The cache directory's metadata, created first when missing: its
+    /// parents as any directory, the directory itself owner-only (0700).
+    fn create_dir(&self) -> std::io::Result<std::fs::Metadata> {
+        if let Ok(m) = std::fs::metadata(&self.dir) {
+            return Ok(m);
+        }
+        if let Some(parent) = self.dir.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        match std::fs::DirBuilder::new().mode(0o700).create(&self.dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        std::fs::metadata(&self.dir)
+    }
+
+    fn write(&self, p: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        crate::fsutil::replace_file(p, bytes, crate::fsutil::Mode::PRIVATE)
+            .map_err(|e| std::io::Error::other(e.to_string()))
     }
 }
 
@@ -145,6 +219,54 @@ mod tests {
                 sha256_hex(b"y")
             )
         );
+    }
+
+    #[test]
+    fn a_saved_file_is_linked_into_a_private_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ContentCache::new(dir.path().join("c"));
+        let saved = dir.path().join("a.tgz");
+        std::fs::write(&saved, b"chart").unwrap();
+        let hex = c.put_linked(&saved, b"chart").unwrap();
+        assert_eq!(hex, sha256_hex(b"chart"));
+        let (a, b) = (
+            std::fs::metadata(&saved).unwrap(),
+            std::fs::metadata(c.path(&hex)).unwrap(),
+        );
+        assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()), "not linked");
+        assert_eq!(
+            std::fs::metadata(dir.path().join("c")).unwrap().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(c.get(&hex).as_deref(), Some(&b"chart"[..]));
+        // Changed in place after it was cached: dropped when read.
+        std::fs::write(&saved, b"chary").unwrap();
+        assert_eq!(c.get(&hex), None);
+    }
+
+    #[test]
+    fn a_shared_cache_directory_gets_a_private_copy() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cdir = dir.path().join("c");
+        std::fs::create_dir(&cdir).unwrap();
+        std::fs::set_permissions(&cdir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let c = ContentCache::new(&cdir);
+        let saved = dir.path().join("a.tgz");
+        std::fs::write(&saved, b"chart").unwrap();
+        let hex = c.put_linked(&saved, b"chart").unwrap();
+        let (a, b) = (
+            std::fs::metadata(&saved).unwrap(),
+            std::fs::metadata(c.path(&hex)).unwrap(),
+        );
+        assert_ne!(a.ino(), b.ino(), "linked into a shared directory");
+        assert_eq!(b.mode() & 0o777, 0o600);
+        // A file that does not hold the bytes is not linked either.
+        let other = dir.path().join("b.tgz");
+        std::fs::write(&other, b"short").unwrap();
+        let c2 = ContentCache::new(dir.path().join("c2"));
+        let hex = c2.put_linked(&other, b"longer bytes").unwrap();
+        assert_eq!(c2.get(&hex).as_deref(), Some(&b"longer bytes"[..]));
     }
 
     #[test]

@@ -214,6 +214,24 @@ pub trait Fetcher {
     ) -> Result<(), FetchError> {
         Ok(())
     }
+
+    /// Told that a downloaded archive was saved whole to `saved` (a file
+    /// of `tmpcharts-*`, moved into `charts/` later): a fetcher with a
+    /// content cache that it has not put the archive into yet keeps it now
+    /// (the repository fetcher links the file into its cache); an error
+    /// fails the download, as a failed cache write would have. The default
+    /// does nothing.
+    fn keep(&self, _saved: &Path, _fetched: &Fetched) -> Result<(), FetchError> {
+        Ok(())
+    }
+
+    /// What the cached indexes resolve the dependencies to, just before
+    /// [`Fetcher::refresh`]: a fetcher may download these charts while it
+    /// refreshes the indexes, and use such a download only where the
+    /// refreshed index gives the same chart URL and the download matches
+    /// its digest (anything else is downloaded again, after the refresh).
+    /// The default ignores it.
+    fn prefetch(&self, _requests: &[DownloadRequest<'_>]) {}
 }
 
 /// One download: a chart at an exact version, and the URL
@@ -773,6 +791,7 @@ impl Manager<'_> {
         let mut repo_names = self.resolve_repo_names(&mut req, &repos)?;
         self.ensure_missing_repos(&mut repo_names, &req);
         if !self.skip_update {
+            self.prefetch(&req, &repo_names, &repos);
             self.update_repositories(&repos);
         }
         let mut lock = self.resolve(&req, &repo_names)?;
@@ -946,6 +965,64 @@ impl Manager<'_> {
             };
             self.say(&line);
         }
+    }
+
+    /// Tells the fetcher what the dependencies from repositories of
+    /// `repositories.yaml` resolve to in the cached indexes, so that it can
+    /// download them while it refreshes those indexes
+    /// ([`Fetcher::prefetch`]; it keeps a download only if the refreshed
+    /// index agrees). Nothing is printed and nothing fails here: the
+    /// resolution that counts is made after the refresh.
+    fn prefetch(
+        &mut self,
+        req: &[Dependency],
+        names: &BTreeMap<String, String>,
+        repos: &[RepoRef],
+    ) {
+        let remote: Vec<Dependency> = req
+            .iter()
+            .filter(|d| {
+                !d.repository.is_empty()
+                    && !d.repository.starts_with("file://")
+                    && !is_oci(&d.repository)
+                    && repos.iter().any(|r| url_equal(&d.repository, &r.url))
+            })
+            .cloned()
+            .collect();
+        if remote.is_empty() {
+            return;
+        }
+        let Ok(lock) = self.resolve(&remote, names) else {
+            return;
+        };
+        let plans: Vec<(&Dependency, PlannedDownload)> = lock
+            .dependencies
+            .iter()
+            .filter_map(|d| {
+                let r = repos.iter().find(|r| url_equal(&d.repository, &r.url))?;
+                let mut p = PlannedDownload {
+                    oci: false,
+                    repo_url: d.repository.clone(),
+                    cache_name: r.name.clone(),
+                    managed: true,
+                    url: Ok(String::new()),
+                };
+                p.url = self.fetcher.chart_url(p.source(), &d.name, &d.version);
+                Some((d, p))
+            })
+            .collect();
+        let requests: Vec<DownloadRequest<'_>> = plans
+            .iter()
+            .filter_map(|(d, p)| {
+                Some(DownloadRequest {
+                    source: p.source(),
+                    chart: &d.name,
+                    version: &d.version,
+                    url: p.url.as_deref().ok()?,
+                })
+            })
+            .collect();
+        self.fetcher.prefetch(&requests);
     }
 
     /// Helm's `UpdateRepositories`: refresh every repository of
@@ -1245,7 +1322,11 @@ impl Manager<'_> {
                         version: &dep.version,
                         url: &churl,
                     };
-                    if let Err(error) = self.fetcher.verify_download(&request, &path, self.out) {
+                    let kept = self
+                        .fetcher
+                        .verify_download(&request, &path, self.out)
+                        .and_then(|()| self.fetcher.keep(&path, &f));
+                    if let Err(error) = kept {
                         save_error = Some(DepsError::Download {
                             url: download_name(plan.oci, churl),
                             error,
@@ -1392,12 +1473,31 @@ impl Manager<'_> {
             .filter(|d| d.repository.is_empty())
             .map(|d| d.name.as_str())
             .collect();
+        // Every archive is loaded (Helm's check before a move, and to learn
+        // the name of one it may delete) on a few threads at once; what is
+        // done with each answer stays in Helm's order.
+        let outdated: Vec<&String> = dest_files
+            .iter()
+            .filter(|f| !source_files.contains(f))
+            .collect();
+        let loaded = |path: &String| {
+            crate::chart::load_file(path)
+                .map(|c| c.metadata.name)
+                .map_err(|e| named_as_given(e, path))
+        };
+        let paths: Vec<String> = source_files
+            .iter()
+            .map(|f| join(source, f))
+            .chain(outdated.iter().map(|f| join(dest, f)))
+            .collect();
+        let mut names = crate::par::map_claimed(&paths, 2, loaded).into_iter();
         let mut in_source = BTreeSet::new();
         for f in &source_files {
             let from = join(source, f);
             let to = join(dest, f);
             in_source.insert(f.clone());
-            if let Err(e) = crate::chart::load_file(&from).map_err(|e| named_as_given(e, &from)) {
+            let name = names.next().unwrap_or_else(|| loaded(&from));
+            if let Err(e) = name {
                 self.say(&format!(
                     "Could not verify {from} for moving: {e} (Skipping)"
                 ));
@@ -1412,13 +1512,10 @@ impl Manager<'_> {
             }
         }
         self.say("Deleting outdated charts\n");
-        for f in &dest_files {
-            if in_source.contains(f) {
-                continue;
-            }
+        for f in outdated {
             let path = join(dest, f);
-            let ch = match crate::chart::load_file(&path).map_err(|e| named_as_given(e, &path)) {
-                Ok(c) => c,
+            let name = match names.next().unwrap_or_else(|| loaded(&path)) {
+                Ok(n) => n,
                 Err(e) => {
                     self.say(&format!(
                         "Could not verify {path} for deletion: {e} (Skipping)\n"
@@ -1426,7 +1523,7 @@ impl Manager<'_> {
                     continue;
                 }
             };
-            if local.contains(ch.metadata.name.as_str()) {
+            if local.contains(name.as_str()) {
                 continue;
             }
             if let Err(e) = std::fs::remove_file(&path) {

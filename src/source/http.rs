@@ -16,7 +16,9 @@
 //!   later with a less useful 401.
 //!
 //! Requests are async (reqwest, on rustls with ring, the TLS stack kube-rs
-//! uses); [`get_all`] runs many at once from blocking code.
+//! uses); [`get_all`] runs many at once from blocking code. The system's
+//! root certificates are read on the first HTTPS handshake of the process,
+//! not when a client is built: plain-HTTP downloads never read them.
 use crate::source::repofile::RepoEntry;
 use reqwest::Url;
 use std::path::PathBuf;
@@ -216,6 +218,225 @@ fn read_tls(what: &'static str, p: &PathBuf) -> Result<Vec<u8>, HttpError> {
     })
 }
 
+/// The TLS settings of a client with `opts`: the CA bundle and the client
+/// certificate are read now (their errors name the files), the system's
+/// roots only on the first HTTPS handshake ([`LazyVerifier`]), so that a
+/// client that only ever speaks plain HTTP never reads them.
+fn tls_config(opts: &HttpOptions) -> Result<rustls::ClientConfig, HttpError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
+    let tls_err = |what: &'static str, path: &PathBuf, message: String| HttpError::Tls {
+        what,
+        path: path.clone(),
+        message,
+    };
+    let mut extra_roots = Vec::new();
+    if let Some(ca) = &opts.ca_file {
+        let pem = read_tls("CA file", ca)?;
+        for c in CertificateDer::pem_slice_iter(&pem) {
+            extra_roots.push(c.map_err(|e| {
+                tls_err("CA file", ca, format!("invalid certificate encoding: {e}"))
+            })?);
+        }
+    }
+    let identity = match (&opts.cert_file, &opts.key_file) {
+        (Some(cert), Some(key)) => {
+            let cert_pem = read_tls("client certificate", cert)?;
+            let key_pem = read_tls("client key", key)?;
+            let chain = CertificateDer::pem_slice_iter(&cert_pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| tls_err("client certificate", cert, e.to_string()))?;
+            if chain.is_empty() {
+                return Err(tls_err(
+                    "client certificate",
+                    cert,
+                    "no certificate found".into(),
+                ));
+            }
+            let private = PrivateKeyDer::from_pem_slice(&key_pem)
+                .map_err(|e| tls_err("client key", key, e.to_string()))?;
+            Some((chain, private, cert))
+        }
+        _ => None,
+    };
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| HttpError::Connect {
+            url: String::new(),
+            message: format!("TLS versions: {e}"),
+        })?;
+    let verifier: Arc<dyn ServerCertVerifier> = if opts.insecure_skip_tls_verify {
+        Arc::new(AcceptAnyCertificate)
+    } else {
+        Arc::new(LazyVerifier {
+            provider,
+            extra_roots,
+            built: std::sync::OnceLock::new(),
+        })
+    };
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    let mut config = match identity {
+        Some((chain, key, cert)) => builder
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| tls_err("client certificate", cert, e.to_string()))?,
+        None => builder.with_no_client_auth(),
+    };
+    // reqwest is built without HTTP/2: it offers what it would offer itself.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use std::sync::Arc;
+
+type BuiltVerifier = Result<Arc<rustls_platform_verifier::Verifier>, rustls::Error>;
+
+/// The verifier over the system's roots alone, built once per process.
+static SYSTEM_VERIFIER: std::sync::OnceLock<BuiltVerifier> = std::sync::OnceLock::new();
+
+/// The verifier reqwest would build (the platform verifier: the system's
+/// roots plus the CA bundle's), built on the first certificate it is asked
+/// to check, once per process for the system's roots alone. Loading the
+/// system's roots reads ~150 files; a plain-HTTP download never needs them.
+#[derive(Debug)]
+struct LazyVerifier {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    extra_roots: Vec<CertificateDer<'static>>,
+    built: std::sync::OnceLock<BuiltVerifier>,
+}
+
+impl LazyVerifier {
+    fn verifier(&self) -> BuiltVerifier {
+        let build = || {
+            rustls_platform_verifier::Verifier::new_with_extra_roots(
+                self.extra_roots.iter().cloned(),
+                self.provider.clone(),
+            )
+            .map(Arc::new)
+        };
+        if self.extra_roots.is_empty() {
+            SYSTEM_VERIFIER.get_or_init(build).clone()
+        } else {
+            self.built.get_or_init(build).clone()
+        }
+    }
+}
+
+impl ServerCertVerifier for LazyVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.verifier()?.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        )
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// `--insecure-skip-tls-verify`: any certificate, any signature (what
+/// reqwest's `danger_accept_invalid_certs` does).
+#[derive(Debug)]
+struct AcceptAnyCertificate;
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Ok(HandshakeSignatureValid::assertion())
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Ok(HandshakeSignatureValid::assertion())
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        use SignatureScheme as S;
+        vec![
+            S::RSA_PKCS1_SHA1,
+            S::ECDSA_SHA1_Legacy,
+            S::RSA_PKCS1_SHA256,
+            S::ECDSA_NISTP256_SHA256,
+            S::RSA_PKCS1_SHA384,
+            S::ECDSA_NISTP384_SHA384,
+            S::RSA_PKCS1_SHA512,
+            S::ECDSA_NISTP521_SHA512,
+            S::RSA_PSS_SHA256,
+            S::RSA_PSS_SHA384,
+            S::RSA_PSS_SHA512,
+            S::ED25519,
+            S::ED448,
+        ]
+    }
+}
+
 impl Getter {
     /// A client with `opts`, for the repository at `home` (credentials go
     /// to its host; `None`: to the host of each URL asked for).
@@ -242,35 +463,13 @@ impl Getter {
                 _ => attempt.follow(),
             }
         });
-        let mut b = reqwest::Client::builder()
+        let tls = tls_config(opts)?;
+        let b = reqwest::Client::builder()
             .user_agent(concat!("Helm/3.17.2 rudder/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(opts.connect_timeout)
             .read_timeout(opts.read_timeout)
             .redirect(policy)
-            .tls_danger_accept_invalid_certs(opts.insecure_skip_tls_verify);
-        if let Some(ca) = &opts.ca_file {
-            let pem = read_tls("CA file", ca)?;
-            let certs =
-                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| HttpError::Tls {
-                    what: "CA file",
-                    path: ca.clone(),
-                    message: crate::error_chain(&e),
-                })?;
-            for c in certs {
-                b = b.add_root_certificate(c);
-            }
-        }
-        if let (Some(cert), Some(key)) = (&opts.cert_file, &opts.key_file) {
-            let mut pem = read_tls("client certificate", cert)?;
-            pem.push(b'\n');
-            pem.extend(read_tls("client key", key)?);
-            let id = reqwest::Identity::from_pem(&pem).map_err(|e| HttpError::Tls {
-                what: "client certificate",
-                path: cert.clone(),
-                message: crate::error_chain(&e),
-            })?;
-            b = b.identity(id);
-        }
+            .tls_backend_preconfigured(tls);
         let client = b.build().map_err(|e| HttpError::Connect {
             url: home.as_ref().map(|u| u.to_string()).unwrap_or_default(),
             message: crate::error_chain(&e),
@@ -376,9 +575,9 @@ impl Getter {
     }
 }
 
-/// Getters by their options and home: building a client loads the
-/// system's root certificates (a file each), so many downloads from one
-/// repository share one client rather than each loading them again.
+/// Getters by their options and home: many downloads from one repository
+/// share one client (and its connection pool) rather than each building
+/// its own.
 #[derive(Debug, Default)]
 pub struct GetterCache {
     by_key: std::collections::HashMap<String, Getter>,
@@ -432,13 +631,30 @@ pub fn index_url(repo_url: &str) -> Result<String, HttpError> {
 /// Downloads every `(getter, url)` at once, from blocking code; the
 /// answers come back in the same order.
 pub fn get_all(jobs: Vec<(Getter, String)>) -> Vec<Result<Vec<u8>, HttpError>> {
+    get_all_checked(jobs, |_, body| body)
+}
+
+/// [`get_all`], with `check` applied to the body of job `i` as soon as it
+/// is in (on the download thread, while the other downloads go on), so
+/// that checking the first archives overlaps waiting for the last.
+pub fn get_all_checked<T, F>(jobs: Vec<(Getter, String)>, check: F) -> Vec<Result<T, HttpError>>
+where
+    T: Send + 'static,
+    F: Fn(usize, Vec<u8>) -> T + Send + Sync + 'static,
+{
     let n = jobs.len();
+    if n == 0 {
+        // No runtime, no thread, for nothing to download.
+        return Vec::new();
+    }
+    let check = std::sync::Arc::new(check);
     let run = async move {
         let mut set = tokio::task::JoinSet::new();
         for (i, (g, url)) in jobs.into_iter().enumerate() {
-            set.spawn(async move { (i, g.get(&url).await) });
+            let check = check.clone();
+            set.spawn(async move { (i, g.get(&url).await.map(|body| check(i, body))) });
         }
-        let mut out: Vec<Option<Result<Vec<u8>, HttpError>>> = (0..n).map(|_| None).collect();
+        let mut out: Vec<Option<Result<T, HttpError>>> = (0..n).map(|_| None).collect();
         while let Some(done) = set.join_next().await {
             if let Ok((i, r)) = done {
                 out[i] = Some(r);

@@ -217,6 +217,9 @@ pub struct Fetched {
     pub verified: Option<String>,
     /// For a chart from a registry: what `helm pull` prints of it.
     pub oci: Option<OciPulled>,
+    /// Downloaded by [`fetch_all_deferred`] and not in the content cache
+    /// yet: [`keep`] puts it there.
+    pub uncached: bool,
 }
 
 /// What `helm pull oci://...` prints of a pulled chart.
@@ -262,7 +265,42 @@ pub fn fetch(r: &ChartRef, opts: &LocateOptions) -> Result<Fetched, SourceError>
 
 /// Fetches every reference, downloads in parallel; answers in order.
 pub fn fetch_all(refs: &[ChartRef], opts: &LocateOptions) -> Vec<Result<Fetched, SourceError>> {
-    fetch_pairs(refs.iter().map(|r| (r, opts)).collect())
+    fetch_pairs(refs.iter().map(|r| (r, opts)).collect(), true)
+}
+
+/// [`fetch_all`] for a caller that saves the archives itself (`pull -d`):
+/// every download is checked (digest, the loader's limits) as by
+/// [`fetch_all`], but a chart that was downloaded comes back with
+/// [`Fetched::uncached`] set, not yet in the content cache; [`keep`] puts
+/// it there, as a hard link to the file it was saved to.
+pub fn fetch_all_deferred(
+    refs: &[ChartRef],
+    opts: &LocateOptions,
+) -> Vec<Result<Fetched, SourceError>> {
+    fetch_pairs(refs.iter().map(|r| (r, opts)).collect(), false)
+}
+
+/// Puts a chart of [`fetch_all_deferred`] into the content cache (nothing
+/// to do for one that is there already): a hard link to `saved`, the file
+/// the caller has just written the archive to whole, when the cache allows
+/// it ([`ContentCache::put_linked`]); a copy otherwise.
+pub fn keep(
+    f: &Fetched,
+    opts: &LocateOptions,
+    saved: Option<&std::path::Path>,
+) -> Result<(), SourceError> {
+    if !f.uncached {
+        return Ok(());
+    }
+    let cache = ContentCache::new(opts.paths.content_cache());
+    let put = match saved {
+        Some(path) => cache.put_linked_hashed(path, f.digest.clone(), &f.archive),
+        None => cache.put(&f.archive),
+    };
+    put.map(|_| ()).map_err(|e| SourceError::Cache {
+        path: cache.path(""),
+        message: e.to_string(),
+    })
 }
 
 /// [`fetch_all`] with options of each reference's own (its version, its
@@ -271,16 +309,22 @@ pub fn fetch_all(refs: &[ChartRef], opts: &LocateOptions) -> Vec<Result<Fetched,
 /// once for all the references that use it with the same options, the
 /// indexes in parallel too. Answers in order.
 pub fn fetch_each(reqs: &[(ChartRef, LocateOptions)]) -> Vec<Result<Fetched, SourceError>> {
-    fetch_pairs(reqs.iter().map(|(r, o)| (r, o)).collect())
+    fetch_pairs(reqs.iter().map(|(r, o)| (r, o)).collect(), true)
 }
 
-fn fetch_pairs(reqs: Vec<(&ChartRef, &LocateOptions)>) -> Vec<Result<Fetched, SourceError>> {
+/// `cache`: downloads go into the content cache (else the caller [`keep`]s
+/// them).
+fn fetch_pairs(
+    reqs: Vec<(&ChartRef, &LocateOptions)>,
+    cache: bool,
+) -> Vec<Result<Fetched, SourceError>> {
     #[cfg(feature = "remote")]
     {
-        remote::fetch_all(reqs)
+        remote::fetch_all(reqs, cache)
     }
     #[cfg(not(feature = "remote"))]
     {
+        let _ = cache;
         reqs.into_iter()
             .map(|(r, _)| match r {
                 ChartRef::Local { path } => read_local(path),
@@ -310,6 +354,7 @@ fn read_local(path: &std::path::Path) -> Result<Fetched, SourceError> {
         prov: None,
         verified: None,
         oci: None,
+        uncached: false,
     })
 }
 
@@ -485,6 +530,9 @@ mod remote {
     /// the failure, whether the failure was handed out already).
     type Indexes = Vec<(String, HttpOptions, Result<IndexFile, SourceError>, bool)>;
 
+    /// Named repositories' cached indexes of one call, by index file.
+    type CachedIndexes = std::collections::HashMap<PathBuf, std::sync::Arc<IndexFile>>;
+
     /// Fetches the index of every `ChartRef::RepoUrl` once per URL and
     /// options, all at once.
     fn fetch_indexes(reqs: &[(&ChartRef, &LocateOptions)]) -> Indexes {
@@ -536,9 +584,13 @@ mod remote {
 
     pub(super) fn fetch_all(
         reqs: Vec<(&ChartRef, &LocateOptions)>,
+        put: bool,
     ) -> Vec<Result<Fetched, SourceError>> {
         let mut indexes = fetch_indexes(&reqs);
         let mut repos: Option<RepoFile> = None;
+        // Each repository's cached index is read and parsed once per call,
+        // however many of its charts are asked for.
+        let mut cached: CachedIndexes = std::collections::HashMap::new();
         let mut out: Vec<Option<Result<Fetched, SourceError>>> = Vec::new();
         let mut jobs = Vec::new();
         let mut plans = Vec::new();
@@ -557,7 +609,9 @@ mod remote {
                     out.push(None);
                     continue;
                 }
-                _ => plan(r, opts, &mut repos, &mut indexes, &mut clients).map_err(Err),
+                _ => {
+                    plan(r, opts, &mut repos, &mut indexes, &mut cached, &mut clients).map_err(Err)
+                }
             };
             match planned {
                 Err(done) => out.push(Some(done)),
@@ -573,6 +627,7 @@ mod remote {
                             prov: None,
                             verified: None,
                             oci: None,
+                            uncached: false,
                         })));
                         continue;
                     }
@@ -592,9 +647,18 @@ mod remote {
                     scope.spawn(move || (i, pull_oci(&reference, opts)))
                 })
                 .collect();
-            let answers = http::get_all(jobs);
+            let expected: Vec<(String, String)> = plans
+                .iter()
+                .map(|(_, p, _)| (p.url.clone(), p.digest.clone()))
+                .collect();
+            let answers = http::get_all_checked(jobs, move |i, archive| {
+                let (url, digest) = expected
+                    .get(i)
+                    .map_or(("", ""), |(u, d)| (u.as_str(), d.as_str()));
+                check(url, digest, archive)
+            });
             for ((i, p, cache), got) in plans.into_iter().zip(answers) {
-                out[i] = Some(finish(&cache, p, got));
+                out[i] = Some(finish(&cache, p, got, put));
             }
             handles.into_iter().filter_map(|h| h.join().ok()).collect()
         });
@@ -649,6 +713,7 @@ mod remote {
                 manifest_digest: c.manifest_digest,
             }),
             archive: c.archive,
+            uncached: false,
         })
     }
 
@@ -684,21 +749,31 @@ mod remote {
         }
     }
 
-    fn finish(
-        cache: &ContentCache,
-        p: Plan,
-        got: Result<Vec<u8>, HttpError>,
-    ) -> Result<Fetched, SourceError> {
-        let archive = got?;
-        check_digest(&p.url, &p.digest, &archive)?;
+    /// Checks a downloaded archive against the digest its index gives and
+    /// the loader's limits; its sha256 with it.
+    fn check(url: &str, digest: &str, archive: Vec<u8>) -> Result<(Vec<u8>, String), SourceError> {
+        let hex = check_digest(url, digest, &archive)?;
         // Only a chart archive rudder would load enters the cache: the
         // loader's limits (entry and total sizes, paths) apply to what was
         // downloaded exactly as to a local archive.
         crate::chart::loader::load_archive_files(&archive)?;
-        let digest = cache.put(&archive).map_err(|e| SourceError::Cache {
-            path: cache.path(""),
-            message: e.to_string(),
-        })?;
+        Ok((archive, hex))
+    }
+
+    /// A checked download ([`check`]), cached with `put`.
+    fn finish(
+        cache: &ContentCache,
+        p: Plan,
+        got: Result<Result<(Vec<u8>, String), SourceError>, HttpError>,
+        put: bool,
+    ) -> Result<Fetched, SourceError> {
+        let (archive, digest) = got??;
+        if put {
+            cache.put(&archive).map_err(|e| SourceError::Cache {
+                path: cache.path(""),
+                message: e.to_string(),
+            })?;
+        }
         Ok(Fetched {
             archive,
             file_name: p.file_name,
@@ -708,6 +783,7 @@ mod remote {
             prov: None,
             verified: None,
             oci: None,
+            uncached: !put,
         })
     }
 
@@ -721,6 +797,7 @@ mod remote {
         opts: &LocateOptions,
         repos: &mut Option<RepoFile>,
         indexes: &mut Indexes,
+        cached: &mut CachedIndexes,
         clients: &mut http::GetterCache,
     ) -> Result<Plan, SourceError> {
         let constraint = opts.constraint();
@@ -734,7 +811,15 @@ mod remote {
                     .and_then(|f| f.get(repo))
                     .cloned()
                     .ok_or_else(|| SourceError::RepoNotFound(repo.clone()))?;
-                let index = cached_index(&opts.paths, repo)?;
+                let path = opts.paths.index_file(repo);
+                let index = match cached.get(&path) {
+                    Some(index) => index.clone(),
+                    None => {
+                        let index = std::sync::Arc::new(cached_index(&opts.paths, repo)?);
+                        cached.insert(path, index.clone());
+                        index
+                    }
+                };
                 let cv =
                     index
                         .get(chart, &constraint)

@@ -11,15 +11,24 @@ use super::{
     DownloadRequest, FetchError, Fetched, Fetcher, IndexVersion, RefreshTarget, RemoteSource,
     RepoRef,
 };
-use crate::source::cache::{check_digest, ContentCache};
+use crate::source::cache::{check_digest, normalize_digest, ContentCache};
 use crate::source::http::{self, Getter, HttpOptions};
 use crate::source::index::IndexFile;
 use crate::source::paths::HelmPaths;
 use crate::source::repofile::{RepoEntry, RepoFile};
 use crate::template::funcs::semver::parse_version;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// Fetches dependencies from the repositories of Helm's files.
-#[derive(Debug, Clone)]
+///
+/// One fetcher serves one command: it reads `repositories.yaml` and each
+/// cached index once (an index again only after [`Fetcher::refresh`]
+/// stored a new one), and the archives it downloads enter the content
+/// cache when the manager has saved them ([`Fetcher::keep`]: as links to
+/// the saved files).
+#[derive(Debug)]
 pub struct RepoFetcher {
     /// Helm's file locations.
     pub paths: HelmPaths,
@@ -31,6 +40,47 @@ pub struct RepoFetcher {
     /// `--verify`: check each download against its provenance file
     /// ([`super::verify`]).
     pub verify: Option<super::verify::Verify>,
+    memo: Memo,
+}
+
+/// What a [`RepoFetcher`] has read, and the downloads it has not cached.
+#[derive(Debug, Default)]
+struct Memo {
+    repo_file: Mutex<Option<Arc<RepoFile>>>,
+    indexes: Mutex<HashMap<String, Arc<IndexFile>>>,
+    /// sha256 (hex) of downloaded archives that are not cached yet.
+    uncached: Mutex<HashSet<String>>,
+    /// Charts to download with the next refresh ([`Fetcher::prefetch`]).
+    hints: Mutex<Vec<Hint>>,
+    /// What was downloaded with a refresh, by chart URL: used by
+    /// `download_all` only for the same URL and a matching digest.
+    prefetched: Mutex<HashMap<String, Vec<u8>>>,
+}
+
+/// A chart of a repository of `repositories.yaml` that the cached index
+/// resolved a dependency to before a refresh.
+#[derive(Debug)]
+struct Hint {
+    cache_name: String,
+    repo_url: String,
+    chart: String,
+    version: String,
+    url: String,
+}
+
+impl Clone for RepoFetcher {
+    /// A fetcher with the same settings that has read nothing yet.
+    fn clone(&self) -> Self {
+        let mut f = RepoFetcher::new(self.paths.clone(), self.http.clone(), self.plain_http);
+        f.verify = self.verify.clone();
+        f
+    }
+}
+
+/// A lock that a panicking holder left is still usable: the memo holds
+/// only finished values.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Why the repository fetcher failed; each names the file or URL.
@@ -73,8 +123,26 @@ fn os_message(e: &std::io::Error) -> String {
 }
 
 impl RepoFetcher {
-    fn repo_file(&self) -> Result<RepoFile, FetchError> {
-        Ok(RepoFile::load_or_default(&self.paths.repository_config)?)
+    /// A fetcher over Helm's files at `paths`.
+    pub fn new(paths: HelmPaths, http: HttpOptions, plain_http: bool) -> RepoFetcher {
+        RepoFetcher {
+            paths,
+            http,
+            plain_http,
+            verify: None,
+            memo: Memo::default(),
+        }
+    }
+
+    /// `repositories.yaml`, read once.
+    fn repo_file(&self) -> Result<Arc<RepoFile>, FetchError> {
+        let mut slot = lock(&self.memo.repo_file);
+        if let Some(f) = slot.as_ref() {
+            return Ok(f.clone());
+        }
+        let f = Arc::new(RepoFile::load_or_default(&self.paths.repository_config)?);
+        *slot = Some(f.clone());
+        Ok(f)
     }
 
     fn entry(&self, name: &str) -> Result<RepoEntry, FetchError> {
@@ -84,23 +152,60 @@ impl RepoFetcher {
             .ok_or_else(|| Box::new(RepoFetchError::NoRepo(name.into())) as FetchError)
     }
 
-    /// Helm's `repo.LoadIndexFile` of a cached index.
-    fn cached(&self, cache_name: &str) -> Result<IndexFile, FetchError> {
+    /// Helm's `repo.LoadIndexFile` of a cached index (parsed once; a
+    /// failure is not kept, the next call reads the file again).
+    fn cached(&self, cache_name: &str) -> Result<Arc<IndexFile>, FetchError> {
+        if let Some(i) = lock(&self.memo.indexes).get(cache_name) {
+            return Ok(i.clone());
+        }
         let p = self.paths.index_file(cache_name);
         let bytes = crate::input::read(&p).map_err(|e| RepoFetchError::Open {
             path: p.display().to_string(),
             message: os_message(&e),
         })?;
-        Ok(crate::source::index::parse(
+        let index = Arc::new(crate::source::index::parse(
             &bytes,
             &p.display().to_string(),
-        )?)
+        )?);
+        lock(&self.memo.indexes).insert(cache_name.to_string(), index.clone());
+        Ok(index)
     }
 
-    /// Stores a downloaded index as Helm's `DownloadIndexFile` does.
+    /// Stores a downloaded index as Helm's `DownloadIndexFile` does; what
+    /// it parsed to is what [`Self::cached`] answers from then on.
     fn store(&self, cache_name: &str, url: &str, bytes: &[u8]) -> Result<(), FetchError> {
-        crate::source::resolve::cache_index(&self.paths, cache_name, url, bytes)?;
+        let index = crate::source::resolve::cache_index(&self.paths, cache_name, url, bytes)?;
+        lock(&self.memo.indexes).insert(cache_name.to_string(), Arc::new(index));
         Ok(())
+    }
+
+    /// The downloads of the hints (taken): each chart whose cached index
+    /// gives a sha256 digest that is not in the content cache, with its
+    /// repository's credentials, as `download_all` would make it.
+    fn hinted_jobs(&self, clients: &mut http::GetterCache) -> Vec<(Getter, String)> {
+        let hints = std::mem::take(&mut *lock(&self.memo.hints));
+        let cache = ContentCache::new(self.paths.content_cache());
+        let mut jobs: Vec<(Getter, String)> = Vec::new();
+        for h in hints {
+            let digest = self.cached(&h.cache_name).ok().and_then(|i| {
+                i.entries.get(&h.chart).and_then(|vs| {
+                    vs.iter()
+                        .find(|cv| version_equals(&h.version, cv.version()))
+                        .and_then(|cv| normalize_digest(&cv.digest))
+                })
+            });
+            let Some(hex) = digest else { continue };
+            if cache.path(&hex).exists() || jobs.iter().any(|(_, u)| *u == h.url) {
+                continue;
+            }
+            let getter = self
+                .options_for(Some(&h.cache_name))
+                .and_then(|o| Ok(clients.get(&o, Some(&h.repo_url))?));
+            if let Ok(g) = getter {
+                jobs.push((g, h.url));
+            }
+        }
+        jobs
     }
 
     /// The registry options: Helm's registry login, the command's TLS
@@ -167,10 +272,10 @@ impl Fetcher for RepoFetcher {
         Ok(Some(
             self.repo_file()?
                 .repositories
-                .into_iter()
+                .iter()
                 .map(|e| RepoRef {
-                    name: e.name,
-                    url: e.url,
+                    name: e.name.clone(),
+                    url: e.url.clone(),
                 })
                 .collect(),
         ))
@@ -179,10 +284,13 @@ impl Fetcher for RepoFetcher {
     fn refresh(&self, targets: &[RefreshTarget]) -> Vec<Result<(), FetchError>> {
         let mut jobs = Vec::new();
         let mut slots: Vec<Result<(usize, String), FetchError>> = Vec::new();
+        let mut clients = http::GetterCache::default();
+        // The hinted charts download along with the indexes.
+        let hinted = self.hinted_jobs(&mut clients);
         for t in targets {
             let prepared = self
                 .options_for(t.managed.then_some(t.cache_name.as_str()))
-                .and_then(|o| Ok(Getter::new(&o, Some(&t.url))?))
+                .and_then(|o| Ok(clients.get(&o, Some(&t.url))?))
                 .and_then(|g| Ok((g, http::index_url(&t.url)?)));
             match prepared {
                 Ok((g, u)) => {
@@ -192,8 +300,19 @@ impl Fetcher for RepoFetcher {
                 Err(e) => slots.push(Err(e)),
             }
         }
+        let first_hint = jobs.len();
+        let hint_urls: Vec<String> = hinted.iter().map(|(_, u)| u.clone()).collect();
+        jobs.extend(hinted);
         let mut answers: Vec<Option<Result<Vec<u8>, http::HttpError>>> =
             http::get_all(jobs).into_iter().map(Some).collect();
+        for (url, got) in hint_urls
+            .into_iter()
+            .zip(answers.iter_mut().skip(first_hint))
+        {
+            if let Some(Ok(bytes)) = got.take() {
+                lock(&self.memo.prefetched).insert(url, bytes);
+            }
+        }
         slots
             .into_iter()
             .zip(targets)
@@ -325,6 +444,19 @@ impl Fetcher for RepoFetcher {
                     })));
                     return Ok(None);
                 }
+                // Downloaded with the refresh: kept only when it is what
+                // the refreshed index's digest says this chart is.
+                let early = lock(&self.memo.prefetched).remove(r.url);
+                if let (Some(bytes), Some(_)) = (early, normalize_digest(&digest)) {
+                    if let Ok(hex) = check_digest(r.url, &digest, &bytes) {
+                        lock(&self.memo.uncached).insert(hex);
+                        out.push(Some(Ok(Fetched {
+                            file_name: file_name.clone(),
+                            archive: bytes,
+                        })));
+                        return Ok(None);
+                    }
+                }
                 let opts = match r.source {
                     RemoteSource::Repo { cache_name, .. } if managed => {
                         self.options_for(Some(cache_name))?
@@ -371,8 +503,9 @@ impl Fetcher for RepoFetcher {
                     .unwrap_or_default();
                 let r = (|| -> Result<Fetched, FetchError> {
                     let archive = got?;
-                    check_digest(&url, &digest, &archive)?;
-                    cache.put(&archive)?;
+                    let hex = check_digest(&url, &digest, &archive)?;
+                    // Cached when the manager has saved it (`keep`).
+                    lock(&self.memo.uncached).insert(hex);
                     Ok(Fetched { file_name, archive })
                 })();
                 pulled.push((slot, r));
@@ -405,6 +538,38 @@ impl Fetcher for RepoFetcher {
             Some(v) => self.check_provenance(v, request, saved, out),
             None => Ok(()),
         }
+    }
+
+    fn prefetch(&self, requests: &[DownloadRequest<'_>]) {
+        let mut hints = lock(&self.memo.hints);
+        for r in requests {
+            if let RemoteSource::Repo {
+                url,
+                cache_name,
+                managed: true,
+            } = r.source
+            {
+                hints.push(Hint {
+                    cache_name: cache_name.to_string(),
+                    repo_url: url.to_string(),
+                    chart: r.chart.to_string(),
+                    version: r.version.to_string(),
+                    url: r.url.to_string(),
+                });
+            }
+        }
+    }
+
+    fn keep(&self, saved: &Path, fetched: &Fetched) -> Result<(), FetchError> {
+        let hex = crate::source::cache::sha256_hex(&fetched.archive);
+        if lock(&self.memo.uncached).remove(&hex) {
+            ContentCache::new(self.paths.content_cache()).put_linked_hashed(
+                saved,
+                hex,
+                &fetched.archive,
+            )?;
+        }
+        Ok(())
     }
 }
 
