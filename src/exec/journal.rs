@@ -378,6 +378,11 @@ impl Journal {
     }
 
     /// Takes the release's lock, or fails naming the holder.
+    ///
+    /// A lock that stays taken for [`LOCK_PATIENCE`] is held by someone
+    /// else; a shorter hold is a child process that another thread of this
+    /// process was starting when the lock was last released (a child
+    /// shares the lock's open file until it execs) and is waited out.
     #[allow(clippy::incompatible_msrv)]
     pub fn lock(&self, namespace: &str, name: &str) -> Result<ReleaseJournal, JournalError> {
         let Some((jpath, lpath)) = self.paths(namespace, name) else {
@@ -404,7 +409,7 @@ impl Journal {
                 .write(true),
         )
         .map_err(write_err)?;
-        match lock.try_lock() {
+        match try_lock_patiently(&lock) {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
                 let holder = fs::read_to_string(&lpath).unwrap_or_default();
@@ -550,6 +555,26 @@ impl ReleaseJournal {
         }
         self.entries.push(e);
         Ok(())
+    }
+}
+
+/// How long [`Journal::lock`] retries a taken lock before it reports the
+/// holder: far longer than a fork-to-exec window, far shorter than any
+/// release's apply.
+pub const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// `try_lock`, retried every few milliseconds for [`LOCK_PATIENCE`] while
+/// the lock is taken.
+#[allow(clippy::incompatible_msrv)]
+fn try_lock_patiently(lock: &File) -> Result<(), fs::TryLockError> {
+    let start = std::time::Instant::now();
+    loop {
+        match lock.try_lock() {
+            Err(fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
     }
 }
 
