@@ -7,7 +7,8 @@
 //! `@alias`) or a registry (`oci://`), Helm fetches `URL.prov` (for a
 //! registry, the manifest's provenance layer) with the same credentials,
 //! writes it beside the archive in `tmpcharts-<pid>/`, and verifies the
-//! archive with the keyring ([`crate::source::provenance::verify_chart`]).
+//! archive with the keyring (`provenance::verify_chart`, with the
+//! `provenance` feature).
 //! `file://` dependencies and those already in `charts/` are never
 //! checked. The strategy is Helm's:
 //! - `update --verify` is [`Strategy::Always`]: a provenance file that
@@ -40,7 +41,7 @@ pub enum Strategy {
 }
 
 /// What `--verify` asks for: the strategy and the keyring (`--keyring`,
-/// by default [`crate::source::provenance::default_keyring`]).
+/// by default `provenance::default_keyring`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Verify {
     /// How a missing provenance file is treated.
