@@ -361,8 +361,8 @@ impl Lookups<'_> {
 }
 
 /// Adds each release's preflight warnings to `releases` (a plan's, in
-/// order), reading `cluster`. Objects that any release of the plan creates
-/// count as existing.
+/// order), reading `cluster`: of the objects each apply writes, and its
+/// hooks. Objects that any release of the plan creates count as existing.
 pub fn check(releases: &mut [ReleasePlan], cluster: &dyn Cluster) {
     let mut created: BTreeSet<ObjectKey> = BTreeSet::new();
     for r in releases.iter() {
@@ -385,11 +385,14 @@ pub fn check(releases: &mut [ReleasePlan], cluster: &dyn Cluster) {
     };
     for r in releases.iter_mut() {
         let mut warnings = Vec::new();
+        // What the apply writes: an object it leaves unchanged is not
+        // written, and its references were there when it was applied (its
+        // document may not even have been read: see `DesiredObject`).
         let objects = r
             .objects
             .iter()
-            .filter(|o| o.action != ObjectAction::Delete)
-            .filter_map(|o| o.desired.as_ref())
+            .filter(|o| o.action.writes() && o.action != ObjectAction::Delete)
+            .filter_map(|o| o.desired.as_deref())
             .chain(r.hooks.iter().filter_map(|h| h.desired.as_ref()));
         for obj in objects {
             let ns = match s(obj, "/metadata/namespace") {

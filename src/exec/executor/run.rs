@@ -554,7 +554,7 @@ impl Executor<'_> {
                     writes.push((*o, d));
                 }
             }
-            let docs: Vec<&Value> = writes.iter().map(|(_, d)| *d).collect();
+            let docs: Vec<&Value> = writes.iter().map(|(_, d)| d.value()).collect();
             let written = self.apply_group(&rref, j, run, &docs, deadline)?;
             for ((o, _), w) in writes.iter().zip(&written) {
                 if o.wait.is_some() {

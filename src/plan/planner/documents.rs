@@ -31,7 +31,7 @@ impl OldDoc {
 pub(super) fn parse_record_manifest(
     rref: &ReleaseRef,
     rel: &Release,
-    known: &foldhash::HashMap<&str, &Value>,
+    known: &foldhash::HashMap<&str, super::desired::Known<'_>>,
 ) -> Result<Vec<OldDoc>, PlanError> {
     let mut out = Vec::new();
     for doc in crate::manifest::split::split_manifests(&rel.manifest) {

@@ -56,7 +56,8 @@ impl Draft<'_, '_> {
             return Ok(out);
         };
         let d = self.d;
-        let no_cache = foldhash::HashMap::default();
+        let no_cache: foldhash::HashMap<&str, super::desired::Known<'_>> =
+            foldhash::HashMap::default();
         let mut seen: BTreeSet<ObjectKey> = new_keys.iter().cloned().collect();
         seen.extend(old_keys.iter().map(PlanKey::object_key));
         for r in start

@@ -54,7 +54,13 @@ impl Planner<'_> {
             (start.reason, out.to)
         };
         let record = if self.opts.with_records && action != ReleaseAction::Noop {
-            Some(record_value(d, &out.rendered, &out.manifest, start.next))
+            Some(record_value(
+                d,
+                &out.rendered,
+                &out.manifest,
+                start.next,
+                r.applied,
+            ))
         } else {
             None
         };
@@ -202,7 +208,13 @@ fn prune_revisions(history: &[Release], max: usize, deployed: Option<u64>) -> Ve
 }
 
 /// The record the executor writes, as Helm's release JSON minus `info`.
-fn record_value(d: &DesiredRelease, rendered: &Rendered, manifest: &str, version: u64) -> Value {
+fn record_value(
+    d: &DesiredRelease,
+    rendered: &Rendered,
+    manifest: &str,
+    version: u64,
+    applied: BTreeMap<String, String>,
+) -> Value {
     let mut chart = (*d.chart).clone();
     chart.dependencies.clear();
     let hooks: Vec<release::Hook> = rendered.hooks.iter().map(release::Hook::from).collect();
@@ -214,6 +226,7 @@ fn record_value(d: &DesiredRelease, rendered: &Rendered, manifest: &str, version
         hooks,
         version,
         namespace: d.namespace.clone(),
+        applied,
         ..Default::default()
     };
     let mut v = serde_json::to_value(&rel).unwrap_or(Value::Null);
@@ -305,8 +318,20 @@ impl Plan {
         for r in &mut p.releases {
             r.record = None;
             for o in &mut r.objects {
-                if let Some(d) = o.desired.as_mut() {
-                    redact_secret(d);
+                // (Only a Secret's values are redacted: a document not
+                // read is read only when its key says it is one.)
+                let Some(d) = o.desired.as_mut() else {
+                    continue;
+                };
+                let secret = if d.is_read() {
+                    d.value().get("kind").and_then(Value::as_str) == Some("Secret")
+                } else {
+                    o.key.kind == "Secret"
+                };
+                if secret {
+                    let mut v = d.value().clone();
+                    redact_secret(&mut v);
+                    *d = v.into();
                 }
             }
             for h in &mut r.hooks {

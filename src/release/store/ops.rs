@@ -497,6 +497,7 @@ impl<'a> Releases<'a> {
             version,
             namespace: namespace.to_string(),
             apply_method: String::new(),
+            applied: BTreeMap::new(),
             labels: r.labels,
         };
         self.store.create(&rel)?;
@@ -589,6 +590,7 @@ impl<'a> Releases<'a> {
             version: next_revision(&base.last)?,
             namespace: ns.clone(),
             apply_method: String::new(),
+            applied: BTreeMap::new(),
             labels,
         };
         self.prune(&ns, &rel.name, max)?;
@@ -667,6 +669,9 @@ impl<'a> Releases<'a> {
             version: next_revision(&last)?,
             namespace: last.namespace.clone(),
             apply_method: prev.apply_method.clone(),
+            // What an apply of a document left is a property of the text
+            // and the live object, whichever revision recorded it.
+            applied: prev.applied.clone(),
             labels: codec::user_labels(&prev.labels),
         };
         self.prune(namespace, name, max)?;
