@@ -512,7 +512,21 @@ impl<'a> Releases<'a> {
         outcome: Outcome,
         description: Option<&str>,
     ) -> Result<Release, OpError> {
+        self.finish_install_with(pending, outcome, description, |_| {})
+    }
+
+    /// [`Releases::finish_install`], with `edit` making the last changes
+    /// to the record written (rudder's executor adds
+    /// [`Release::applied`]).
+    pub fn finish_install_with(
+        &self,
+        pending: &Release,
+        outcome: Outcome,
+        description: Option<&str>,
+        edit: impl FnOnce(&mut Release),
+    ) -> Result<Release, OpError> {
         let mut n = pending.clone();
+        edit(&mut n);
         match outcome {
             Ok(()) => {
                 n.info.status = Status::Deployed;
@@ -609,11 +623,26 @@ impl<'a> Releases<'a> {
         outcome: Outcome,
         description: Option<&str>,
     ) -> Result<Release, OpError> {
+        self.finish_upgrade_with(base, pending, outcome, description, |_| {})
+    }
+
+    /// [`Releases::finish_upgrade`], with `edit` making the last changes
+    /// to the record written (rudder's executor adds
+    /// [`Release::applied`]).
+    pub fn finish_upgrade_with(
+        &self,
+        base: &UpgradeBase,
+        pending: &Release,
+        outcome: Outcome,
+        description: Option<&str>,
+        edit: impl FnOnce(&mut Release),
+    ) -> Result<Release, OpError> {
         let ns = &pending.namespace;
         let cur = self
             .store
             .get(ns, &base.current.name, base.current.version)?;
         let mut n = pending.clone();
+        edit(&mut n);
         match outcome {
             Ok(()) => {
                 let mut s = cur.clone();
