@@ -109,9 +109,21 @@ fn project(owned: &Map<String, Value>, live: Option<&Value>, buf: &mut Vec<u8>) 
             }
             _ => {
                 // serde_json's maps are sorted: the bytes are canonical.
-                let _ = serde_json::to_writer(&mut *buf, sub);
+                // (A leaf's subtree is mostly `{}`, its value a scalar:
+                // written without the serialiser.)
+                match sub_map {
+                    None => buf.extend_from_slice(b"{}"),
+                    Some(m) => {
+                        let _ = serde_json::to_writer(&mut *buf, m);
+                    }
+                }
                 buf.push(0x1f);
                 match lv {
+                    Some(Value::String(s)) => {
+                        buf.push(b'"');
+                        buf.extend_from_slice(&(s.len() as u64).to_le_bytes());
+                        buf.extend_from_slice(s.as_bytes());
+                    }
                     Some(v) => {
                         let _ = serde_json::to_writer(&mut *buf, v);
                     }

@@ -55,6 +55,11 @@ impl Draft<'_, '_> {
         let Some(b) = start.base else {
             return Ok(out);
         };
+        let failed_after =
+            |r: &&crate::release::Release| r.version > b.version && r.info.status == Status::Failed;
+        if !start.history.iter().any(|r| failed_after(&r)) {
+            return Ok(out);
+        }
         let d = self.d;
         let no_cache: foldhash::HashMap<&str, super::desired::Known<'_>> =
             foldhash::HashMap::default();
