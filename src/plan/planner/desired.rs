@@ -226,16 +226,18 @@ impl Draft<'_, '_> {
         own_crds: &mut Vec<CrdDef>,
         base: Option<&Release>,
     ) -> Result<Vec<Desired>, PlanError> {
-        let applied = base
+        // (Hashed: the keys share long prefixes, slow to compare in order.)
+        let applied: Option<foldhash::HashMap<&str, &str>> = base
             .filter(|_| self.base_is_last_deployed)
             .map(|b| &b.applied)
-            .filter(|a| !a.is_empty());
+            .filter(|a| !a.is_empty())
+            .map(|a| a.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect());
         // Documents whose record entry may say they are unchanged: their
         // key from the render's head, the text digest, the recorded state.
         let mut maybe: Vec<(usize, PlanKey, String, &str)> = Vec::new();
         let mut desired = Vec::with_capacity(manifests.len());
         for (i, m) in manifests.into_iter().enumerate() {
-            if let Some(applied) = applied {
+            if let Some(applied) = &applied {
                 if let Some((key, state)) = self.recorded(&m.head, applied) {
                     maybe.push((i, key, text_digest(&m.content), state));
                 }
@@ -287,7 +289,7 @@ impl Draft<'_, '_> {
     fn recorded<'b>(
         &self,
         head: &crate::render::Head,
-        applied: &'b std::collections::BTreeMap<String, String>,
+        applied: &foldhash::HashMap<&str, &'b str>,
     ) -> Option<(PlanKey, &'b str)> {
         if head.kind == "CustomResourceDefinition" {
             return None;
@@ -295,8 +297,8 @@ impl Draft<'_, '_> {
         let key = self
             .qualify_parts(&head.api_version, &head.kind, &head.name, &head.namespace)
             .ok()?;
-        let state = applied.get(&key.object_key().to_string())?;
-        (state.starts_with("sha256:")).then_some((key, state.as_str()))
+        let state = *applied.get(key.object_key().to_string().as_str())?;
+        (state.starts_with("sha256:")).then_some((key, state))
     }
 
     /// The release namespace, created when `createNamespace` asks for it,

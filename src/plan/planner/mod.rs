@@ -426,7 +426,7 @@ struct Draft<'p, 'c> {
     /// The new record's [`release::Release::applied`]: what an apply of
     /// each object's text leaves, or, for the objects the executor
     /// writes, their text digest for it to complete.
-    applied: std::collections::BTreeMap<String, String>,
+    applied: Vec<(String, String)>,
     /// The base record's [`release::Release::applied`].
     base_applied: Option<&'p std::collections::BTreeMap<String, String>>,
 }
@@ -453,7 +453,7 @@ impl<'p, 'c> Draft<'p, 'c> {
             preconditions: start.preconditions(),
             blocked: Vec::new(),
             drift: false,
-            applied: std::collections::BTreeMap::new(),
+            applied: Vec::new(),
             base_applied: start.base.map(|b| &b.applied),
         }
     }

@@ -17,7 +17,6 @@ use crate::plan::crds::Kinds;
 use crate::plan::input::WaitStrategy;
 use crate::plan::model::*;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The last manifest by identity.
@@ -25,7 +24,7 @@ pub(super) struct OldIndex<'o> {
     /// Each document's key, in the manifest's order.
     pub(super) keys: Vec<PlanKey>,
     /// Each document by its object's identity.
-    by_key: BTreeMap<ObjectKey, &'o OldDoc>,
+    by_key: foldhash::HashMap<ObjectKey, &'o OldDoc>,
 }
 
 /// A rendered object, keyed and stamped for this release.
@@ -49,7 +48,11 @@ enum Object {
 
 /// The rendered objects, each with its plan key, and the set of their
 /// identities.
-type KeyedObjects = (Vec<(Keyed, PlanKey)>, BTreeSet<ObjectKey>);
+type KeyedObjects = (Vec<(Keyed, PlanKey)>, KeySet);
+
+/// A set of object keys (hashed: keys of one release share long prefixes,
+/// which makes ordered comparisons slow).
+pub(super) type KeySet = foldhash::HashSet<ObjectKey>;
 
 impl Draft<'_, '_> {
     /// The last manifest by identity (the documents a desired one stands
@@ -60,7 +63,7 @@ impl Draft<'_, '_> {
         known: &foldhash::HashMap<&str, Known<'_>>,
     ) -> Result<OldIndex<'o>, PlanError> {
         let mut keys = Vec::with_capacity(old_docs.len());
-        let mut by_key = BTreeMap::new();
+        let mut by_key = foldhash::HashMap::default();
         for doc in old_docs {
             let key = match (&doc.value, known.get(doc.text.as_str())) {
                 (Some(v), _) => self.qualify(v)?,
@@ -79,7 +82,7 @@ impl Draft<'_, '_> {
     /// An object rendered twice refuses the plan.
     fn key_objects(&self, desired: Vec<Desired>) -> Result<KeyedObjects, PlanError> {
         let d = self.d;
-        let mut new_keys = BTreeSet::new();
+        let mut new_keys = KeySet::default();
         let mut keyed = Vec::with_capacity(desired.len());
         for Desired { source, text, body } in desired {
             let (object, pkey) = match body {
@@ -167,7 +170,7 @@ impl Planner<'_> {
         desired: Vec<Desired>,
         old: &OldIndex<'_>,
         planned_kinds: &Kinds,
-    ) -> Result<(Vec<ObjectChange>, BTreeSet<ObjectKey>), PlanError> {
+    ) -> Result<(Vec<ObjectChange>, KeySet), PlanError> {
         // The objects' keys first, then their live state in one batch
         // (those not read came with theirs).
         let (mut keyed, new_keys) = r.key_objects(desired)?;
@@ -286,10 +289,10 @@ impl Planner<'_> {
         }
         if self.opts.with_records && change.action.writes() {
             // The executor completes it with what its apply left.
-            r.applied.insert(
+            r.applied.push((
                 obj.key.to_string(),
                 format!("{PENDING}{}", text_digest(obj.text)),
-            );
+            ));
         }
         change.desired = Some(obj.value.into());
         Ok(change)
@@ -390,7 +393,7 @@ impl Draft<'_, '_> {
             return;
         };
         if applied_state(&text_digest(obj.text), live).as_ref() == Some(recorded) {
-            self.applied.insert(key, recorded.clone());
+            self.applied.push((key, recorded.clone()));
         }
     }
 
@@ -404,7 +407,7 @@ impl Draft<'_, '_> {
         } else {
             None
         };
-        self.applied.insert(key.to_string(), u.state);
+        self.applied.push((key.to_string(), u.state));
         ObjectChange {
             desired: Some(DesiredObject::unread(UnreadDocument {
                 text,

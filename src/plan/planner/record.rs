@@ -59,7 +59,8 @@ impl Planner<'_> {
                 &out.rendered,
                 out.manifest,
                 start.next,
-                r.applied,
+                // (Sorted once: the keys share long prefixes.)
+                r.applied.into_iter().collect(),
             ))
         } else {
             None
