@@ -24,7 +24,7 @@ pub(super) struct OldIndex<'o> {
     /// Each document's key, in the manifest's order.
     pub(super) keys: Vec<PlanKey>,
     /// Each document by its object's identity.
-    by_key: foldhash::HashMap<ObjectKey, &'o OldDoc>,
+    by_key: foldhash::HashMap<ObjectKey, &'o OldDoc<'o>>,
 }
 
 /// A rendered object, keyed and stamped for this release.
@@ -65,7 +65,7 @@ impl Draft<'_, '_> {
         let mut keys = Vec::with_capacity(old_docs.len());
         let mut by_key = foldhash::HashMap::default();
         for doc in old_docs {
-            let key = match (&doc.value, known.get(doc.text.as_str())) {
+            let key = match (&doc.value, known.get(doc.text)) {
                 (Some(v), _) => self.qualify(v)?,
                 (None, Some(Known::Value(v))) => self.qualify(v)?,
                 (None, Some(Known::Key(k))) => (*k).clone(),
