@@ -161,12 +161,16 @@ impl<'h> Start<'h> {
 
     /// The revision the plan starts from.
     pub(super) fn from(&self) -> Option<FromRevision> {
-        self.from_known("", "")
+        self.base_revision("", "")
     }
 
     /// [`Start::from`], where a base manifest equal to `manifest` (whose
     /// digest is `manifest_digest`) is not hashed again.
-    pub(super) fn from_known(&self, manifest: &str, manifest_digest: &str) -> Option<FromRevision> {
+    pub(super) fn base_revision(
+        &self,
+        manifest: &str,
+        manifest_digest: &str,
+    ) -> Option<FromRevision> {
         self.base.map(|b| FromRevision {
             revision: b.version,
             status: b.info.status.as_str().to_string(),

@@ -28,7 +28,7 @@ impl Planner<'_> {
         hooks: Vec<HookPlan>,
     ) -> ReleasePlan {
         let d = r.d;
-        let from = start.from_known(&out.manifest, &out.to.manifest_digest);
+        let from = start.base_revision(&out.manifest, &out.to.manifest_digest);
         let action = if self.is_noop(&r, &start, &out, from.as_ref(), &objects) {
             ReleaseAction::Noop
         } else {
