@@ -16,7 +16,11 @@
 //!    for a document of the same text as in the last successful apply
 //!    (the base is the last record, and deployed) whose live object
 //!    rudder applied, no other manager owns a field of, and that holds
-//!    every desired value already (see `provably_unchanged`); a custom
+//!    every desired value already (see `provably_unchanged`); a document
+//!    is not even read when the base record says what an apply of its very
+//!    text left on its object and the live object still holds exactly that
+//!    ([`applied`]: it is `unchanged`, and its object is read only if the
+//!    plan's reader asks, [`DesiredObject`]); a custom
 //!    resource whose CRD this plan creates or changes first (in its own
 //!    chart or a release it needs) is planned against that CRD instead,
 //!    checked against its schema ([`super::crds`]);
