@@ -16,7 +16,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use rudder::cluster::sim::SimCluster;
 use rudder::cluster::{ApplyOptions, Cluster};
-use rudder::plan::planner::{PlanOptions, Planner};
+use rudder::plan::planner::{applied, PlanOptions, Planner};
 use rudder::plan::{DesiredRelease, ObjectAction, Plan, ReleaseAction};
 use rudder::release::store::memory::MemoryStore;
 use rudder::release::{Release, Status, Store};
@@ -38,7 +38,8 @@ struct Setup {
 }
 
 /// Applies what a successful execution of `plan` writes: objects applied by
-/// manager `rudder`, each new record deployed.
+/// manager `rudder`, each new record deployed with what the applies left
+/// (as the executor records it).
 fn settle(store: &MemoryStore, cluster: &SimCluster, plan: &Plan) {
     let opts = ApplyOptions {
         field_manager: "rudder".into(),
@@ -49,15 +50,17 @@ fn settle(store: &MemoryStore, cluster: &SimCluster, plan: &Plan) {
         if r.action == ReleaseAction::Noop {
             continue;
         }
-        for o in &r.objects {
-            if matches!(o.action, ObjectAction::Create | ObjectAction::Update) {
-                cluster
-                    .apply(o.desired.as_ref().expect("desired"), &opts)
-                    .expect("apply");
-            }
-        }
         let mut rec: Release =
             serde_json::from_value(r.record.clone().expect("record")).expect("record");
+        for o in &r.objects {
+            if matches!(o.action, ObjectAction::Create | ObjectAction::Update) {
+                let applied = cluster
+                    .apply(o.desired.as_ref().expect("desired"), &opts)
+                    .expect("apply");
+                applied::complete(&mut rec.applied, &o.key.object_key().to_string(), &applied);
+            }
+        }
+        applied::drop_pending(&mut rec.applied);
         rec.info.status = Status::Deployed;
         rec.info.description = "Install complete".into();
         store.create(&rec).expect("create record");

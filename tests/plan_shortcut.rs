@@ -73,13 +73,23 @@ fn installed(manager: &str) -> (World, DesiredRelease) {
     (w, d)
 }
 
-/// Plans with the shortcut and without it (every live object dry-run):
-/// the two plans must be the same data. Returns the plan and how many dry
-/// runs the shortcut's plan asked for.
-fn plan_both(w: &World, d: &DesiredRelease) -> (Plan, u64) {
+/// Plans with the shortcuts and without them (every live object dry-run):
+/// the two plans must be the same data. Returns the plan, how many dry
+/// runs the shortcut's plan asked for, and the kinds of the objects whose
+/// documents it did not even read (the record says what an apply of the
+/// same text left, and the live object still holds exactly that).
+fn plan_both(w: &World, d: &DesiredRelease) -> (Plan, u64, Vec<String>) {
     let before = w.cluster.request_counts().unwrap();
     let fast = w.plan(std::slice::from_ref(d));
     let dry_runs = w.cluster.request_counts().unwrap().since(&before).dry_run;
+    // (Before anything serialises the plan, which reads them.)
+    let mut unread: Vec<String> = fast.releases[0]
+        .objects
+        .iter()
+        .filter(|o| o.desired.as_ref().is_some_and(|d| !d.is_read()))
+        .map(|o| o.key.kind.clone())
+        .collect();
+    unread.sort();
     let full = Planner::new(&w.store, "memory:", &w.cluster)
         .with_options(PlanOptions {
             always_dry_run: true,
@@ -92,7 +102,7 @@ fn plan_both(w: &World, d: &DesiredRelease) -> (Plan, u64) {
         serde_json::to_value(&full).unwrap(),
         "the shortcut changed the plan"
     );
-    (fast, dry_runs)
+    (fast, dry_runs, unread)
 }
 
 fn key(kind: &str, name: &str) -> ObjectKey {
@@ -117,8 +127,15 @@ fn object<'a>(p: &'a Plan, kind: &str) -> &'a rudder::plan::ObjectChange {
         .unwrap()
 }
 
-/// Asserts the plan shows drift on `kind` at `field`, and nothing else.
-fn assert_drift(p: &Plan, kind: &str, field: &str) {
+/// Asserts the plan shows drift on `kind` at `field`, and nothing else;
+/// and that the drifted object's document was read, and no other.
+fn assert_drift(p: &Plan, unread: &[String], kind: &str, field: &str) {
+    let others: Vec<String> = ["ConfigMap", "Deployment"]
+        .iter()
+        .filter(|k| **k != kind)
+        .map(|k| k.to_string())
+        .collect();
+    assert_eq!(unread, others, "documents not read");
     let r = &p.releases[0];
     assert_eq!(r.action, ReleaseAction::Upgrade, "{}", r.reason);
     let o = object(p, kind);
@@ -133,9 +150,12 @@ fn assert_drift(p: &Plan, kind: &str, field: &str) {
 #[test]
 fn a_plan_of_nothing_changed_dry_runs_nothing() {
     let (w, d) = installed("kubectl-edit");
-    let (p, dry_runs) = plan_both(&w, &d);
+    let (p, dry_runs, unread) = plan_both(&w, &d);
     assert_eq!(p.releases[0].action, ReleaseAction::Noop);
     assert_eq!(dry_runs, 0);
+    // Not even read: the record says what applying each text left, and
+    // the live objects hold exactly that.
+    assert_eq!(unread, ["ConfigMap", "Deployment"]);
 }
 
 #[test]
@@ -144,8 +164,13 @@ fn kubectl_edit_shows() {
     replace(&w, "Deployment", "web", |o| {
         o["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.26");
     });
-    let (p, dry_runs) = plan_both(&w, &d);
-    assert_drift(&p, "Deployment", "/spec/template/spec/containers/0/image");
+    let (p, dry_runs, unread) = plan_both(&w, &d);
+    assert_drift(
+        &p,
+        &unread,
+        "Deployment",
+        "/spec/template/spec/containers/0/image",
+    );
     // Only the edited object needed the server.
     assert_eq!(dry_runs, 1);
 }
@@ -156,8 +181,8 @@ fn kubectl_scale_shows() {
     replace(&w, "Deployment", "web", |o| {
         o["spec"]["replicas"] = json!(5)
     });
-    let (p, dry_runs) = plan_both(&w, &d);
-    assert_drift(&p, "Deployment", "/spec/replicas");
+    let (p, dry_runs, unread) = plan_both(&w, &d);
+    assert_drift(&p, &unread, "Deployment", "/spec/replicas");
     assert_eq!(dry_runs, 1);
 }
 
@@ -167,8 +192,8 @@ fn kubectl_patch_shows() {
     replace(&w, "ConfigMap", "cfg", |o| {
         o["data"]["a"] = json!("patched")
     });
-    let (p, dry_runs) = plan_both(&w, &d);
-    assert_drift(&p, "ConfigMap", "/data/a");
+    let (p, dry_runs, unread) = plan_both(&w, &d);
+    assert_drift(&p, &unread, "ConfigMap", "/data/a");
     assert_eq!(dry_runs, 1);
 }
 
@@ -178,8 +203,8 @@ fn a_field_removed_with_kubectl_edit_shows() {
     replace(&w, "ConfigMap", "cfg", |o| {
         o["data"].as_object_mut().unwrap().remove("b");
     });
-    let (p, _) = plan_both(&w, &d);
-    assert_drift(&p, "ConfigMap", "/data/b");
+    let (p, _, unread) = plan_both(&w, &d);
+    assert_drift(&p, &unread, "ConfigMap", "/data/b");
 }
 
 #[test]
@@ -190,8 +215,8 @@ fn client_side_kubectl_apply_shows() {
         o["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] =
             json!("{}");
     });
-    let (p, _) = plan_both(&w, &d);
-    assert_drift(&p, "ConfigMap", "/data/b");
+    let (p, _, unread) = plan_both(&w, &d);
+    assert_drift(&p, &unread, "ConfigMap", "/data/b");
 }
 
 #[test]
@@ -209,8 +234,8 @@ fn another_managers_forced_server_side_apply_shows() {
             },
         )
         .unwrap();
-    let (p, dry_runs) = plan_both(&w, &d);
-    assert_drift(&p, "Deployment", "/spec/replicas");
+    let (p, dry_runs, unread) = plan_both(&w, &d);
+    assert_drift(&p, &unread, "Deployment", "/spec/replicas");
     assert_eq!(dry_runs, 1);
 }
 
@@ -222,9 +247,10 @@ fn an_edit_undone_by_hand_is_unchanged_but_asks_the_server() {
     let (w, d) = installed("kubectl-edit");
     replace(&w, "ConfigMap", "cfg", |o| o["data"]["a"] = json!("x"));
     replace(&w, "ConfigMap", "cfg", |o| o["data"]["a"] = json!("1"));
-    let (p, dry_runs) = plan_both(&w, &d);
+    let (p, dry_runs, unread) = plan_both(&w, &d);
     assert_eq!(p.releases[0].action, ReleaseAction::Noop);
     assert_eq!(dry_runs, 1);
+    assert_eq!(unread, ["Deployment"]);
 }
 
 #[test]
@@ -238,12 +264,13 @@ fn a_changed_document_is_dry_run() {
             ("cm.yaml", &CONFIG_MAP.replace("\"2\"", "\"3\"")),
         ],
     ));
-    let (p, dry_runs) = plan_both(&w, &d);
+    let (p, dry_runs, unread) = plan_both(&w, &d);
     let o = object(&p, "ConfigMap");
     assert_eq!(o.action, ObjectAction::Update);
     assert_eq!(o.reason, "the desired object changed");
     assert_eq!(object(&p, "Deployment").action, ObjectAction::Unchanged);
     assert_eq!(dry_runs, 1);
+    assert_eq!(unread, ["Deployment"]);
 }
 
 #[test]
@@ -255,8 +282,90 @@ fn after_a_failed_revision_everything_is_dry_run() {
     failed.version += 1;
     failed.info.status = rudder::release::Status::Failed;
     w.put_record(&failed);
-    let (_, dry_runs) = plan_both(&w, &d);
+    let (_, dry_runs, unread) = plan_both(&w, &d);
     assert_eq!(dry_runs, 2);
+    assert!(unread.is_empty(), "{unread:?}");
+}
+
+#[test]
+fn a_record_without_rudders_states_reads_every_document() {
+    // Helm rewrote the record (it drops fields it does not know): every
+    // document is read, and the plan is the same.
+    let (w, d) = installed("kubectl-edit");
+    let last = w.store_last(&d);
+    let mut helms = last.clone();
+    assert_eq!(helms.applied.len(), 2, "{:?}", helms.applied);
+    helms.applied.clear();
+    rudder::release::Store::update(&w.store, &last, &helms).unwrap();
+    let (p, dry_runs, unread) = plan_both(&w, &d);
+    assert_eq!(p.releases[0].action, ReleaseAction::Noop);
+    assert_eq!(dry_runs, 0);
+    assert!(unread.is_empty(), "{unread:?}");
+}
+
+#[test]
+fn a_state_recorded_for_another_text_is_not_used() {
+    // The record's state for the ConfigMap was left by another text: the
+    // document is read (and, here, found unchanged).
+    let (w, d) = installed("kubectl-edit");
+    let last = w.store_last(&d);
+    let mut other = last.clone();
+    let live = w.live(&key("ConfigMap", "cfg")).unwrap();
+    let state = rudder::plan::planner::applied::applied_state(
+        &rudder::plan::planner::applied::text_digest("kind: ConfigMap"),
+        &live,
+    )
+    .unwrap();
+    other
+        .applied
+        .insert(key("ConfigMap", "cfg").to_string(), state);
+    rudder::release::Store::update(&w.store, &last, &other).unwrap();
+    let (p, _, unread) = plan_both(&w, &d);
+    assert_eq!(p.releases[0].action, ReleaseAction::Noop);
+    assert_eq!(unread, ["Deployment"]);
+}
+
+#[test]
+fn drift_after_an_executed_upgrade_shows() {
+    // The executor records what its applies left: the next plan reads
+    // nothing, and a later edit still shows.
+    use rudder::exec::{DrivenClock, Executor, Journal};
+    let (w, mut d) = installed("kubectl-edit");
+    d.options.wait = false;
+    d.chart = std::sync::Arc::new(chart(
+        "web",
+        "1.0.0",
+        &[
+            ("deploy.yaml", DEPLOYMENT),
+            ("cm.yaml", &CONFIG_MAP.replace("\"2\"", "\"3\"")),
+        ],
+    ));
+    let plan = w.plan(std::slice::from_ref(&d));
+    assert_eq!(plan.releases[0].action, ReleaseAction::Upgrade);
+    let clock = DrivenClock::new();
+    let report = Executor::new(
+        &w.store,
+        "memory:",
+        &w.cluster,
+        Journal::in_memory(),
+        &clock,
+    )
+    .apply(&plan)
+    .unwrap();
+    assert!(report.success(), "{report:?}");
+    let rec = w.store_last(&d);
+    assert_eq!(rec.info.status, rudder::release::Status::Deployed);
+    assert!(
+        rec.applied.values().all(|v| v.starts_with("sha256:")) && rec.applied.len() == 2,
+        "{:?}",
+        rec.applied
+    );
+    let (p, dry_runs, unread) = plan_both(&w, &d);
+    assert_eq!(p.releases[0].action, ReleaseAction::Noop);
+    assert_eq!((dry_runs, unread.len()), (0, 2));
+    replace(&w, "ConfigMap", "cfg", |o| o["data"]["b"] = json!("edited"));
+    let (p, _, unread) = plan_both(&w, &d);
+    assert_drift(&p, &unread, "ConfigMap", "/data/b");
 }
 
 trait LastRecord {

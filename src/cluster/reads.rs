@@ -35,7 +35,7 @@ pub struct Reads<'a> {
     /// a second reader of the same slot waits for the first's answer).
     lists: Mutex<HashMap<Slot, ListCell>>,
     /// Objects read one by one (`None`: absent).
-    singles: Mutex<HashMap<ObjectKey, Option<Arc<Value>>>>,
+    singles: Mutex<foldhash::HashMap<ObjectKey, Option<Arc<Value>>>>,
 }
 
 impl<'a> Reads<'a> {
@@ -44,7 +44,7 @@ impl<'a> Reads<'a> {
         Reads {
             cluster,
             lists: Mutex::new(HashMap::new()),
-            singles: Mutex::new(HashMap::new()),
+            singles: Mutex::new(foldhash::HashMap::default()),
         }
     }
 
@@ -117,12 +117,23 @@ impl<'a> Reads<'a> {
     /// not read again), as are those of a LIST the server forbids.
     pub fn get_many(&self, keys: &[ObjectKey]) -> Result<Vec<Option<Arc<Value>>>, ClusterError> {
         let mut out: Vec<Option<Option<Arc<Value>>>> = vec![None; keys.len()];
-        let mut per_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
-        for (i, k) in keys.iter().enumerate() {
-            per_slot.entry(Self::slot_of(k)).or_default().push(i);
-        }
         let min = self.cluster.list_batch_min();
+        let mut per_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
         let mut rest = Vec::new();
+        // (A cluster that never lists, and has listed nothing: no slots.)
+        let listing_none = min.is_none()
+            && self
+                .lists
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_empty();
+        if listing_none {
+            rest.extend(0..keys.len());
+        } else {
+            for (i, k) in keys.iter().enumerate() {
+                per_slot.entry(Self::slot_of(k)).or_default().push(i);
+            }
+        }
         for (slot, idx) in per_slot {
             let listing = match self.listed(&slot) {
                 Some(l) => Some(l),

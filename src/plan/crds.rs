@@ -411,7 +411,13 @@ pub fn warn_unordered(plans: &mut [ReleasePlan], served: impl Fn(&str, &str) -> 
     for p in plans.iter() {
         let r = p.reference();
         for o in &p.objects {
-            let Some(d) = o.desired.as_ref().and_then(|v| CrdDef::of(v, &r, false)) else {
+            // (The key first: a document not read is read only if needed.)
+            let Some(d) = o
+                .desired
+                .as_ref()
+                .filter(|_| o.key.kind == "CustomResourceDefinition")
+                .and_then(|v| CrdDef::of(v, &r, false))
+            else {
                 continue;
             };
             let list = definers.entry((d.group, d.kind)).or_default();

@@ -18,7 +18,7 @@ pub use input::{DesiredRelease, Need, ReleaseOptions, ReleaseRef, WaitStrategy};
 // What a plan's reader meets; the rest of its parts (preconditions,
 // recovery, revisions) stay in [`model`].
 pub use model::{
-    Counts, HookPlan, ObjectAction, ObjectChange, Plan, PlannedCrd, ReleaseAction, ReleasePlan,
-    Stage, WaitRule,
+    Counts, DesiredObject, HookPlan, ObjectAction, ObjectChange, Plan, PlannedCrd, ReleaseAction,
+    ReleasePlan, Stage, WaitRule,
 };
 pub use planner::{PlanError, PlanOptions, Planner};

@@ -333,7 +333,13 @@ pub struct WaitRule {
 }
 
 /// One object's change.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Serialised as its fields; while the plan's id is computed the desired
+/// object of an action that writes nothing (`unchanged`, `keep`, `skip`)
+/// is left out: the executor never reads it, and leaving it out spares
+/// reading the documents the planner proved unchanged without reading them
+/// ([`DesiredObject`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectChange {
     /// The object.
@@ -355,14 +361,167 @@ pub struct ObjectChange {
     pub wait: Option<WaitRule>,
     /// The object as it will be applied (ownership metadata included;
     /// secret values redacted in redacted plans). `None` for deletes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub desired: Option<Value>,
+    #[serde(default)]
+    pub desired: Option<DesiredObject>,
     /// Set when the object's kind comes from a CRD that this plan creates
     /// or changes first (in an earlier release it needs, or in its own
     /// chart): the object is planned against that CRD, not dry-run on the
     /// server, which does not serve it yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub planned_crd: Option<PlannedCrd>,
+}
+
+/// [`ObjectChange`] as it is serialised (the same fields, borrowed).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ObjectChangeOut<'a> {
+    key: &'a PlanKey,
+    action: ObjectAction,
+    stage: Stage,
+    reason: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    changed: &'a [String],
+    #[serde(skip_serializing_if = "skip_str_ref")]
+    diff: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wait: Option<&'a WaitRule>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    desired: Option<&'a DesiredObject>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    planned_crd: Option<&'a PlannedCrd>,
+}
+
+fn skip_str_ref(s: &&str) -> bool {
+    skip_str(s)
+}
+
+impl Serialize for ObjectChange {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ObjectChangeOut {
+            key: &self.key,
+            action: self.action,
+            stage: self.stage,
+            reason: &self.reason,
+            changed: &self.changed,
+            diff: &self.diff,
+            wait: self.wait.as_ref(),
+            desired: self
+                .desired
+                .as_ref()
+                .filter(|_| self.action.writes() || !in_hash()),
+            planned_crd: self.planned_crd.as_ref(),
+        }
+        .serialize(s)
+    }
+}
+
+/// An object as the plan applies it ([`ObjectChange::desired`]): a JSON
+/// value. For an object the planner proved unchanged without reading its
+/// document (the same text as an apply whose result the live object still
+/// holds), the document's text, read into the value on first use: most
+/// plans never look at those, and reading them was most of a plan's time.
+/// It dereferences to the value; it serialises, compares and prints as it.
+#[derive(Clone)]
+pub struct DesiredObject(std::sync::Arc<DesiredInner>);
+
+#[derive(Clone)]
+enum DesiredInner {
+    Value(Value),
+    Text {
+        source: UnreadDocument,
+        value: std::sync::OnceLock<Value>,
+    },
+}
+
+/// A rendered document not read yet, and how the planner makes it the
+/// object it applies: in `namespace` (none: cluster-scoped), stamped with
+/// release `release` of `release_namespace`'s ownership metadata.
+#[derive(Clone, Debug)]
+pub(crate) struct UnreadDocument {
+    /// The document's text.
+    pub(crate) text: String,
+    /// The object's namespace (empty: cluster-scoped).
+    pub(crate) namespace: String,
+    /// The release's name.
+    pub(crate) release: String,
+    /// The release's namespace.
+    pub(crate) release_namespace: String,
+}
+
+impl DesiredObject {
+    /// A document read later ([`super::planner`] reads it).
+    pub(crate) fn unread(source: UnreadDocument) -> DesiredObject {
+        DesiredObject(std::sync::Arc::new(DesiredInner::Text {
+            source,
+            value: std::sync::OnceLock::new(),
+        }))
+    }
+
+    /// The value.
+    pub fn value(&self) -> &Value {
+        match &*self.0 {
+            DesiredInner::Value(v) => v,
+            DesiredInner::Text { source, value } => {
+                value.get_or_init(|| super::planner::read_unread(source))
+            }
+        }
+    }
+
+    /// Whether the value was made (not a document still unread).
+    pub fn is_read(&self) -> bool {
+        match &*self.0 {
+            DesiredInner::Value(_) => true,
+            DesiredInner::Text { value, .. } => value.get().is_some(),
+        }
+    }
+
+    /// The value, owned (a copy when it is shared).
+    pub fn into_value(self) -> Value {
+        match std::sync::Arc::try_unwrap(self.0) {
+            Ok(DesiredInner::Value(v)) => v,
+            Ok(DesiredInner::Text { source, value }) => value
+                .into_inner()
+                .unwrap_or_else(|| super::planner::read_unread(&source)),
+            Err(shared) => DesiredObject(shared).value().clone(),
+        }
+    }
+}
+
+impl From<Value> for DesiredObject {
+    fn from(v: Value) -> Self {
+        DesiredObject(std::sync::Arc::new(DesiredInner::Value(v)))
+    }
+}
+
+impl std::ops::Deref for DesiredObject {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        self.value()
+    }
+}
+
+impl PartialEq for DesiredObject {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.value() == other.value()
+    }
+}
+
+impl std::fmt::Debug for DesiredObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.value(), f)
+    }
+}
+
+impl Serialize for DesiredObject {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.value().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for DesiredObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(DesiredObject::from)
+    }
 }
 
 /// The CRD of the plan a custom resource is planned against (see

@@ -21,7 +21,7 @@
 //! page; they never stop `apply` unless the caller asks for it
 //! (`--strict-preflight`). The planner calls [`check`] once, after the
 //! releases are planned and before the plan's id is computed.
-use super::model::ReleasePlan;
+use super::model::{PlanKey, ReleasePlan};
 use super::ObjectAction;
 use crate::cluster::{Cluster, ObjectKey};
 use serde::{Deserialize, Serialize};
@@ -361,35 +361,57 @@ impl Lookups<'_> {
 }
 
 /// Adds each release's preflight warnings to `releases` (a plan's, in
-/// order), reading `cluster`. Objects that any release of the plan creates
-/// count as existing.
+/// order), reading `cluster`: of the objects each apply writes, and its
+/// hooks. Objects that any release of the plan creates count as existing.
 pub fn check(releases: &mut [ReleasePlan], cluster: &dyn Cluster) {
-    let mut created: BTreeSet<ObjectKey> = BTreeSet::new();
-    for r in releases.iter() {
-        for o in &r.objects {
-            if o.action != ObjectAction::Delete && o.desired.is_some() {
-                created.insert(o.key.object_key());
-            }
-        }
-        for h in &r.hooks {
-            if h.desired.is_some() {
-                created.insert(h.key.object_key());
-            }
-        }
-    }
+    // The objects of the kinds looked up below, made only when a lookup
+    // comes (most plans look nothing up).
+    let created: std::cell::OnceCell<BTreeSet<ObjectKey>> = std::cell::OnceCell::new();
+    let looked_up = |k: &PlanKey| match k.group.as_str() {
+        "" => matches!(k.kind.as_str(), "ServiceAccount" | "ConfigMap" | "Secret"),
+        "storage.k8s.io" => k.kind == "StorageClass",
+        _ => false,
+    };
+    let made = |key: &ObjectKey| {
+        created
+            .get_or_init(|| {
+                let mut set = BTreeSet::new();
+                for r in releases.iter() {
+                    for o in &r.objects {
+                        if o.action != ObjectAction::Delete
+                            && o.desired.is_some()
+                            && looked_up(&o.key)
+                        {
+                            set.insert(o.key.object_key());
+                        }
+                    }
+                    for h in &r.hooks {
+                        if h.desired.is_some() && looked_up(&h.key) {
+                            set.insert(h.key.object_key());
+                        }
+                    }
+                }
+                set
+            })
+            .contains(key)
+    };
     let mut look = Lookups {
         cluster,
         nodes: None,
         classes: None,
         exists: BTreeMap::new(),
     };
-    for r in releases.iter_mut() {
+    let mut all = Vec::with_capacity(releases.len());
+    for r in releases.iter() {
         let mut warnings = Vec::new();
+        // What the apply writes: an object it leaves unchanged is not
+        // written, and its references were there when it was applied (its
+        // document may not even have been read: see `DesiredObject`).
         let objects = r
             .objects
             .iter()
-            .filter(|o| o.action != ObjectAction::Delete)
-            .filter_map(|o| o.desired.as_ref())
+            .filter(|o| o.action.writes() && o.action != ObjectAction::Delete)
+            .filter_map(|o| o.desired.as_deref())
             .chain(r.hooks.iter().filter_map(|h| h.desired.as_ref()));
         for obj in objects {
             let ns = match s(obj, "/metadata/namespace") {
@@ -399,8 +421,7 @@ pub fn check(releases: &mut [ReleasePlan], cluster: &dyn Cluster) {
             let shown = format!("{} {ns}/{}", s(obj, "/kind"), s(obj, "/metadata/name"));
             for class in storage_classes(obj) {
                 let key = ObjectKey::new("storage.k8s.io", "StorageClass", "", &class);
-                let missing = look.classes().is_some_and(|cs| !cs.contains(&class))
-                    && !created.contains(&key);
+                let missing = look.classes().is_some_and(|cs| !cs.contains(&class)) && !made(&key);
                 if missing {
                     warnings.push(PreflightWarning {
                         check: PreflightCheck::StorageClass,
@@ -442,7 +463,7 @@ pub fn check(releases: &mut [ReleasePlan], cluster: &dyn Cluster) {
                     _ => ("Secret", "Secret"),
                 };
                 let key = ObjectKey::new("", kind, ns, &name);
-                if created.contains(&key) || look.exists(key) {
+                if made(&key) || look.exists(key) {
                     continue;
                 }
                 let effect = match check {
@@ -460,6 +481,9 @@ pub fn check(releases: &mut [ReleasePlan], cluster: &dyn Cluster) {
                 });
             }
         }
+        all.push(warnings);
+    }
+    for (r, warnings) in releases.iter_mut().zip(all) {
         r.preflight = warnings;
     }
 }

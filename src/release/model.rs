@@ -238,6 +238,19 @@ pub struct Release {
     /// Helm 4 only: `csa` or `ssa`, how resources were applied.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub apply_method: String,
+    /// rudder only: what its applies left on each object of the manifest
+    /// (`namespace/Kind.group/name` -> `sha256:` digest of the document's
+    /// text and of the object's fields under rudder's server-side apply,
+    /// with their values), so that a plan need not read a document that
+    /// provably did not change (`rudder::plan::planner`). Helm ignores the
+    /// field, and drops it when it rewrites a record; a record without it
+    /// only makes planning read every document.
+    #[serde(
+        default,
+        rename = "rudder_applied",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub applied: BTreeMap<String, String>,
     /// Storage labels (`--labels`, plus the system labels on records read back).
     /// Not part of the JSON, as in Helm: they live on the storage object.
     #[serde(skip)]

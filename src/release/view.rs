@@ -272,11 +272,13 @@ pub fn status(rel: &Release, format: Format, opts: StatusOptions) -> String {
 }
 
 /// The record as `helm status -o json` (v3) prints it: no chart, and no
-/// Helm 4 `apply_method` (v3 does not know the field).
+/// Helm 4 `apply_method` (v3 does not know the field), and not rudder's
+/// own `rudder_applied`.
 fn v3_status_record(rel: &Release) -> Release {
     let mut r = rel.clone();
     r.chart = None;
     r.apply_method.clear();
+    r.applied.clear();
     r
 }
 

@@ -71,13 +71,15 @@ impl World {
             if r.action == rudder::plan::ReleaseAction::Noop {
                 continue;
             }
+            let mut written = Vec::new();
             for o in &r.objects {
                 match o.action {
                     rudder::plan::ObjectAction::Create
                     | rudder::plan::ObjectAction::Update
                     | rudder::plan::ObjectAction::Adopt => {
                         let d = o.desired.as_ref().expect("desired");
-                        self.cluster
+                        let applied = self
+                            .cluster
                             .apply(
                                 d,
                                 &ApplyOptions {
@@ -87,6 +89,9 @@ impl World {
                                 },
                             )
                             .expect("apply");
+                        if o.stage == rudder::plan::Stage::Main {
+                            written.push((o.key.object_key().to_string(), applied));
+                        }
                     }
                     rudder::plan::ObjectAction::Delete => {
                         self.cluster
@@ -98,6 +103,11 @@ impl World {
             }
             let mut rec: Release =
                 serde_json::from_value(r.record.clone().expect("record")).expect("record json");
+            // What the applies left, as the executor records it.
+            for (key, applied) in &written {
+                rudder::plan::planner::applied::complete(&mut rec.applied, key, applied);
+            }
+            rudder::plan::planner::applied::drop_pending(&mut rec.applied);
             rec.info.status = Status::Deployed;
             rec.info.description = if r.to.revision == 1 {
                 "Install complete".into()

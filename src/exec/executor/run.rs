@@ -8,9 +8,11 @@ use crate::cluster::{ClusterError, ObjectKey};
 use crate::exec::faults;
 use crate::exec::journal::{Entry, Intent, ReleaseJournal};
 use crate::exec::ready;
+use crate::plan::planner::applied;
 use crate::plan::{ObjectAction, Plan, ReleaseAction, ReleasePlan, Stage, WaitStrategy};
 use crate::release::{self, HistoryMax, Release, Releases, Status, UpgradeBase};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Whether a plan key names a CustomResourceDefinition.
@@ -37,6 +39,23 @@ pub(super) fn record_parts(rp: &ReleasePlan) -> Result<release::RevisionContent,
         notes,
         labels: Default::default(),
     })
+}
+
+/// The plan's record's [`Release::applied`] (the pending record keeps only
+/// what Helm's does), completed with what the applies left (`applied`: the
+/// answers of the applies, by key); an entry whose object was not written
+/// is left out.
+fn complete_applied(rp: &ReleasePlan, rec: &mut Release, applied: &BTreeMap<String, Value>) {
+    rec.applied = rp
+        .record
+        .as_ref()
+        .and_then(|r| r.get("rudder_applied"))
+        .and_then(|a| serde_json::from_value(a.clone()).ok())
+        .unwrap_or_default();
+    for (key, response) in applied {
+        applied::complete(&mut rec.applied, key, response);
+    }
+    applied::drop_pending(&mut rec.applied);
 }
 
 impl Executor<'_> {
@@ -87,15 +106,16 @@ impl Executor<'_> {
         // 3-8. The cluster work.
         let work = self
             .release_work(rp, j, &run.id, run.deadline)
-            .and_then(|()| {
+            .and_then(|applied| {
                 // Group commit: the cluster's writes are durable before the
                 // record says deployed.
                 self.cluster
                     .flush()
-                    .map_err(|e| Failure(format!("flushing the cluster's writes: {e}")))
+                    .map_err(|e| Failure(format!("flushing the cluster's writes: {e}")))?;
+                Ok(applied)
             });
         match work {
-            Ok(()) => self.record_deployed(&run, j, &pending, base.as_ref()),
+            Ok(applied) => self.record_deployed(&run, j, &pending, base.as_ref(), applied),
             Err(Failure(err)) => self.record_failed(&run, j, &pending, base.as_ref(), err),
         }
     }
@@ -281,13 +301,15 @@ impl Executor<'_> {
         j: &mut ReleaseJournal,
         pending: &Release,
         base: Option<&UpgradeBase>,
+        applied: BTreeMap<String, Value>,
     ) -> Result<ReleaseOutcome, ExecError> {
         let rp = run.rp;
         let ops = Releases::new(self.store);
         let desc = Some(rp.options.description.as_str()).filter(|d| !d.is_empty());
+        let complete = |n: &mut Release| complete_applied(rp, n, &applied);
         let done = match base {
-            None => ops.finish_install(pending, Ok(()), desc),
-            Some(b) => ops.finish_upgrade(b, pending, Ok(()), desc),
+            None => ops.finish_install_with(pending, Ok(()), desc, complete),
+            Some(b) => ops.finish_upgrade_with(b, pending, Ok(()), desc, complete),
         }
         .map_err(self.store_err(&run.rref))?;
         faults::durable_write("store");
@@ -491,14 +513,17 @@ impl Executor<'_> {
         Ok(())
     }
 
-    /// CRDs, pre-hooks, objects, deletes, wait, post-hooks.
+    /// CRDs, pre-hooks, objects, deletes, wait, post-hooks. Returns what
+    /// the applies left on the objects the record asks about
+    /// ([`Release::applied`]).
     pub(super) fn release_work(
         &self,
         rp: &ReleasePlan,
         j: &mut ReleaseJournal,
         run: &str,
         deadline: Duration,
-    ) -> Result<(), Failure> {
+    ) -> Result<BTreeMap<String, Value>, Failure> {
+        let mut applied = BTreeMap::new();
         let rref = format!("{}/{}", rp.namespace, rp.name);
         let mut waits: Vec<(ObjectKey, String)> = Vec::new();
         // CRDs written among the objects that the wait does not cover.
@@ -554,9 +579,12 @@ impl Executor<'_> {
                     writes.push((*o, d));
                 }
             }
-            let docs: Vec<&Value> = writes.iter().map(|(_, d)| *d).collect();
+            let docs: Vec<&Value> = writes.iter().map(|(_, d)| d.value()).collect();
             let written = self.apply_group(&rref, j, run, &docs, deadline)?;
             for ((o, _), w) in writes.iter().zip(&written) {
+                if rp.record.is_some() {
+                    applied.insert(o.key.object_key().to_string(), w.clone());
+                }
                 if o.wait.is_some() {
                     waits.push((o.key.object_key(), meta_str(w, "resourceVersion")));
                 } else if is_crd(&o.key) {
@@ -592,7 +620,7 @@ impl Executor<'_> {
             .filter(|h| h.phase.starts_with("post-"))
             .collect();
         self.run_hooks(&rref, j, run, &post, deadline)?;
-        Ok(())
+        Ok(applied)
     }
 
     pub(super) fn run_hooks(

@@ -161,12 +161,26 @@ impl<'h> Start<'h> {
 
     /// The revision the plan starts from.
     pub(super) fn from(&self) -> Option<FromRevision> {
+        self.base_revision("", "")
+    }
+
+    /// [`Start::from`], where a base manifest equal to `manifest` (whose
+    /// digest is `manifest_digest`) is not hashed again.
+    pub(super) fn base_revision(
+        &self,
+        manifest: &str,
+        manifest_digest: &str,
+    ) -> Option<FromRevision> {
         self.base.map(|b| FromRevision {
             revision: b.version,
             status: b.info.status.as_str().to_string(),
             chart: b.chart_label(),
             app_version: b.app_version(),
-            manifest_digest: digest(b.manifest.as_bytes()),
+            manifest_digest: if !manifest_digest.is_empty() && b.manifest == manifest {
+                manifest_digest.to_string()
+            } else {
+                digest(b.manifest.as_bytes())
+            },
             values_digest: values_digest(&b.config),
         })
     }

@@ -4,6 +4,7 @@
 //! updated or deleted), the rendered documents, and the release namespace
 //! (`createNamespace`).
 use super::action::Start;
+use super::applied::{applied_state, text_digest};
 use super::documents::{note_crd_kind, parse_doc, plan_key};
 use super::record::{digest, values_digest};
 use super::{Draft, PlanError, Planner};
@@ -11,9 +12,11 @@ use crate::cluster::ObjectKey;
 use crate::plan::crds::CrdDef;
 use crate::plan::input::DesiredRelease;
 use crate::plan::model::*;
-use crate::render::{self, RenderOptions, Rendered};
+use crate::release::Release;
+use crate::render::{self, Manifest, RenderOptions, Rendered};
 use serde_json::Value;
 use std::cell::OnceCell;
+use std::sync::Arc;
 
 /// The chart rendered for the revision the plan writes.
 pub(super) struct Output {
@@ -42,19 +45,58 @@ impl Output {
 }
 
 /// A rendered document: its template, its text, its object.
-pub(super) struct Desired<'r> {
+pub(super) struct Desired {
     /// The template it came from.
     pub(super) source: String,
     /// The document's text.
-    pub(super) text: &'r str,
+    pub(super) text: String,
+    /// The object, or why it was not read.
+    pub(super) body: Body,
+}
+
+/// A rendered document's object.
+pub(super) enum Body {
     /// The parsed document.
-    pub(super) value: Value,
+    Parsed(Value),
+    /// Not read: the live object still holds what an apply of this very
+    /// text left ([`super::applied`]), so it is unchanged.
+    Unread(Unread),
+}
+
+/// A document proved unchanged without reading it.
+pub(super) struct Unread {
+    /// The object's key (the record's, whose digest binds it to the text).
+    pub(super) key: PlanKey,
+    /// The live object.
+    pub(super) live: Arc<Value>,
+    /// What the apply left ([`super::applied::applied_state`]), for the
+    /// next record.
+    pub(super) state: String,
+}
+
+/// What the last manifest's documents of a desired document's text stand
+/// for: its parsed object, or the key of one not read.
+#[derive(Clone, Copy)]
+pub(super) enum Known<'a> {
+    /// The parsed document.
+    Value(&'a Value),
+    /// The key of a document not read.
+    Key(&'a PlanKey),
 }
 
 /// The desired objects by their (trimmed) text. foldhash: the keys are
 /// whole documents, SipHash is slow on them.
-pub(super) fn by_text<'a>(desired: &'a [Desired<'_>]) -> foldhash::HashMap<&'a str, &'a Value> {
-    desired.iter().map(|d| (d.text.trim(), &d.value)).collect()
+pub(super) fn by_text(desired: &[Desired]) -> foldhash::HashMap<&str, Known<'_>> {
+    desired
+        .iter()
+        .map(|d| {
+            let known = match &d.body {
+                Body::Parsed(v) => Known::Value(v),
+                Body::Unread(u) => Known::Key(&u.key),
+            };
+            (d.text.trim(), known)
+        })
+        .collect()
 }
 
 impl Planner<'_> {
@@ -165,7 +207,7 @@ impl Draft<'_, '_> {
                         strategy: opts.wait_strategy,
                         rule: "CustomResourceDefinition: condition Established=True".into(),
                     }),
-                    desired: Some(value),
+                    desired: Some(value.into()),
                     planned_crd: None,
                 });
             }
@@ -174,43 +216,106 @@ impl Draft<'_, '_> {
     }
 
     /// The rendered documents, empty ones left out. CRDs among them also
-    /// define kinds for this release (added to `own_crds`).
-    pub(super) fn desired_docs<'r>(
+    /// define kinds for this release (added to `own_crds`). A document is
+    /// not read when the base record says what an apply of its text left
+    /// on its object and the live object still holds that
+    /// ([`super::applied`]): it is unchanged.
+    pub(super) fn desired_docs(
         &mut self,
-        rendered: &'r Rendered,
+        manifests: Vec<Manifest>,
         own_crds: &mut Vec<CrdDef>,
-    ) -> Result<Vec<Desired<'r>>, PlanError> {
-        let mut desired = Vec::with_capacity(rendered.manifests.len());
-        for m in &rendered.manifests {
-            let value = parse_doc(&self.rref, &m.source, &m.content)?;
-            if value.is_null() {
-                continue;
+        base: Option<&Release>,
+    ) -> Result<Vec<Desired>, PlanError> {
+        // (Hashed: the keys share long prefixes, slow to compare in order.)
+        let applied: Option<foldhash::HashMap<&str, &str>> = base
+            .filter(|_| self.base_is_last_deployed)
+            .map(|b| &b.applied)
+            .filter(|a| !a.is_empty())
+            .map(|a| a.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect());
+        // Documents whose record entry may say they are unchanged: their
+        // key from the render's head, the text digest, the recorded state.
+        let mut maybe: Vec<(usize, PlanKey, String, &str)> = Vec::new();
+        let mut desired = Vec::with_capacity(manifests.len());
+        for (i, m) in manifests.into_iter().enumerate() {
+            if let Some(applied) = &applied {
+                if let Some((key, state)) = self.recorded(&m.head, applied) {
+                    maybe.push((i, key, text_digest(&m.content), state));
+                }
             }
-            note_crd_kind(&value, &mut self.new_kinds);
-            own_crds.extend(CrdDef::of(&value, &self.rref, false));
             desired.push(Desired {
-                source: m.source.clone(),
-                text: m.content.as_str(),
-                value,
+                source: m.source,
+                text: m.content,
+                body: Body::Parsed(Value::Null),
             });
         }
-        Ok(desired)
+        // Their live objects, in one batch; each still as the recorded
+        // apply left it stays unread.
+        let keys: Vec<ObjectKey> = maybe.iter().map(|(_, k, _, _)| k.object_key()).collect();
+        let lives = if keys.is_empty() {
+            Vec::new()
+        } else {
+            self.ctx
+                .reads
+                .get_many(&keys)
+                .map_err(self.cluster_error())?
+        };
+        for ((i, key, text, recorded), live) in maybe.into_iter().zip(lives) {
+            let Some(live) = live else { continue };
+            match applied_state(&text, &live) {
+                Some(state) if state == recorded => {
+                    desired[i].body = Body::Unread(Unread { key, live, state });
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::with_capacity(desired.len());
+        for mut d in desired {
+            if let Body::Parsed(v) = &mut d.body {
+                *v = parse_doc(&self.rref, &d.source, &d.text)?;
+                if v.is_null() {
+                    continue;
+                }
+                note_crd_kind(v, &mut self.new_kinds);
+                own_crds.extend(CrdDef::of(v, &self.rref, false));
+            }
+            out.push(d);
+        }
+        Ok(out)
+    }
+
+    /// The key a render's head names, and the state the record says an
+    /// apply of its document left there; `None` for a CRD (its kinds are
+    /// needed), a head without identity, or no record entry.
+    fn recorded<'b>(
+        &self,
+        head: &crate::render::Head,
+        applied: &foldhash::HashMap<&str, &'b str>,
+    ) -> Option<(PlanKey, &'b str)> {
+        if head.kind == "CustomResourceDefinition" {
+            return None;
+        }
+        let key = self
+            .qualify_parts(&head.api_version, &head.kind, &head.name, &head.namespace)
+            .ok()?;
+        let state = *applied.get(key.object_key().to_string().as_str())?;
+        (state.starts_with("sha256:")).then_some((key, state))
     }
 
     /// The release namespace, created when `createNamespace` asks for it,
     /// the chart does not declare it, and it is absent live.
     pub(super) fn release_namespace(
         &mut self,
-        desired: &[Desired<'_>],
+        desired: &[Desired],
     ) -> Result<Option<ObjectChange>, PlanError> {
         let d = self.d;
         if !d.options.create_namespace {
             return Ok(None);
         }
         let key = ObjectKey::new("", "Namespace", "", &d.namespace);
-        let declared = desired
-            .iter()
-            .any(|doc| ObjectKey::of(&doc.value).as_ref() == Some(&key));
+        let declared = desired.iter().any(|doc| match &doc.body {
+            Body::Parsed(v) => ObjectKey::of(v).as_ref() == Some(&key),
+            Body::Unread(u) => u.key.object_key() == key,
+        });
         if declared || self.get(&key)?.is_some() {
             return Ok(None);
         }
@@ -227,7 +332,7 @@ impl Draft<'_, '_> {
             changed: Vec::new(),
             diff: String::new(),
             wait: None,
-            desired: Some(ns),
+            desired: Some(ns.into()),
             planned_crd: None,
         }))
     }

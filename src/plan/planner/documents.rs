@@ -12,15 +12,15 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 
 /// A document of a recorded manifest.
-pub(super) struct OldDoc {
+pub(super) struct OldDoc<'m> {
     /// The document text as recorded (for a cheap "did it change" test).
-    pub(super) text: String,
+    pub(super) text: &'m str,
     /// The parsed document; `None` when a desired document has the same
     /// text (its parse stands for this one).
     pub(super) value: Option<Value>,
 }
 
-impl OldDoc {
+impl OldDoc<'_> {
     /// The parsed document: [`Value::Null`] for one that a desired
     /// document stands for (never asked of those).
     pub(super) fn parsed(&self) -> &Value {
@@ -28,11 +28,11 @@ impl OldDoc {
     }
 }
 
-pub(super) fn parse_record_manifest(
+pub(super) fn parse_record_manifest<'m>(
     rref: &ReleaseRef,
-    rel: &Release,
-    known: &foldhash::HashMap<&str, &Value>,
-) -> Result<Vec<OldDoc>, PlanError> {
+    rel: &'m Release,
+    known: &foldhash::HashMap<&str, super::desired::Known<'_>>,
+) -> Result<Vec<OldDoc<'m>>, PlanError> {
     let mut out = Vec::new();
     for doc in crate::manifest::split::split_manifests(&rel.manifest) {
         // Helm's manifest documents start with a `# Source:` comment line.
@@ -42,10 +42,7 @@ pub(super) fn parse_record_manifest(
         };
         let text = body.trim();
         if known.contains_key(text) {
-            out.push(OldDoc {
-                text: text.to_string(),
-                value: None,
-            });
+            out.push(OldDoc { text, value: None });
             continue;
         }
         let source = format!("release {rref} revision {}", rel.version);
@@ -54,7 +51,7 @@ pub(super) fn parse_record_manifest(
             continue;
         }
         out.push(OldDoc {
-            text: text.to_string(),
+            text,
             value: Some(value),
         });
     }

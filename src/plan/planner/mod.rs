@@ -16,7 +16,11 @@
 //!    for a document of the same text as in the last successful apply
 //!    (the base is the last record, and deployed) whose live object
 //!    rudder applied, no other manager owns a field of, and that holds
-//!    every desired value already (see `provably_unchanged`); a custom
+//!    every desired value already (see `provably_unchanged`); a document
+//!    is not even read when the base record says what an apply of its very
+//!    text left on its object and the live object still holds exactly that
+//!    ([`applied`]: it is `unchanged`, and its object is read only if the
+//!    plan's reader asks, [`DesiredObject`]); a custom
 //!    resource whose CRD this plan creates or changes first (in its own
 //!    chart or a release it needs) is planned against that CRD instead,
 //!    checked against its schema ([`super::crds`]);
@@ -39,6 +43,7 @@
 //! `record` (noop, recovery, the record, the plan's id). `shared` settles
 //! what one release of a plan means for another; `documents` parses.
 mod action;
+pub mod applied;
 mod desired;
 mod diff;
 mod documents;
@@ -330,9 +335,11 @@ impl<'a> Planner<'a> {
         if start.removes_only(d) {
             return r.plan_removal(start);
         }
-        let out = self.render(&r, &start)?;
+        let mut out = self.render(&r, &start)?;
         let (mut objects, mut own_crds) = r.crds_dir(&out.rendered)?;
-        let desired = r.desired_docs(&out.rendered, &mut own_crds)?;
+        // (The manifest is written: the documents move on.)
+        let manifests = std::mem::take(&mut out.rendered.manifests);
+        let desired = r.desired_docs(manifests, &mut own_crds, start.base)?;
         // Kinds from CRDs this plan applies before these objects: the
         // release's own, and those of the releases it needs (waited for).
         publisher.publish(own_crds.clone());
@@ -420,13 +427,19 @@ struct Draft<'p, 'c> {
     blocked: Vec<String>,
     /// Whether a live object drifted from the last manifest.
     drift: bool,
+    /// The new record's [`release::Release::applied`]: what an apply of
+    /// each object's text leaves, or, for the objects the executor
+    /// writes, their text digest for it to complete.
+    applied: Vec<(String, String)>,
+    /// The base record's [`release::Release::applied`].
+    base_applied: Option<&'p std::collections::BTreeMap<String, String>>,
 }
 
 impl<'p, 'c> Draft<'p, 'c> {
     fn new(
         d: &'p DesiredRelease,
         ctx: &'p Context<'c>,
-        start: &Start<'_>,
+        start: &Start<'p>,
         opts: &PlanOptions,
     ) -> Self {
         Draft {
@@ -444,6 +457,8 @@ impl<'p, 'c> Draft<'p, 'c> {
             preconditions: start.preconditions(),
             blocked: Vec::new(),
             drift: false,
+            applied: Vec::new(),
+            base_applied: start.base.map(|b| &b.applied),
         }
     }
 
@@ -476,12 +491,30 @@ impl<'p, 'c> Draft<'p, 'c> {
             .and_then(|m| m.get("name"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        if api_version.is_empty() || kind.is_empty() || name.is_empty() {
-            return Err(PlanError::Manifest {
+        let namespace = meta
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        self.qualify_parts(api_version, kind, name, namespace)
+            .map_err(|()| PlanError::Manifest {
                 release: self.rref.clone(),
                 origin: describe(value),
                 message: "an object needs apiVersion, kind and metadata.name".into(),
-            });
+            })
+    }
+
+    /// [`Draft::qualify`] of an object's apiVersion, kind, name and
+    /// namespace (empty when unset); `Err` when one of the first three is
+    /// empty.
+    fn qualify_parts(
+        &self,
+        api_version: &str,
+        kind: &str,
+        name: &str,
+        namespace: &str,
+    ) -> Result<PlanKey, ()> {
+        if api_version.is_empty() || kind.is_empty() || name.is_empty() {
+            return Err(());
         }
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let scope = match self.ctx.scopes.get(&(group.to_string(), kind.to_string())) {
@@ -494,12 +527,8 @@ impl<'p, 'c> Draft<'p, 'c> {
         };
         let namespace = match scope {
             Scope::Cluster => String::new(),
-            Scope::Namespaced => meta
-                .and_then(|m| m.get("namespace"))
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .unwrap_or(&self.d.namespace)
-                .to_string(),
+            Scope::Namespaced if namespace.is_empty() => self.d.namespace.clone(),
+            Scope::Namespaced => namespace.to_string(),
         };
         Ok(PlanKey {
             group: group.to_string(),
@@ -509,6 +538,24 @@ impl<'p, 'c> Draft<'p, 'c> {
             name: name.to_string(),
         })
     }
+}
+
+/// The object a document proved unchanged without reading it stands for
+/// ([`DesiredObject`]): parsed, in its namespace, with its release's
+/// ownership metadata, as the planner makes every object it applies. The
+/// text was applied before, so it parses; if it did not, the object would
+/// be `null`.
+pub(crate) fn read_unread(doc: &UnreadDocument) -> Value {
+    let rref = ReleaseRef {
+        namespace: doc.release_namespace.clone(),
+        name: doc.release.clone(),
+    };
+    let Ok(mut value) = documents::parse_doc(&rref, "", &doc.text) else {
+        return Value::Null;
+    };
+    documents::set_namespace(&mut value, &doc.namespace);
+    crate::cluster::ownership::stamp(&mut value, &doc.release, &doc.release_namespace);
+    value
 }
 
 /// Records a live object's uid and resourceVersion (empty when absent) as a

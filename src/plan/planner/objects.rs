@@ -5,9 +5,10 @@
 //! dry run is skipped where it cannot matter (`provably_unchanged`), and
 //! an object whose CRD this plan applies first is checked against that
 //! CRD instead ([`crate::plan::crds`]).
-use super::desired::Desired;
+use super::applied::{applied_state, text_digest, PENDING};
+use super::desired::{Body, Desired, Known, Unread};
 use super::diff::{changed_fields, dry_projection, managed_diff, provably_unchanged, unified_diff};
-use super::documents::{set_namespace, OldDoc};
+use super::documents::{parse_doc, set_namespace, OldDoc};
 use super::shared::conflict;
 use super::{record_precondition, Draft, PlanError, Planner};
 use crate::cluster::{ownership, ObjectKey};
@@ -16,7 +17,6 @@ use crate::plan::crds::Kinds;
 use crate::plan::input::WaitStrategy;
 use crate::plan::model::*;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The last manifest by identity.
@@ -24,22 +24,35 @@ pub(super) struct OldIndex<'o> {
     /// Each document's key, in the manifest's order.
     pub(super) keys: Vec<PlanKey>,
     /// Each document by its object's identity.
-    by_key: BTreeMap<ObjectKey, &'o OldDoc>,
+    by_key: foldhash::HashMap<ObjectKey, &'o OldDoc<'o>>,
 }
 
 /// A rendered object, keyed and stamped for this release.
-struct Keyed<'r> {
+struct Keyed {
     /// The document's text.
-    text: &'r str,
-    /// The object, in its namespace and with this release's ownership.
-    value: Value,
+    text: String,
+    /// The object, in its namespace and with this release's ownership; or
+    /// the document proved unchanged without reading it.
+    object: Object,
     /// Its identity.
     key: ObjectKey,
 }
 
+/// A rendered object, read or not.
+enum Object {
+    /// Read, in its namespace, with this release's ownership.
+    Value(Value),
+    /// Not read ([`Body::Unread`]).
+    Unread(Unread),
+}
+
 /// The rendered objects, each with its plan key, and the set of their
 /// identities.
-type KeyedObjects<'r> = (Vec<(Keyed<'r>, PlanKey)>, BTreeSet<ObjectKey>);
+type KeyedObjects = (Vec<(Keyed, PlanKey)>, KeySet);
+
+/// A set of object keys (hashed: keys of one release share long prefixes,
+/// which makes ordered comparisons slow).
+pub(super) type KeySet = foldhash::HashSet<ObjectKey>;
 
 impl Draft<'_, '_> {
     /// The last manifest by identity (the documents a desired one stands
@@ -47,19 +60,17 @@ impl Draft<'_, '_> {
     pub(super) fn index_old<'o>(
         &self,
         old_docs: &'o [OldDoc],
-        known: &foldhash::HashMap<&str, &Value>,
+        known: &foldhash::HashMap<&str, Known<'_>>,
     ) -> Result<OldIndex<'o>, PlanError> {
         let mut keys = Vec::with_capacity(old_docs.len());
-        let mut by_key = BTreeMap::new();
+        let mut by_key = foldhash::HashMap::default();
         for doc in old_docs {
-            let value = match &doc.value {
-                Some(v) => v,
-                None => known
-                    .get(doc.text.as_str())
-                    .copied()
-                    .unwrap_or(&Value::Null),
+            let key = match (&doc.value, known.get(doc.text)) {
+                (Some(v), _) => self.qualify(v)?,
+                (None, Some(Known::Value(v))) => self.qualify(v)?,
+                (None, Some(Known::Key(k))) => (*k).clone(),
+                (None, None) => self.qualify(&Value::Null)?,
             };
-            let key = self.qualify(value)?;
             by_key.insert(key.object_key(), doc);
             keys.push(key);
         }
@@ -69,19 +80,23 @@ impl Draft<'_, '_> {
     /// The rendered objects with their plan keys, in their namespace and
     /// stamped with this release's ownership; and the set of their keys.
     /// An object rendered twice refuses the plan.
-    fn key_objects<'r>(&self, desired: Vec<Desired<'r>>) -> Result<KeyedObjects<'r>, PlanError> {
+    fn key_objects(&self, desired: Vec<Desired>) -> Result<KeyedObjects, PlanError> {
         let d = self.d;
-        let mut new_keys = BTreeSet::new();
+        let mut new_keys = KeySet::default();
         let mut keyed = Vec::with_capacity(desired.len());
-        for Desired {
-            source,
-            text,
-            mut value,
-        } in desired
-        {
-            let pkey = self.qualify(&value)?;
-            set_namespace(&mut value, &pkey.namespace);
-            ownership::stamp(&mut value, &d.name, &d.namespace);
+        for Desired { source, text, body } in desired {
+            let (object, pkey) = match body {
+                Body::Parsed(mut value) => {
+                    let pkey = self.qualify(&value)?;
+                    set_namespace(&mut value, &pkey.namespace);
+                    ownership::stamp(&mut value, &d.name, &d.namespace);
+                    (Object::Value(value), pkey)
+                }
+                Body::Unread(u) => {
+                    let pkey = u.key.clone();
+                    (Object::Unread(u), pkey)
+                }
+            };
             let key = pkey.object_key();
             if !new_keys.insert(key.clone()) {
                 return Err(PlanError::Manifest {
@@ -90,9 +105,18 @@ impl Draft<'_, '_> {
                     message: format!("{key} is rendered twice"),
                 });
             }
-            keyed.push((Keyed { text, value, key }, pkey));
+            keyed.push((Keyed { text, object, key }, pkey));
         }
         Ok((keyed, new_keys))
+    }
+
+    /// A document not read, read now: parsed, in its namespace, with this
+    /// release's ownership.
+    fn read_now(&self, text: &str, pkey: &PlanKey) -> Result<Value, PlanError> {
+        let mut value = parse_doc(&self.rref, &format!("object {pkey}"), text)?;
+        set_namespace(&mut value, &pkey.namespace);
+        ownership::stamp(&mut value, &self.d.name, &self.d.namespace);
+        Ok(value)
     }
 
     /// Whether the release may take a live object that its last manifest
@@ -143,17 +167,61 @@ impl Planner<'_> {
     pub(super) fn plan_objects(
         &self,
         r: &mut Draft<'_, '_>,
-        desired: Vec<Desired<'_>>,
+        desired: Vec<Desired>,
         old: &OldIndex<'_>,
         planned_kinds: &Kinds,
-    ) -> Result<(Vec<ObjectChange>, BTreeSet<ObjectKey>), PlanError> {
-        // The objects' keys first, then their live state in one batch.
-        let (keyed, new_keys) = r.key_objects(desired)?;
-        let keys: Vec<ObjectKey> = keyed.iter().map(|(o, _)| o.key.clone()).collect();
-        let lives = r.ctx.reads.get_many(&keys).map_err(r.cluster_error())?;
+    ) -> Result<(Vec<ObjectChange>, KeySet), PlanError> {
+        // The objects' keys first, then their live state in one batch
+        // (those not read came with theirs).
+        let (mut keyed, new_keys) = r.key_objects(desired)?;
+        // A document not read stays so only where the last manifest has
+        // it, of the same text, and no CRD of this plan defines its kind
+        // (then it is checked against that CRD).
+        for (obj, pkey) in &mut keyed {
+            if !matches!(obj.object, Object::Unread(_)) {
+                continue;
+            }
+            let in_old = old
+                .by_key
+                .get(&obj.key)
+                .is_some_and(|o| o.text == obj.text.trim());
+            let planned = !planned_kinds.is_empty()
+                && planned_kinds
+                    .planned(&r.ctx.reads, pkey)
+                    .map_err(r.cluster_error())?
+                    .is_some();
+            if in_old && !planned {
+                continue;
+            }
+            // (Its live object is read again below, from the batch's reads.)
+            obj.object = Object::Value(r.read_now(&obj.text, pkey)?);
+        }
+        let keys: Vec<ObjectKey> = keyed
+            .iter()
+            .filter(|(o, _)| matches!(o.object, Object::Value(_)))
+            .map(|(o, _)| o.key.clone())
+            .collect();
+        let mut lives = r
+            .ctx
+            .reads
+            .get_many(&keys)
+            .map_err(r.cluster_error())?
+            .into_iter();
         let mut main = Vec::with_capacity(keyed.len());
-        for ((obj, pkey), live) in keyed.into_iter().zip(lives) {
-            main.push(self.plan_object(r, obj, pkey, live, old, planned_kinds)?);
+        for (obj, pkey) in keyed {
+            let change = match obj.object {
+                Object::Unread(u) => r.unread(obj.text, obj.key, pkey, u),
+                Object::Value(value) => {
+                    let live = lives.next().flatten();
+                    let obj = Read {
+                        text: &obj.text,
+                        value,
+                        key: obj.key,
+                    };
+                    self.plan_object(r, obj, pkey, live, old, planned_kinds)?
+                }
+            };
+            main.push(change);
         }
         // Helm's install order (the render already sorted; keep it stable).
         main.sort_by(|a, b| compare_kinds(INSTALL_ORDER, &a.key.kind, &b.key.kind));
@@ -164,7 +232,7 @@ impl Planner<'_> {
     fn plan_object(
         &self,
         r: &mut Draft<'_, '_>,
-        obj: Keyed<'_>,
+        obj: Read<'_>,
         pkey: PlanKey,
         live: Option<Arc<Value>>,
         old: &OldIndex<'_>,
@@ -206,13 +274,27 @@ impl Planner<'_> {
                 };
                 true
             }
-            Some(live) => self.against_live(r, &mut change, &obj, &live, old, planned.is_some())?,
+            Some(live) => {
+                let compared =
+                    self.against_live(r, &mut change, &obj, &live, old, planned.is_some())?;
+                if change.action == ObjectAction::Unchanged {
+                    r.keep_applied(&obj, &live);
+                }
+                compared
+            }
         };
         if let Some(p) = planned.as_ref().filter(|_| compared) {
             r.blocked
                 .extend(p.annotate(&mut change, &obj.value, &r.rref));
         }
-        change.desired = Some(obj.value);
+        if self.opts.with_records && change.action.writes() {
+            // The executor completes it with what its apply left.
+            r.applied.push((
+                obj.key.to_string(),
+                format!("{PENDING}{}", text_digest(obj.text)),
+            ));
+        }
+        change.desired = Some(obj.value.into());
         Ok(change)
     }
 
@@ -223,7 +305,7 @@ impl Planner<'_> {
         &self,
         r: &mut Draft<'_, '_>,
         change: &mut ObjectChange,
-        obj: &Keyed<'_>,
+        obj: &Read<'_>,
         live: &Value,
         old: Option<&OldDoc>,
         planned: bool,
@@ -282,6 +364,66 @@ impl Planner<'_> {
         }
         change.changed = changed;
         Ok(true)
+    }
+}
+
+/// A rendered object read, in its namespace and with this release's
+/// ownership.
+struct Read<'t> {
+    /// The document's text.
+    text: &'t str,
+    /// The object.
+    value: Value,
+    /// Its identity.
+    key: ObjectKey,
+}
+
+impl Draft<'_, '_> {
+    /// An unchanged object keeps its entry of the base record's
+    /// [`crate::release::Release::applied`] when the live object still
+    /// holds it (whether or not its document was read: the new record is
+    /// the same either way).
+    fn keep_applied(&mut self, obj: &Read<'_>, live: &Value) {
+        let key = obj.key.to_string();
+        let Some(recorded) = self
+            .base_applied
+            .and_then(|a| a.get(&key))
+            .filter(|s| s.starts_with("sha256:"))
+        else {
+            return;
+        };
+        if applied_state(&text_digest(obj.text), live).as_ref() == Some(recorded) {
+            self.applied.push((key, recorded.clone()));
+        }
+    }
+
+    /// A document proved unchanged without reading it: what an apply of
+    /// its text left is still live ([`super::applied`]).
+    fn unread(&mut self, text: String, key: ObjectKey, pkey: PlanKey, u: Unread) -> ObjectChange {
+        record_precondition(&mut self.preconditions, &key, Some(&u.live));
+        let opts = &self.d.options;
+        let wait = if opts.waits() {
+            wait_rule(&key.kind, opts.wait_strategy, opts.wait_for_jobs)
+        } else {
+            None
+        };
+        self.applied.push((key.to_string(), u.state));
+        ObjectChange {
+            desired: Some(DesiredObject::unread(UnreadDocument {
+                text,
+                namespace: pkey.namespace.clone(),
+                release: self.d.name.clone(),
+                release_namespace: self.d.namespace.clone(),
+            })),
+            key: pkey,
+            action: ObjectAction::Unchanged,
+            stage: Stage::Main,
+            reason: "live matches the desired object".into(),
+            changed: Vec::new(),
+            diff: String::new(),
+            wait,
+            planned_crd: None,
+        }
     }
 }
 

@@ -4,13 +4,13 @@
 //! deletes in reverse install order.
 use super::action::Start;
 use super::documents::{parse_record_manifest, OldDoc};
+use super::objects::KeySet;
 use super::{Draft, PlanError};
-use crate::cluster::{ownership, ObjectKey};
+use crate::cluster::ownership;
 use crate::manifest::order::{compare_kinds, INSTALL_ORDER};
 use crate::plan::model::*;
 use crate::release::Status;
 use serde_json::Value;
-use std::collections::BTreeSet;
 
 impl Draft<'_, '_> {
     /// The objects of the last manifest (`old_docs`, keyed by `old_keys`)
@@ -19,7 +19,7 @@ impl Draft<'_, '_> {
         &mut self,
         old_docs: &[OldDoc],
         old_keys: &[PlanKey],
-        new_keys: &BTreeSet<ObjectKey>,
+        new_keys: &KeySet,
     ) -> Result<Vec<ObjectChange>, PlanError> {
         let d = self.d;
         let mut prune = Vec::new();
@@ -49,15 +49,21 @@ impl Draft<'_, '_> {
         &mut self,
         start: &Start<'_>,
         old_keys: &[PlanKey],
-        new_keys: &BTreeSet<ObjectKey>,
+        new_keys: &KeySet,
     ) -> Result<Vec<ObjectChange>, PlanError> {
         let mut out = Vec::new();
         let Some(b) = start.base else {
             return Ok(out);
         };
+        let failed_after =
+            |r: &&crate::release::Release| r.version > b.version && r.info.status == Status::Failed;
+        if !start.history.iter().any(|r| failed_after(&r)) {
+            return Ok(out);
+        }
         let d = self.d;
-        let no_cache = foldhash::HashMap::default();
-        let mut seen: BTreeSet<ObjectKey> = new_keys.iter().cloned().collect();
+        let no_cache: foldhash::HashMap<&str, super::desired::Known<'_>> =
+            foldhash::HashMap::default();
+        let mut seen: KeySet = new_keys.iter().cloned().collect();
         seen.extend(old_keys.iter().map(PlanKey::object_key));
         for r in start
             .history

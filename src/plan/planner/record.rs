@@ -28,13 +28,13 @@ impl Planner<'_> {
         hooks: Vec<HookPlan>,
     ) -> ReleasePlan {
         let d = r.d;
-        let from = start.from();
+        let from = start.base_revision(&out.manifest, &out.to.manifest_digest);
         let action = if self.is_noop(&r, &start, &out, from.as_ref(), &objects) {
             ReleaseAction::Noop
         } else {
             start.action
         };
-        let recovery = recovery(&start, action, d.options.history_max);
+        let recovery = recovery(&start, action, d.options.history_max, from.as_ref());
         let base = start.base;
         let (reason, to) = if action == ReleaseAction::Noop {
             let b = base.map_or(0, |b| b.version);
@@ -54,7 +54,14 @@ impl Planner<'_> {
             (start.reason, out.to)
         };
         let record = if self.opts.with_records && action != ReleaseAction::Noop {
-            Some(record_value(d, &out.rendered, &out.manifest, start.next))
+            Some(record_value(
+                d,
+                &out.rendered,
+                out.manifest,
+                start.next,
+                // (Sorted once: the keys share long prefixes.)
+                r.applied.into_iter().collect(),
+            ))
         } else {
             None
         };
@@ -73,9 +80,7 @@ impl Planner<'_> {
             hooks,
             recovery,
             preconditions,
-            record_digest: record.as_ref().map_or(String::new(), |r| {
-                digest(&serde_json::to_vec(r).unwrap_or_default())
-            }),
+            record_digest: record.as_ref().map_or(String::new(), json_digest),
             record,
             ..release_plan(d, action, reason, from, to)
         }
@@ -118,14 +123,23 @@ impl Planner<'_> {
 
 /// Where a failed apply returns to (the base, unless the release is
 /// installed), and which old revisions the history limit removes.
-fn recovery(start: &Start<'_>, action: ReleaseAction, history_max: usize) -> Recovery {
+fn recovery(
+    start: &Start<'_>,
+    action: ReleaseAction,
+    history_max: usize,
+    from: Option<&FromRevision>,
+) -> Recovery {
     if action == ReleaseAction::Noop {
         return Recovery::default();
     }
     let base = start.base.filter(|_| action != ReleaseAction::Install);
     Recovery {
         rollback_revision: base.map(|b| b.version),
-        rollback_manifest_digest: base.map_or(String::new(), |b| digest(b.manifest.as_bytes())),
+        // (The base's digest is `from`'s: not hashed twice.)
+        rollback_manifest_digest: base.map_or(String::new(), |b| match from {
+            Some(f) if f.revision == b.version => f.manifest_digest.clone(),
+            _ => digest(b.manifest.as_bytes()),
+        }),
         prune_revisions: prune_revisions(
             start.history,
             history_max,
@@ -161,6 +175,24 @@ pub(super) fn release_plan(
         record: None,
         record_digest: String::new(),
     }
+}
+
+/// `sha256:<hex>` of `v`'s compact JSON, hashed as it is written.
+fn json_digest(v: &Value) -> String {
+    struct Hashing(Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.update(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Hashing(Sha256::new());
+    // (Writing into a hash cannot fail; a value always serialises.)
+    let _ = serde_json::to_writer(std::io::BufWriter::with_capacity(1 << 16, &mut h), v);
+    hex_digest(h.0.finalize().as_slice())
 }
 
 /// `sha256:<hex>` of bytes.
@@ -202,7 +234,13 @@ fn prune_revisions(history: &[Release], max: usize, deployed: Option<u64>) -> Ve
 }
 
 /// The record the executor writes, as Helm's release JSON minus `info`.
-fn record_value(d: &DesiredRelease, rendered: &Rendered, manifest: &str, version: u64) -> Value {
+fn record_value(
+    d: &DesiredRelease,
+    rendered: &Rendered,
+    manifest: String,
+    version: u64,
+    applied: BTreeMap<String, String>,
+) -> Value {
     let mut chart = (*d.chart).clone();
     chart.dependencies.clear();
     let hooks: Vec<release::Hook> = rendered.hooks.iter().map(release::Hook::from).collect();
@@ -210,14 +248,19 @@ fn record_value(d: &DesiredRelease, rendered: &Rendered, manifest: &str, version
         name: d.name.clone(),
         chart: Some(chart),
         config: d.values.clone(),
-        manifest: manifest.to_string(),
+        // (Moved in below: not copied twice.)
+        manifest: String::new(),
         hooks,
         version,
         namespace: d.namespace.clone(),
+        applied,
         ..Default::default()
     };
     let mut v = serde_json::to_value(&rel).unwrap_or(Value::Null);
     if let Some(m) = v.as_object_mut() {
+        if !manifest.is_empty() {
+            m.insert("manifest".into(), Value::String(manifest));
+        }
         m.remove("info");
         m.insert("notes".into(), Value::String(rendered.notes.clone()));
     }
@@ -305,8 +348,20 @@ impl Plan {
         for r in &mut p.releases {
             r.record = None;
             for o in &mut r.objects {
-                if let Some(d) = o.desired.as_mut() {
-                    redact_secret(d);
+                // (Only a Secret's values are redacted: a document not
+                // read is read only when its key says it is one.)
+                let Some(d) = o.desired.as_mut() else {
+                    continue;
+                };
+                let secret = if d.is_read() {
+                    d.value().get("kind").and_then(Value::as_str) == Some("Secret")
+                } else {
+                    o.key.kind == "Secret"
+                };
+                if secret {
+                    let mut v = d.value().clone();
+                    redact_secret(&mut v);
+                    *d = v.into();
                 }
             }
             for h in &mut r.hooks {

@@ -497,6 +497,7 @@ impl<'a> Releases<'a> {
             version,
             namespace: namespace.to_string(),
             apply_method: String::new(),
+            applied: BTreeMap::new(),
             labels: r.labels,
         };
         self.store.create(&rel)?;
@@ -511,7 +512,21 @@ impl<'a> Releases<'a> {
         outcome: Outcome,
         description: Option<&str>,
     ) -> Result<Release, OpError> {
+        self.finish_install_with(pending, outcome, description, |_| {})
+    }
+
+    /// [`Releases::finish_install`], with `edit` making the last changes
+    /// to the record written (rudder's executor adds
+    /// [`Release::applied`]).
+    pub fn finish_install_with(
+        &self,
+        pending: &Release,
+        outcome: Outcome,
+        description: Option<&str>,
+        edit: impl FnOnce(&mut Release),
+    ) -> Result<Release, OpError> {
         let mut n = pending.clone();
+        edit(&mut n);
         match outcome {
             Ok(()) => {
                 n.info.status = Status::Deployed;
@@ -589,6 +604,7 @@ impl<'a> Releases<'a> {
             version: next_revision(&base.last)?,
             namespace: ns.clone(),
             apply_method: String::new(),
+            applied: BTreeMap::new(),
             labels,
         };
         self.prune(&ns, &rel.name, max)?;
@@ -607,11 +623,26 @@ impl<'a> Releases<'a> {
         outcome: Outcome,
         description: Option<&str>,
     ) -> Result<Release, OpError> {
+        self.finish_upgrade_with(base, pending, outcome, description, |_| {})
+    }
+
+    /// [`Releases::finish_upgrade`], with `edit` making the last changes
+    /// to the record written (rudder's executor adds
+    /// [`Release::applied`]).
+    pub fn finish_upgrade_with(
+        &self,
+        base: &UpgradeBase,
+        pending: &Release,
+        outcome: Outcome,
+        description: Option<&str>,
+        edit: impl FnOnce(&mut Release),
+    ) -> Result<Release, OpError> {
         let ns = &pending.namespace;
         let cur = self
             .store
             .get(ns, &base.current.name, base.current.version)?;
         let mut n = pending.clone();
+        edit(&mut n);
         match outcome {
             Ok(()) => {
                 let mut s = cur.clone();
@@ -667,6 +698,9 @@ impl<'a> Releases<'a> {
             version: next_revision(&last)?,
             namespace: last.namespace.clone(),
             apply_method: prev.apply_method.clone(),
+            // What an apply of a document left is a property of the text
+            // and the live object, whichever revision recorded it.
+            applied: prev.applied.clone(),
             labels: codec::user_labels(&prev.labels),
         };
         self.prune(namespace, name, max)?;
