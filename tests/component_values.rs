@@ -6,7 +6,6 @@ mod plan_common;
 
 use plan_common::*;
 use rudder::chart::{chart_from_component, Chart, HandlebarsComponent};
-use rudder::exec::{DrivenClock, Executor, Journal};
 use rudder::plan::{view, DesiredRelease, ReleaseAction};
 use rudder::release::Store;
 use rudder::yaml::Node;
@@ -37,19 +36,7 @@ fn release(chart: Chart, vals: &str) -> DesiredRelease {
 }
 
 fn apply(w: &World, d: &DesiredRelease) -> rudder::exec::Report {
-    let plan = w.plan(std::slice::from_ref(d));
-    let clock = DrivenClock::new();
-    let r = Executor::new(
-        &w.store,
-        "memory:",
-        &w.cluster,
-        Journal::in_memory(),
-        &clock,
-    )
-    .apply(&plan)
-    .unwrap();
-    assert!(r.success(), "{r:?}");
-    r
+    w.execute(&w.plan(std::slice::from_ref(d)))
 }
 
 fn revisions(w: &World) -> Vec<(u64, String)> {

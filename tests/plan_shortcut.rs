@@ -329,7 +329,6 @@ fn a_state_recorded_for_another_text_is_not_used() {
 fn drift_after_an_executed_upgrade_shows() {
     // The executor records what its applies left: the next plan reads
     // nothing, and a later edit still shows.
-    use rudder::exec::{DrivenClock, Executor, Journal};
     let (w, mut d) = installed("kubectl-edit");
     d.options.wait = false;
     d.chart = std::sync::Arc::new(chart(
@@ -342,17 +341,7 @@ fn drift_after_an_executed_upgrade_shows() {
     ));
     let plan = w.plan(std::slice::from_ref(&d));
     assert_eq!(plan.releases[0].action, ReleaseAction::Upgrade);
-    let clock = DrivenClock::new();
-    let report = Executor::new(
-        &w.store,
-        "memory:",
-        &w.cluster,
-        Journal::in_memory(),
-        &clock,
-    )
-    .apply(&plan)
-    .unwrap();
-    assert!(report.success(), "{report:?}");
+    w.execute(&plan);
     let rec = w.store_last(&d);
     assert_eq!(rec.info.status, rudder::release::Status::Deployed);
     assert!(

@@ -62,6 +62,23 @@ impl World {
         Planner::new(&self.store, "memory:", &self.cluster).plan(releases)
     }
 
+    /// Executes `plan` with the real executor (in-memory journal, driven
+    /// clock) and asserts that it succeeded.
+    pub fn execute(&self, plan: &Plan) -> rudder::exec::Report {
+        let clock = rudder::exec::DrivenClock::new();
+        let report = rudder::exec::Executor::new(
+            &self.store,
+            "memory:",
+            &self.cluster,
+            rudder::exec::Journal::in_memory(),
+            &clock,
+        )
+        .apply(plan)
+        .expect("apply");
+        assert!(report.success(), "{report:?}");
+        report
+    }
+
     /// Makes the state a successful execution of `plan` would leave, with
     /// plain writes: objects applied by manager `rudder` (deletes done),
     /// the new record written `deployed` and the previous one
