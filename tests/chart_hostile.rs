@@ -320,8 +320,96 @@ fn directories_follow_symlinks_and_refuse_cycles() {
     assert!(e.to_string().starts_with("error evaluating symlink"), "{e}");
 }
 
+/// `check_archive` (the check of a downloaded chart, which keeps no
+/// files) and `load_archive_files` (which keeps them) say the same of
+/// `data`: both accept it, or both refuse it with the same error.
+fn check_agrees(data: &[u8]) -> Result<(), TestCaseError> {
+    let checked = chart::loader::check_archive(data).map_err(|e| e.to_string());
+    let loaded = chart::loader::load_archive_files(data)
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    prop_assert_eq!(checked, loaded);
+    Ok(())
+}
+
+#[test]
+fn checking_an_archive_refuses_what_loading_it_refuses() {
+    let big = vec![b'a'; 5 * 1024 * 1024 + 1];
+    let block = vec![b'x'; 5 * 1024 * 1024];
+    let names: Vec<String> = (0..21).map(|i| format!("m/f{i}")).collect();
+    let mut too_many = vec![file("m/Chart.yaml", CHART_YAML)];
+    too_many.extend(names.iter().map(|n| file(n, &block)));
+    let good = gz(&tar(&[
+        file("m/Chart.yaml", CHART_YAML),
+        file("m/templates/a.yaml", b"a: 1\n"),
+    ]));
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("good", good.clone()),
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("not gzip", b"hello, world".to_vec()),
+        ("empty", gz(&tar(&[]))),
+        ("traversal", gz(&tar(&[file("m/../../etc/x", b"x")]))),
+        ("absolute", gz(&tar(&[file("/m/Chart.yaml", CHART_YAML)]))),
+        (
+            "symlink",
+            gz(&tar(&[Entry {
+                name: "m/l",
+                kind: b'2',
+                link: "/etc/passwd",
+                data: b"",
+                size: None,
+            }])),
+        ),
+        (
+            "oversize file",
+            gz(&tar(&[
+                file("m/Chart.yaml", CHART_YAML),
+                file("m/big", &big),
+            ])),
+        ),
+        (
+            "huge header",
+            gz(&tar(&[Entry {
+                name: "m/huge",
+                kind: b'0',
+                link: "",
+                data: b"",
+                size: Some(1 << 40),
+            }])),
+        ),
+        ("too many bytes", gz(&tar(&too_many))),
+    ];
+    let mut trailing = good.clone();
+    trailing.extend_from_slice(&good[..20]);
+    cases.push(("corrupt trailing member", trailing));
+    for (name, data) in cases {
+        if let Err(e) = check_agrees(&data) {
+            panic!("{name}: {e}");
+        }
+    }
+    assert!(chart::loader::check_archive(&good).is_ok());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn checking_agrees_with_loading_on_mutated_archives(
+        flips in proptest::collection::vec((0usize..3000, any::<u8>()), 1..8),
+        gz_flips in proptest::collection::vec((0usize..400, any::<u8>()), 0..3),
+    ) {
+        let mut t = tar(&[file("m/Chart.yaml", CHART_YAML), file("m/templates/a.yaml", b"a: {{ x }}\n")]);
+        for (i, b) in flips {
+            let n = t.len();
+            t[i % n] = b;
+        }
+        let mut data = gz(&t);
+        for (i, b) in gz_flips {
+            let n = data.len();
+            data[i % n] = b;
+        }
+        check_agrees(&data)?;
+    }
 
     #[test]
     fn loader_never_panics_on_arbitrary_bytes(data in proptest::collection::vec(any::<u8>(), 0..4096)) {

@@ -635,8 +635,9 @@ pub fn get_all(jobs: Vec<(Getter, String)>) -> Vec<Result<Vec<u8>, HttpError>> {
 }
 
 /// [`get_all`], with `check` applied to the body of job `i` as soon as it
-/// is in (on the download thread, while the other downloads go on), so
-/// that checking the first archives overlaps waiting for the last.
+/// is in (on the runtime's blocking threads, while the other downloads go
+/// on), so that checking the first archives overlaps waiting for the
+/// last, and checks use every core.
 pub fn get_all_checked<T, F>(jobs: Vec<(Getter, String)>, check: F) -> Vec<Result<T, HttpError>>
 where
     T: Send + 'static,
@@ -652,7 +653,24 @@ where
         let mut set = tokio::task::JoinSet::new();
         for (i, (g, url)) in jobs.into_iter().enumerate() {
             let check = check.clone();
-            set.spawn(async move { (i, g.get(&url).await.map(|body| check(i, body))) });
+            set.spawn(async move {
+                let body = match g.get(&url).await {
+                    Ok(body) => body,
+                    Err(e) => return (i, Err(e)),
+                };
+                // The check (a chart's decompression, its digest) is CPU
+                // work: off the runtime's one thread, so that it runs
+                // while the other downloads go on, and checks run side
+                // by side on every core.
+                let checked = tokio::task::spawn_blocking(move || check(i, body)).await;
+                (
+                    i,
+                    checked.map_err(|e| HttpError::Connect {
+                        url,
+                        message: format!("checking the download failed: {e}"),
+                    }),
+                )
+            });
         }
         let mut out: Vec<Option<Result<T, HttpError>>> = (0..n).map(|_| None).collect();
         while let Some(done) = set.join_next().await {

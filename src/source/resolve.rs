@@ -756,7 +756,7 @@ mod remote {
         // Only a chart archive rudder would load enters the cache: the
         // loader's limits (entry and total sizes, paths) apply to what was
         // downloaded exactly as to a local archive.
-        crate::chart::loader::load_archive_files(&archive)?;
+        crate::chart::loader::check_archive(&archive)?;
         Ok((archive, hex))
     }
 
