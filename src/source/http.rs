@@ -222,7 +222,7 @@ fn read_tls(what: &'static str, p: &PathBuf) -> Result<Vec<u8>, HttpError> {
 /// certificate are read now (their errors name the files), the system's
 /// roots only on the first HTTPS handshake ([`LazyVerifier`]), so that a
 /// client that only ever speaks plain HTTP never reads them.
-fn tls_config(opts: &HttpOptions) -> Result<rustls::ClientConfig, HttpError> {
+pub(crate) fn tls_config(opts: &HttpOptions) -> Result<rustls::ClientConfig, HttpError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let provider = rustls::crypto::CryptoProvider::get_default()

@@ -31,6 +31,8 @@ pub mod http;
 pub mod index;
 #[cfg(feature = "remote")]
 pub mod oci;
+#[cfg(feature = "remote")]
+mod oci_relay;
 pub mod paths;
 #[cfg(feature = "provenance")]
 pub mod provenance;

@@ -281,15 +281,6 @@ pub enum OciError {
         /// What is wrong.
         reason: String,
     },
-    /// Client certificates are not supported by the OCI client: oci-client
-    /// (0.18, the newest release) builds its HTTP client from a
-    /// `ClientConfig` that has root certificates but no client identity,
-    /// and takes no HTTP client of the caller's.
-    #[error("client certificates (--cert-file/--key-file) are not supported for OCI registries: rudder's OCI client cannot present one (registry {host})")]
-    ClientCertUnsupported {
-        /// The registry.
-        host: String,
-    },
     /// `registry logout` of a host with no login (Helm 3's message).
     #[error("not logged in")]
     NotLoggedIn {
@@ -545,6 +536,7 @@ pub fn tags(reference: &str, opts: &OciOptions) -> Result<Vec<String>, OciError>
             action: "listing the tags of",
             who: &who,
             read_timeout,
+            relay: client.relay.as_ref(),
         };
         client.store_auth_if_needed(&host, &auth).await;
         let listing = Reference::with_tag(host.clone(), r.repository.clone(), "latest".into());
@@ -603,40 +595,96 @@ fn read_timeout(opts: &OciOptions) -> Duration {
     opts.timeout.min(Duration::from_secs(60))
 }
 
-/// A client for `host` with `opts`' transport and trust.
-fn client_for(host: &str, opts: &OciOptions, plain_http: bool) -> Result<Client, OciError> {
-    super::ensure_tls_provider();
-    if opts.cert_file.is_some() || opts.key_file.is_some() {
-        return Err(OciError::ClientCertUnsupported {
-            host: host.to_string(),
-        });
+/// An oci-client client, and the relay that presents the client
+/// certificate for it when there is one ([`super::oci_relay`]): the relay
+/// stops when the client is dropped.
+struct OciClient {
+    client: Client,
+    relay: Option<super::oci_relay::Relay>,
+}
+
+impl std::ops::Deref for OciClient {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
     }
-    let extra_root_certificates = match &opts.ca_file {
-        Some(p) => pem_certificates(p)?,
-        None => Vec::new(),
-    };
+}
+
+/// A client for `host` with `opts`' transport and trust. With both
+/// `--cert-file` and `--key-file` (and not `--plain-http`), as Helm uses
+/// them, HTTPS goes through a relay that presents the certificate.
+fn client_for(host: &str, opts: &OciOptions, plain_http: bool) -> Result<OciClient, OciError> {
+    super::ensure_tls_provider();
     let read = read_timeout(opts);
-    let config = ClientConfig {
+    let connect = read.min(Duration::from_secs(30));
+    let relay = match (&opts.cert_file, &opts.key_file) {
+        (Some(cert), Some(key)) if !plain_http => {
+            let http = super::http::HttpOptions {
+                ca_file: opts.ca_file.clone(),
+                cert_file: Some(cert.clone()),
+                key_file: Some(key.clone()),
+                insecure_skip_tls_verify: opts.insecure_skip_tls_verify,
+                ..super::http::HttpOptions::default()
+            };
+            let relayed = super::http::tls_config(&http)
+                .map_err(super::oci_relay::RelayError::from)
+                .and_then(|tls| super::oci_relay::Relay::start(tls, connect));
+            Some(relayed.map_err(|e| match e {
+                super::oci_relay::RelayError::Tls(super::http::HttpError::Tls {
+                    what,
+                    path,
+                    message,
+                }) => OciError::Tls {
+                    file: path,
+                    reason: format!("{what}: {message}"),
+                },
+                other => OciError::Registry {
+                    host: host.to_string(),
+                    reference: host.to_string(),
+                    action: "connecting to",
+                    cause: other.to_string(),
+                },
+            })?)
+        }
+        _ => None,
+    };
+    let mut config = ClientConfig {
         protocol: if plain_http {
             ClientProtocol::Http
         } else {
             ClientProtocol::Https
         },
-        accept_invalid_certificates: opts.insecure_skip_tls_verify,
-        extra_root_certificates,
         // Charts are one small manifest, not a multi-platform image.
         platform_resolver: None,
         read_timeout: Some(read),
-        connect_timeout: Some(read.min(Duration::from_secs(30))),
+        connect_timeout: Some(connect),
         user_agent: concat!("rudder/", env!("CARGO_PKG_VERSION")),
         ..ClientConfig::default()
     };
-    Client::try_from(config).map_err(|e| OciError::Registry {
+    match &relay {
+        // The relay checks the registry; the client trusts only the relay.
+        Some(r) => {
+            config.https_proxy = Some(r.proxy_url.clone());
+            config.tls_certs_only = vec![Certificate {
+                encoding: CertificateEncoding::Pem,
+                data: r.ca_pem.clone(),
+            }];
+        }
+        None => {
+            config.accept_invalid_certificates = opts.insecure_skip_tls_verify;
+            config.extra_root_certificates = match &opts.ca_file {
+                Some(p) => pem_certificates(p)?,
+                None => Vec::new(),
+            };
+        }
+    }
+    let client = Client::try_from(config).map_err(|e| OciError::Registry {
         host: host.to_string(),
         reference: host.to_string(),
         action: "connecting to",
         cause: e.to_string(),
-    })
+    })?;
+    Ok(OciClient { client, relay })
 }
 
 /// The credential to use for `host`: the options' user and password, else
@@ -672,6 +720,8 @@ struct Ctx<'a> {
     who: &'a str,
     /// The read timeout of the client.
     read_timeout: Duration,
+    /// The client's relay, when it presents a client certificate.
+    relay: Option<&'a super::oci_relay::Relay>,
 }
 
 impl Ctx<'_> {
@@ -711,11 +761,16 @@ impl Ctx<'_> {
                 action: self.action,
                 after: self.read_timeout,
             },
+            // Through a relay, the client only sees a failed tunnel; the
+            // relay knows why.
             other => OciError::Registry {
                 host: self.host.to_string(),
                 reference: self.reference.to_string(),
                 action: self.action,
-                cause: chain(&other),
+                cause: self
+                    .relay
+                    .and_then(|r| r.last_error())
+                    .unwrap_or_else(|| chain(&other)),
             },
         }
     }
@@ -920,7 +975,7 @@ pub fn pull_with_cache(
 
 /// One pull's inputs, moved onto the download thread.
 struct PullJob {
-    client: Client,
+    client: OciClient,
     r: OciRef,
     version: String,
     auth: RegistryAuth,
@@ -948,6 +1003,7 @@ async fn pull_async(job: PullJob) -> Result<OciChart, OciError> {
         action: "pulling",
         who: &who,
         read_timeout,
+        relay: client.relay.as_ref(),
     };
     // Helm's ValidateReference.
     let mut version = version;
@@ -1232,6 +1288,7 @@ pub fn push(
             action: "pushing",
             who: &who,
             read_timeout,
+            relay: client.relay.as_ref(),
         };
         let image = r.client_ref();
         client.store_auth_if_needed(&host, &auth).await;
@@ -1345,6 +1402,7 @@ fn check_login(
             action: "logging in to",
             who: &who,
             read_timeout,
+            relay: client.relay.as_ref(),
         };
         // A repository name no one uses: the check only needs the
         // registry's answer to these credentials.

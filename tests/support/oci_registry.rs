@@ -152,6 +152,47 @@ pub fn make_ca(openssl: &Path, dir: &Path) {
     ]));
 }
 
+/// Makes `client.crt` and `client.key` in `dir` (where [`make_ca`] made
+/// the CA): a client certificate the CA signed, for mutual TLS.
+pub fn make_client_cert(openssl: &Path, dir: &Path) {
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
+    run(Command::new(openssl)
+        .current_dir(dir)
+        .args(["req", "-nodes"])
+        .args(ec)
+        .args([
+            "-keyout",
+            "client.key",
+            "-out",
+            "client.csr",
+            "-subj",
+            "/CN=rudder test client",
+        ]));
+    std::fs::write(
+        dir.join("client-ext.cnf"),
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n\
+         extendedKeyUsage=clientAuth\n",
+    )
+    .expect("write client-ext.cnf");
+    run(Command::new(openssl).current_dir(dir).args([
+        "x509",
+        "-req",
+        "-in",
+        "client.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "client.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "client-ext.cnf",
+    ]));
+}
+
 /// A running registry.
 pub struct Registry {
     child: Child,
@@ -161,6 +202,8 @@ pub struct Registry {
     pub dir: tempfile::TempDir,
     /// The CA certificate, for a TLS registry.
     pub ca: Option<PathBuf>,
+    /// The client certificate and key a mutual-TLS registry accepts.
+    pub client: Option<(PathBuf, PathBuf)>,
 }
 
 impl Registry {
@@ -172,15 +215,30 @@ impl Registry {
 
     /// [`Registry::start`], with htpasswd auth or open to anyone.
     pub fn start_with(tls: bool, auth: bool) -> Option<Registry> {
+        Registry::start_full(tls, auth, false)
+    }
+
+    /// A registry over HTTPS with htpasswd auth that also requires a client
+    /// certificate signed by its CA ([`Registry::client`]).
+    pub fn start_mutual_tls() -> Option<Registry> {
+        Registry::start_full(true, true, true)
+    }
+
+    fn start_full(tls: bool, auth: bool, client_cert: bool) -> Option<Registry> {
         let bin = registry_bin()?;
         let dir = tempfile::tempdir().expect("tempdir");
         let ca = if tls {
             let openssl = openssl()?;
             make_ca(&openssl, dir.path());
+            if client_cert {
+                make_client_cert(&openssl, dir.path());
+            }
             Some(dir.path().join("ca.crt"))
         } else {
             None
         };
+        let client =
+            client_cert.then(|| (dir.path().join("client.crt"), dir.path().join("client.key")));
         // Cost 5: the registry checks the hash on every request.
         let hash = bcrypt::hash(PASS, 5).expect("bcrypt");
         std::fs::write(dir.path().join("htpasswd"), format!("{USER}:{hash}\n"))
@@ -189,8 +247,16 @@ impl Registry {
             let port = free_port();
             let host = format!("127.0.0.1:{port}");
             let tls_block = if tls {
+                let mutual = if client_cert {
+                    format!(
+                        "    clientcas:\n      - {d}/ca.crt\n    clientauth: require-and-verify-client-cert\n",
+                        d = dir.path().display()
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    "  tls:\n    certificate: {d}/server.crt\n    key: {d}/server.key\n",
+                    "  tls:\n    certificate: {d}/server.crt\n    key: {d}/server.key\n{mutual}",
                     d = dir.path().display()
                 )
             } else {
@@ -239,6 +305,7 @@ impl Registry {
                     host,
                     dir,
                     ca,
+                    client,
                 });
             }
             let _ = child.kill();
@@ -450,6 +517,7 @@ impl TokenRegistry {
             host: host.clone(),
             dir,
             ca: None,
+            client: None,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(&host).is_err() {
