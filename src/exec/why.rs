@@ -293,11 +293,13 @@ pub struct Found {
 type Lists = std::rc::Rc<(Vec<Value>, String, Vec<Value>, String)>;
 
 /// Reads what an object owns to say why it is not ready. A namespace's
-/// pods and events are read once per round ([`Diagnoser::new_round`]), for
-/// every object of the namespace that round looks at.
+/// pods, events and ReplicaSets are read once per round
+/// ([`Diagnoser::new_round`]), for every object of the namespace that
+/// round looks at.
 pub struct Diagnoser<'a> {
     cluster: &'a dyn Cluster,
     lists: std::cell::RefCell<std::collections::BTreeMap<String, Lists>>,
+    replica_sets: std::cell::RefCell<std::collections::BTreeMap<String, std::rc::Rc<Vec<Value>>>>,
 }
 
 fn s<'v>(v: &'v Value, ptr: &str) -> &'v str {
@@ -695,6 +697,7 @@ impl<'a> Diagnoser<'a> {
         Diagnoser {
             cluster,
             lists: Default::default(),
+            replica_sets: Default::default(),
         }
     }
 
@@ -702,6 +705,19 @@ impl<'a> Diagnoser<'a> {
     /// them again.
     pub fn new_round(&self) {
         self.lists.borrow_mut().clear();
+        self.replica_sets.borrow_mut().clear();
+    }
+
+    /// The namespace's ReplicaSets, read once per round.
+    fn replica_sets(&self, ns: &str) -> Result<std::rc::Rc<Vec<Value>>, ClusterError> {
+        if let Some(l) = self.replica_sets.borrow().get(ns) {
+            return Ok(l.clone());
+        }
+        let l = std::rc::Rc::new(self.cluster.list("apps", "ReplicaSet", Some(ns), &[])?);
+        self.replica_sets
+            .borrow_mut()
+            .insert(ns.to_string(), l.clone());
+        Ok(l)
     }
 
     fn lists(&self, ns: &str) -> Result<Lists, ClusterError> {
@@ -730,14 +746,14 @@ impl<'a> Diagnoser<'a> {
                     live,
                     "/metadata/annotations/deployment.kubernetes.io~1revision",
                 );
-                let sets: Vec<Value> = self
-                    .cluster
-                    .list("apps", "ReplicaSet", Some(ns), &[])?
-                    .into_iter()
+                let all_sets = self.replica_sets(ns)?;
+                let sets: Vec<&Value> = all_sets
+                    .iter()
                     .filter(|rs| owned_by(rs, uid(live)))
                     .collect();
                 let newest: Vec<&Value> = sets
                     .iter()
+                    .copied()
                     .filter(|rs| {
                         s(
                             rs,
@@ -745,11 +761,7 @@ impl<'a> Diagnoser<'a> {
                         ) == revision
                     })
                     .collect();
-                let chosen: Vec<&Value> = if newest.is_empty() {
-                    sets.iter().collect()
-                } else {
-                    newest
-                };
+                let chosen: Vec<&Value> = if newest.is_empty() { sets } else { newest };
                 for rs in &chosen {
                     reasons.extend(create_refusals(rs, "ReplicaSet", events));
                     owners.push(uid(rs).to_string());
