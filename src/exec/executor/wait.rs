@@ -18,7 +18,8 @@ pub(super) struct ReplicaSets(HashMap<String, Vec<Value>>);
 pub(super) const WATCH_MAX: Duration = Duration::from_secs(10);
 
 /// How often a wait reads an object's pods and events again at most (it
-/// reads them after each change a watch reports).
+/// reads them after each change a watch reports), and how long an object
+/// is pending before they are first read.
 pub(super) const DIAGNOSE_EVERY: Duration = Duration::from_secs(1);
 
 /// The shortest time between two rounds of a wait that a watch ended.
@@ -52,6 +53,21 @@ struct Wait<'r, 'c> {
     diag: why::Diagnoser<'c>,
     strategy: WaitStrategy,
     wait_for_jobs: bool,
+    /// When the wait started, and when it gives up (the clock's times).
+    started: Duration,
+    deadline: Duration,
+}
+
+impl Wait<'_, '_> {
+    /// Whether an object not yet diagnosed is due its first diagnosis at
+    /// `now`: once it has been pending for [`DIAGNOSE_EVERY`], or when the
+    /// deadline is that close. Most objects are ready within a second of
+    /// their write; reading their pods, events and ReplicaSets before that
+    /// costs requests and says "not yet scheduled".
+    fn first_diagnosis_due(&self, now: Duration) -> bool {
+        now.saturating_sub(self.started) >= DIAGNOSE_EVERY
+            || self.deadline.saturating_sub(now) <= DIAGNOSE_EVERY
+    }
 }
 
 /// What a wait has seen so far, per object.
@@ -142,6 +158,8 @@ impl Executor<'_> {
             diag: why::Diagnoser::new(self.cluster),
             strategy,
             wait_for_jobs,
+            started: self.clock.now(),
+            deadline,
         };
         let mut seen = Seen::default();
         let mut pending: Vec<&(ObjectKey, String)> = objs.iter().collect();
@@ -171,8 +189,17 @@ impl Executor<'_> {
                     .values()
                     .flatten()
                     .any(|r| r.kind == why::ReasonKind::Unschedulable);
+            // An object that owns pods and was not diagnosed yet is looked
+            // at again within a second, when its first diagnosis is due.
+            let undiagnosed = still
+                .iter()
+                .any(|(k, _)| why::explains(k) && !seen.diagnosed_at.contains_key(k));
             let targets = watch_targets(&still, &seen);
-            self.watch_or_sleep(&targets, still.len() > 1 || grace_running, left);
+            self.watch_or_sleep(
+                &targets,
+                still.len() > 1 || grace_running || undiagnosed,
+                left,
+            );
             pending = still;
         }
     }
@@ -254,17 +281,16 @@ impl Executor<'_> {
         if fresh && v.ready {
             return Ok(None);
         }
-        // Why: read again at most every DIAGNOSE_EVERY per object,
+        // Why: first read once the object has been pending a while, then
+        // again at most every DIAGNOSE_EVERY per object,
         // and always when the object has just failed (a failed Job
         // ends the wait at once: its last reasons must be fresh).
         let now = self.clock.now();
-        if why::explains(key)
-            && (v.failed
-                || seen
-                    .diagnosed_at
-                    .get(key)
-                    .is_none_or(|t| now.saturating_sub(*t) >= DIAGNOSE_EVERY))
-        {
+        let due = match seen.diagnosed_at.get(key) {
+            Some(t) => now.saturating_sub(*t) >= DIAGNOSE_EVERY,
+            None => wait.first_diagnosis_due(now),
+        };
+        if why::explains(key) && (v.failed || due) {
             seen.diagnosed_at.insert(key, now);
             if let Ok(f) = wait.diag.diagnose(key, live) {
                 seen.found.insert(key, f);
