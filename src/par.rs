@@ -92,11 +92,23 @@ where
     R: Send,
     F: Fn(&T) -> R + Sync,
 {
+    map_claimed_on(items, min_items, threads(), f)
+}
+
+/// [`map_claimed`] on up to `threads` threads (this one included), for
+/// work that waits more than it computes (requests to a remote server),
+/// where more threads than cores hide the waits.
+pub(crate) fn map_claimed_on<T, R, F>(items: &[T], min_items: usize, threads: usize, f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+{
     use std::sync::atomic::{AtomicUsize, Ordering};
     if items.len() < min_items.max(2) {
         return items.iter().map(f).collect();
     }
-    let threads = threads().min(items.len());
+    let threads = threads.min(items.len());
     if threads < 2 {
         return items.iter().map(f).collect();
     }

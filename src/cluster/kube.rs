@@ -1138,6 +1138,12 @@ impl Cluster for KubeCluster {
         Some(LIST_BATCH_MIN)
     }
 
+    /// As many as the executor's default concurrency of releases: the
+    /// client keeps a connection per request in flight.
+    fn request_parallelism(&self) -> usize {
+        8
+    }
+
     fn request_counts(&self) -> Option<RequestCounts> {
         Some(self.requests.counts())
     }

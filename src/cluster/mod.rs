@@ -533,6 +533,14 @@ pub trait Cluster: Send + Sync {
         None
     }
 
+    /// How many requests it pays to have in flight at once when reading
+    /// for a plan. 1 (the default): the cluster answers from memory, and
+    /// the cores are the limit. A remote API server answers each request
+    /// after a round trip; planning several releases at once hides it.
+    fn request_parallelism(&self) -> usize {
+        1
+    }
+
     /// How many requests this handle has sent so far, by verb; `None`
     /// (the default) when it does not count.
     fn request_counts(&self) -> Option<RequestCounts> {
@@ -811,6 +819,9 @@ impl<C: Cluster + ?Sized> Cluster for std::sync::Arc<C> {
     }
     fn request_counts(&self) -> Option<RequestCounts> {
         (**self).request_counts()
+    }
+    fn request_parallelism(&self) -> usize {
+        (**self).request_parallelism()
     }
     fn flush(&self) -> Result<(), ClusterError> {
         (**self).flush()

@@ -274,12 +274,15 @@ impl<'a> Planner<'a> {
         ctx.crds = super::crds::Board::new(releases, &order);
         // Releases plan independently (what one plan says about another is
         // settled after, by `block_shared_creates`), so they share the
-        // cores; the results come back in order, and the first error in
+        // cores, or, on a remote cluster, wait for its answers side by
+        // side; the results come back in order, and the first error in
         // that order is the one reported, as a sequential loop would.
-        let mut plans =
-            crate::par::map_claimed(&order, 2, |&i| self.plan_release(&releases[i], i, &ctx))
-                .into_iter()
-                .collect::<Result<Vec<_>, _>>()?;
+        let threads = crate::par::threads().max(self.cluster.request_parallelism());
+        let mut plans = crate::par::map_claimed_on(&order, 2, threads, |&i| {
+            self.plan_release(&releases[i], i, &ctx)
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
         shared::block_shared_creates(&mut plans);
         super::crds::warn_unordered(&mut plans, |g, k| {
             ctx.scopes.contains_key(&(g.to_string(), k.to_string()))
