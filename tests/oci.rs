@@ -386,6 +386,19 @@ fn helm4_logins_and_rudder_logins_serve_each_other() {
 }
 
 /// Packages one small corpus chart with rudder's own packager.
+/// `rudder registry login` to `reg` with `args`, which must fail with
+/// exit code 1; its stderr.
+fn refused_login(home: &Home, reg: &Registry, args: &[&std::ffi::OsStr]) -> String {
+    let o = run(
+        home.rudder()
+            .args(["registry", "login", &reg.host, "-u", USER, "-p", PASS])
+            .args(args),
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    stderr(&o)
+}
+
 fn small_chart(dir: &Path) -> Option<PathBuf> {
     let shared = common::shared_dir()?;
     let src = shared.join("conformance/charts/helm-alpine/chart");
@@ -665,17 +678,8 @@ fn over_tls_with_a_throwaway_ca() {
     };
     let bytes = std::fs::read(&tgz).expect("read");
     // Without the CA the certificate is refused.
-    let o = run(
-        home.rudder()
-            .args(["registry", "login", &reg.host, "-u", USER, "-p", PASS]),
-        None,
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).to_lowercase().contains("certificate"),
-        "{}",
-        stderr(&o)
-    );
+    let err = refused_login(&home, &reg, &[]);
+    assert!(err.to_lowercase().contains("certificate"), "{err}");
     ok(
         home.rudder()
             .args(["registry", "login", &reg.host, "-u", USER, "-p", PASS])
@@ -1459,39 +1463,27 @@ fn a_registry_that_requires_a_client_certificate() {
             .arg(&key);
     };
     // Without the client certificate: the handshake is refused.
-    let o = run(
-        home.rudder()
-            .args(["registry", "login", &reg.host, "-u", USER, "-p", PASS])
-            .arg("--ca-file")
-            .arg(&ca),
-        None,
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).to_lowercase().contains("certificate"),
-        "{}",
-        stderr(&o)
-    );
-    eprintln!("without --cert-file: {}", stderr(&o).trim());
+    let err = refused_login(&home, &reg, &["--ca-file".as_ref(), ca.as_os_str()]);
+    assert!(err.to_lowercase().contains("certificate"), "{err}");
+    eprintln!("without --cert-file: {}", err.trim());
     // A certificate the registry's CA did not sign (the relay's trust of
     // the server is the user's: a wrong --ca-file fails as it would
     // without the relay).
-    let o = run(
-        home.rudder()
-            .args(["registry", "login", &reg.host, "-u", USER, "-p", PASS])
-            .arg("--cert-file")
-            .arg(&cert)
-            .arg("--key-file")
-            .arg(&key),
-        None,
+    let err = refused_login(
+        &home,
+        &reg,
+        &[
+            "--cert-file".as_ref(),
+            cert.as_os_str(),
+            "--key-file".as_ref(),
+            key.as_os_str(),
+        ],
     );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("TLS handshake with") && stderr(&o).contains(&reg.host),
-        "{}",
-        stderr(&o)
+        err.contains("TLS handshake with") && err.contains(&reg.host),
+        "{err}"
     );
-    eprintln!("without --ca-file: {}", stderr(&o).trim());
+    eprintln!("without --ca-file: {}", err.trim());
     let mut login = home.rudder();
     login.args(["registry", "login", &reg.host, "-u", USER, "-p", PASS]);
     tls(&mut login);

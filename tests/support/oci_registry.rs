@@ -100,11 +100,10 @@ fn run(cmd: &mut Command) {
 /// Makes `ca.crt`, `server.crt` and `server.key` in `dir`: a throwaway CA
 /// and a certificate for 127.0.0.1 and localhost signed by it (P-256).
 pub fn make_ca(openssl: &Path, dir: &Path) {
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
     run(Command::new(openssl)
         .current_dir(dir)
         .args(["req", "-x509", "-nodes", "-days", "2"])
-        .args(ec)
+        .args(EC_KEY)
         .args([
             "-keyout",
             "ca.key",
@@ -115,81 +114,63 @@ pub fn make_ca(openssl: &Path, dir: &Path) {
         ])
         .args(["-addext", "basicConstraints=critical,CA:TRUE"])
         .args(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]));
-    run(Command::new(openssl)
-        .current_dir(dir)
-        .args(["req", "-nodes"])
-        .args(ec)
-        .args([
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ]));
-    std::fs::write(
-        dir.join("ext.cnf"),
+    sign_leaf(
+        openssl,
+        dir,
+        "server",
+        "/CN=127.0.0.1",
         "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n\
          keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("write ext.cnf");
-    run(Command::new(openssl).current_dir(dir).args([
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.crt",
-        "-days",
-        "2",
-        "-extfile",
-        "ext.cnf",
-    ]));
+    );
 }
 
 /// Makes `client.crt` and `client.key` in `dir` (where [`make_ca`] made
 /// the CA): a client certificate the CA signed, for mutual TLS.
 pub fn make_client_cert(openssl: &Path, dir: &Path) {
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
+    sign_leaf(
+        openssl,
+        dir,
+        "client",
+        "/CN=rudder test client",
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n\
+         extendedKeyUsage=clientAuth\n",
+    );
+}
+
+/// A new P-256 key, as openssl's arguments.
+const EC_KEY: [&str; 4] = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
+
+/// `NAME.key` and `NAME.crt` in `dir`: a key and a certificate for
+/// `subject` with the extensions `ext`, signed by the CA there.
+fn sign_leaf(openssl: &Path, dir: &Path, name: &str, subject: &str, ext: &str) {
+    let (key, csr, crt, cnf) = (
+        format!("{name}.key"),
+        format!("{name}.csr"),
+        format!("{name}.crt"),
+        format!("{name}-ext.cnf"),
+    );
     run(Command::new(openssl)
         .current_dir(dir)
         .args(["req", "-nodes"])
-        .args(ec)
-        .args([
-            "-keyout",
-            "client.key",
-            "-out",
-            "client.csr",
-            "-subj",
-            "/CN=rudder test client",
-        ]));
-    std::fs::write(
-        dir.join("client-ext.cnf"),
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n\
-         extendedKeyUsage=clientAuth\n",
-    )
-    .expect("write client-ext.cnf");
+        .args(EC_KEY)
+        .args(["-keyout", &key, "-out", &csr, "-subj", subject]));
+    std::fs::write(dir.join(&cnf), ext).expect("write the extensions");
     run(Command::new(openssl).current_dir(dir).args([
         "x509",
         "-req",
         "-in",
-        "client.csr",
+        &csr,
         "-CA",
         "ca.crt",
         "-CAkey",
         "ca.key",
         "-CAcreateserial",
         "-out",
-        "client.crt",
+        &crt,
         "-days",
         "2",
         "-extfile",
-        "client-ext.cnf",
+        &cnf,
     ]));
 }
 
