@@ -617,36 +617,10 @@ fn client_for(host: &str, opts: &OciOptions, plain_http: bool) -> Result<OciClie
     super::ensure_tls_provider();
     let read = read_timeout(opts);
     let connect = read.min(Duration::from_secs(30));
-    let relay = match (&opts.cert_file, &opts.key_file) {
-        (Some(cert), Some(key)) if !plain_http => {
-            let http = super::http::HttpOptions {
-                ca_file: opts.ca_file.clone(),
-                cert_file: Some(cert.clone()),
-                key_file: Some(key.clone()),
-                insecure_skip_tls_verify: opts.insecure_skip_tls_verify,
-                ..super::http::HttpOptions::default()
-            };
-            let relayed = super::http::tls_config(&http)
-                .map_err(super::oci_relay::RelayError::from)
-                .and_then(|tls| super::oci_relay::Relay::start(tls, connect));
-            Some(relayed.map_err(|e| match e {
-                super::oci_relay::RelayError::Tls(super::http::HttpError::Tls {
-                    what,
-                    path,
-                    message,
-                }) => OciError::Tls {
-                    file: path,
-                    reason: format!("{what}: {message}"),
-                },
-                other => OciError::Registry {
-                    host: host.to_string(),
-                    reference: host.to_string(),
-                    action: "connecting to",
-                    cause: other.to_string(),
-                },
-            })?)
-        }
-        _ => None,
+    let relay = if plain_http {
+        None
+    } else {
+        relay_for(host, opts, connect)?
     };
     let mut config = ClientConfig {
         protocol: if plain_http {
@@ -685,6 +659,46 @@ fn client_for(host: &str, opts: &OciOptions, plain_http: bool) -> Result<OciClie
         cause: e.to_string(),
     })?;
     Ok(OciClient { client, relay })
+}
+
+/// The relay that presents `opts`' client certificate, when it has one
+/// (both `--cert-file` and `--key-file`, as Helm uses them).
+fn relay_for(
+    host: &str,
+    opts: &OciOptions,
+    connect: Duration,
+) -> Result<Option<super::oci_relay::Relay>, OciError> {
+    use super::http::{tls_config, HttpError, HttpOptions};
+    use super::oci_relay::{Relay, RelayError};
+    let (Some(cert), Some(key)) = (&opts.cert_file, &opts.key_file) else {
+        return Ok(None);
+    };
+    let http = HttpOptions {
+        ca_file: opts.ca_file.clone(),
+        cert_file: Some(cert.clone()),
+        key_file: Some(key.clone()),
+        insecure_skip_tls_verify: opts.insecure_skip_tls_verify,
+        ..HttpOptions::default()
+    };
+    let relay = tls_config(&http)
+        .map_err(RelayError::from)
+        .and_then(|tls| Relay::start(tls, connect));
+    relay.map(Some).map_err(|e| match e {
+        RelayError::Tls(HttpError::Tls {
+            what,
+            path,
+            message,
+        }) => OciError::Tls {
+            file: path,
+            reason: format!("{what}: {message}"),
+        },
+        other => OciError::Registry {
+            host: host.to_string(),
+            reference: host.to_string(),
+            action: "connecting to",
+            cause: other.to_string(),
+        },
+    })
 }
 
 /// The credential to use for `host`: the options' user and password, else

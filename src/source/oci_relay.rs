@@ -84,27 +84,9 @@ impl Relay {
             .name("rudder-oci-relay".into())
             .spawn(move || {
                 rt.block_on(async move {
-                    let Ok(listener) = TcpListener::from_std(listener) else {
-                        return;
-                    };
-                    let accept = async {
-                        loop {
-                            let Ok((conn, _)) = listener.accept().await else {
-                                // Out of descriptors, say: wait, do not spin.
-                                tokio::time::sleep(Duration::from_millis(10)).await;
-                                continue;
-                            };
-                            let shared = shared.clone();
-                            tokio::spawn(async move {
-                                if let Err(e) = shared.serve(conn).await {
-                                    shared.note(e);
-                                }
-                            });
-                        }
-                    };
                     tokio::select! {
                         _ = stopped => {}
-                        _ = accept => {}
+                        _ = accept_all(listener, shared) => {}
                     }
                 });
             })
@@ -132,6 +114,26 @@ impl Drop for Relay {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// Serves every connection to `listener`, each on a task of its own.
+async fn accept_all(listener: std::net::TcpListener, shared: Arc<Shared>) {
+    let Ok(listener) = TcpListener::from_std(listener) else {
+        return;
+    };
+    loop {
+        let Ok((conn, _)) = listener.accept().await else {
+            // Out of descriptors, say: wait, do not spin.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            if let Err(e) = shared.serve(conn).await {
+                shared.note(e);
+            }
+        });
     }
 }
 
