@@ -722,16 +722,14 @@ fn archive_entries(
         if size > MAX_DECOMPRESSED_FILE_SIZE {
             return Err(LoadError::ArchiveFileTooLarge(raw_name));
         }
-        let capped_entry = (&mut entry).take(MAX_DECOMPRESSED_FILE_SIZE + 1);
+        let mut capped_entry = (&mut entry).take(MAX_DECOMPRESSED_FILE_SIZE + 1);
         let (read, buf) = match keep {
             Keep::Files => {
                 let mut buf = Vec::with_capacity(size as usize);
-                let mut capped_entry = capped_entry;
                 capped_entry.read_to_end(&mut buf).map_err(stream_err)?;
                 (buf.len() as u64, Some(buf))
             }
             Keep::Nothing => {
-                let mut capped_entry = capped_entry;
                 let mut n = 0u64;
                 loop {
                     match capped_entry.read(&mut scratch) {
