@@ -631,7 +631,7 @@ pub fn index_url(repo_url: &str) -> Result<String, HttpError> {
 /// Downloads every `(getter, url)` at once, from blocking code; the
 /// answers come back in the same order.
 pub fn get_all(jobs: Vec<(Getter, String)>) -> Vec<Result<Vec<u8>, HttpError>> {
-    get_all_checked(jobs, |_, body| body)
+    download_all(jobs, |_, body| body, false)
 }
 
 /// [`get_all`], with `check` applied to the body of job `i` as soon as it
@@ -639,6 +639,21 @@ pub fn get_all(jobs: Vec<(Getter, String)>) -> Vec<Result<Vec<u8>, HttpError>> {
 /// on), so that checking the first archives overlaps waiting for the
 /// last, and checks use every core.
 pub fn get_all_checked<T, F>(jobs: Vec<(Getter, String)>, check: F) -> Vec<Result<T, HttpError>>
+where
+    T: Send + 'static,
+    F: Fn(usize, Vec<u8>) -> T + Send + Sync + 'static,
+{
+    download_all(jobs, check, true)
+}
+
+/// [`get_all_checked`], with the check on a blocking thread (`offload`)
+/// or, for a check that costs nothing ([`get_all`]'s), where the body
+/// came in.
+fn download_all<T, F>(
+    jobs: Vec<(Getter, String)>,
+    check: F,
+    offload: bool,
+) -> Vec<Result<T, HttpError>>
 where
     T: Send + 'static,
     F: Fn(usize, Vec<u8>) -> T + Send + Sync + 'static,
@@ -658,6 +673,9 @@ where
                     Ok(body) => body,
                     Err(e) => return (i, Err(e)),
                 };
+                if !offload {
+                    return (i, Ok(check(i, body)));
+                }
                 // The check (a chart's decompression, its digest) is CPU
                 // work: off the runtime's one thread, so that it runs
                 // while the other downloads go on, and checks run side
