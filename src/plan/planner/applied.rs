@@ -25,6 +25,15 @@
 //! Where a field's live value is a list or a scalar, the whole value is
 //! hashed, whoever owns its items: more changes than needed move it (the
 //! object is then compared in full), none that matter is missed.
+//!
+//! A record's entry ([`applied_entry`]) carries, after the digest, a tag of
+//! the text digest and the version of the object it was computed from
+//! (its `uid` and `resourceVersion`). The server gives an object a new
+//! `resourceVersion` on every write that changes it, so a live object
+//! whose version still has the tag is the very object the digest was
+//! computed from: [`recheck`] then need not project it again. A live
+//! object at another version (a controller wrote its status, someone
+//! edited it) is projected and compared as above.
 use super::FIELD_MANAGER;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -64,10 +73,63 @@ pub fn applied_state(text_digest: &str, live: &Value) -> Option<String> {
     Some(super::digest(&buf))
 }
 
+/// The entry a record keeps for a document applied with text digest
+/// `text_digest` that left `live`: [`applied_state`], then `@` and the tag
+/// of `live`'s version ([`recheck`] reads it) when `live` has one.
+pub fn applied_entry(text_digest: &str, live: &Value) -> Option<String> {
+    let mut state = applied_state(text_digest, live)?;
+    if let Some(tag) = version_tag(text_digest, live) {
+        state.push('@');
+        state.push_str(&tag);
+    }
+    Some(state)
+}
+
+/// Whether `live` still holds what the apply recorded in `entry` (from
+/// [`applied_entry`], or a bare [`applied_state`] of an older record) left,
+/// for a document of text digest `text_digest`: the entry for the next
+/// record when it does (`entry` itself when `live` is the very version it
+/// was computed from, else one for `live`'s version), `None` when not.
+pub fn recheck(entry: &str, text_digest: &str, live: &Value) -> Option<String> {
+    let (state, tag) = match entry.split_once('@') {
+        Some((state, tag)) => (state, Some(tag)),
+        None => (entry, None),
+    };
+    if tag.is_some() && tag == version_tag(text_digest, live).as_deref() {
+        return Some(entry.to_string());
+    }
+    let now = applied_entry(text_digest, live)?;
+    let same = now.split_once('@').map_or(now.as_str(), |(s, _)| s) == state;
+    same.then_some(now)
+}
+
+/// A tag of `text_digest` and of `live`'s `uid` and `resourceVersion`
+/// (128 bits of their sha256, in hex); `None` without both.
+fn version_tag(text_digest: &str, live: &Value) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let meta = live.get("metadata")?;
+    let uid = meta.get("uid")?.as_str()?;
+    let rv = meta.get("resourceVersion")?.as_str()?;
+    let mut h = Sha256::new();
+    h.update(b"rudder-applied-version/1\n");
+    for part in [text_digest, uid, rv] {
+        h.update(part.as_bytes());
+        h.update(b"\n");
+    }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let sum = h.finalize();
+    let mut tag = String::with_capacity(32);
+    for b in &sum[..16] {
+        tag.push(HEX[(b >> 4) as usize] as char);
+        tag.push(HEX[(b & 15) as usize] as char);
+    }
+    Some(tag)
+}
+
 /// Completes a record's [`Release::applied`](crate::release::Release)
 /// with what an apply of object `key` left (`response`, the apply's
 /// answer): its entry, a text digest ([`PENDING`]), becomes the
-/// [`applied_state`]. What the executor does for each object it writes.
+/// [`applied_entry`]. What the executor does for each object it writes.
 pub fn complete(applied: &mut BTreeMap<String, String>, key: &str, response: &Value) {
     let Some(v) = applied.get_mut(key) else {
         return;
@@ -75,7 +137,7 @@ pub fn complete(applied: &mut BTreeMap<String, String>, key: &str, response: &Va
     let Some(text) = v.strip_prefix(PENDING) else {
         return;
     };
-    match applied_state(text, response) {
+    match applied_entry(text, response) {
         Some(state) => *v = state,
         None => {
             applied.remove(key);
@@ -220,5 +282,59 @@ mod tests {
         );
         // Not applied by rudder.
         assert_eq!(applied_state(&t, &obj("i:1", json!([]))), None);
+    }
+
+    fn with_uid(mut o: Value) -> Value {
+        o["metadata"]["uid"] = json!("u-1");
+        o
+    }
+
+    #[test]
+    fn an_entry_holds_while_its_version_or_its_fields_do() {
+        let t = text_digest("kind: Deployment");
+        let live = with_uid(obj("i:1", json!([rudder_entry()])));
+        let entry = applied_entry(&t, &live).unwrap();
+        let (state, tag) = entry.split_once('@').unwrap();
+        assert_eq!(Some(state.to_string()), applied_state(&t, &live));
+        assert_eq!(tag.len(), 32);
+        // The same version: the entry itself, without projecting the
+        // object (a tag alone vouches for it).
+        assert_eq!(recheck(&entry, &t, &live).as_deref(), Some(entry.as_str()));
+        let vouched = format!("sha256:0@{tag}");
+        assert_eq!(recheck(&vouched, &t, &live), Some(vouched.clone()));
+        // Another version with rudder's fields as they were (a controller
+        // wrote the status): projected, held, and tagged with the new
+        // version.
+        let mut status = live.clone();
+        status["metadata"]["resourceVersion"] = json!("8");
+        status["status"]["readyReplicas"] = json!(1);
+        let again = recheck(&entry, &t, &status).unwrap();
+        assert_ne!(again, entry);
+        assert_eq!(again.split_once('@').unwrap().0, state);
+        assert_eq!(recheck(&again, &t, &status), Some(again.clone()));
+        // Another version with a value rudder set changed: not held, and
+        // a tag of another version vouches for nothing.
+        let mut edited = with_uid(obj("i:2", json!([rudder_entry()])));
+        edited["metadata"]["resourceVersion"] = json!("9");
+        assert_eq!(recheck(&entry, &t, &edited), None);
+        assert_eq!(recheck(&vouched, &t, &status), None);
+        // The same version, another text: not held.
+        assert_eq!(
+            recheck(&entry, &text_digest("kind: Deployment\n# x"), &live),
+            None
+        );
+        // The same object recreated (another uid) at the same version.
+        let mut recreated = live.clone();
+        recreated["metadata"]["uid"] = json!("u-2");
+        assert_eq!(recheck(&vouched, &t, &recreated), None);
+        // An entry of an older record (the digest alone) still holds.
+        let bare = applied_state(&t, &live).unwrap();
+        assert_eq!(recheck(&bare, &t, &live), Some(entry.clone()));
+        assert_eq!(recheck(&bare, &t, &edited), None);
+        // Without a uid or version there is no tag.
+        assert_eq!(
+            applied_entry(&t, &obj("i:1", json!([rudder_entry()]))),
+            Some(bare)
+        );
     }
 }

@@ -4,7 +4,7 @@
 //! updated or deleted), the rendered documents, and the release namespace
 //! (`createNamespace`).
 use super::action::Start;
-use super::applied::{applied_state, text_digest};
+use super::applied::{recheck, text_digest};
 use super::documents::{note_crd_kind, parse_doc, plan_key};
 use super::record::{digest, values_digest};
 use super::{Draft, PlanError, Planner};
@@ -69,7 +69,7 @@ pub(super) struct Unread {
     pub(super) key: PlanKey,
     /// The live object.
     pub(super) live: Arc<Value>,
-    /// What the apply left ([`super::applied::applied_state`]), for the
+    /// What the apply left ([`super::applied::applied_entry`]), for the
     /// next record.
     pub(super) state: String,
 }
@@ -261,11 +261,8 @@ impl Draft<'_, '_> {
         };
         for ((i, key, text, recorded), live) in maybe.into_iter().zip(lives) {
             let Some(live) = live else { continue };
-            match applied_state(&text, &live) {
-                Some(state) if state == recorded => {
-                    desired[i].body = Body::Unread(Unread { key, live, state });
-                }
-                _ => {}
+            if let Some(state) = recheck(recorded, &text, &live) {
+                desired[i].body = Body::Unread(Unread { key, live, state });
             }
         }
         let mut out = Vec::with_capacity(desired.len());

@@ -5,7 +5,7 @@
 //! dry run is skipped where it cannot matter (`provably_unchanged`), and
 //! an object whose CRD this plan applies first is checked against that
 //! CRD instead ([`crate::plan::crds`]).
-use super::applied::{applied_state, text_digest, PENDING};
+use super::applied::{recheck, text_digest, PENDING};
 use super::desired::{Body, Desired, Known, Unread};
 use super::diff::{changed_fields, dry_projection, managed_diff, provably_unchanged, unified_diff};
 use super::documents::{parse_doc, set_namespace, OldDoc};
@@ -392,8 +392,8 @@ impl Draft<'_, '_> {
         else {
             return;
         };
-        if applied_state(&text_digest(obj.text), live).as_ref() == Some(recorded) {
-            self.applied.push((key, recorded.clone()));
+        if let Some(entry) = recheck(recorded, &text_digest(obj.text), live) {
+            self.applied.push((key, entry));
         }
     }
 
