@@ -8,7 +8,6 @@ use super::view::View;
 use super::{ClusterError, ObjectKey, SimCluster, FORMAT, LOG_FILE, STATE_FILE};
 use crate::fsutil::{self, AtomicWrite, Mode, Step};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Seek as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -154,7 +153,7 @@ impl State {
             Some(Value::Object(m)) => Some(m),
             Some(_) => return Err(corrupt("\"writtenAt\" is not a map".into())),
         };
-        let mut objects = BTreeMap::new();
+        let mut objects = super::state::Objects::default();
         let mut written = foldhash::HashMap::default();
         for (i, o) in items.iter().enumerate() {
             let key = ObjectKey::of(o)

@@ -29,7 +29,7 @@ pub(super) struct State {
     /// The sequence number of the last write (log entry) applied.
     pub(super) seq: u64,
     /// Shared: reads hand them out without copying ([`Cluster::get_many_shared`](crate::cluster::Cluster::get_many_shared)).
-    pub(super) objects: BTreeMap<ObjectKey, Arc<Value>>,
+    pub(super) objects: Objects,
     /// When each object's spec was last written (ms on the clock). Hashed:
     /// only looked up by key per write (a B-tree search per write grew
     /// with the cluster); sorted where it is saved.
@@ -38,6 +38,62 @@ pub(super) struct State {
     /// only what changed.
     pub(super) encoded: foldhash::HashMap<ObjectKey, Vec<u8>>,
     pub(super) crds: Vec<ApiResource>,
+}
+
+/// The stored objects: sorted, for lists and saves, and hashed, for
+/// lookups by key (a B-tree search compares keys that share long
+/// prefixes, and grew with the cluster). Both hold the same objects.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Objects {
+    sorted: BTreeMap<ObjectKey, Arc<Value>>,
+    by_key: foldhash::HashMap<ObjectKey, Arc<Value>>,
+}
+
+impl Objects {
+    pub(super) fn get(&self, k: &ObjectKey) -> Option<&Arc<Value>> {
+        self.by_key.get(k)
+    }
+
+    pub(super) fn get_key_value(&self, k: &ObjectKey) -> Option<(&ObjectKey, &Arc<Value>)> {
+        self.by_key.get_key_value(k)
+    }
+
+    pub(super) fn contains_key(&self, k: &ObjectKey) -> bool {
+        self.by_key.contains_key(k)
+    }
+
+    /// Stores `v` under `k`; the object it replaces, if any.
+    pub(super) fn insert(&mut self, k: ObjectKey, v: Arc<Value>) -> Option<Arc<Value>> {
+        self.by_key.insert(k.clone(), Arc::clone(&v));
+        self.sorted.insert(k, v)
+    }
+
+    pub(super) fn remove(&mut self, k: &ObjectKey) -> Option<Arc<Value>> {
+        self.by_key.remove(k);
+        self.sorted.remove(k)
+    }
+
+    /// Every object, in key order.
+    pub(super) fn iter(&self) -> std::collections::btree_map::Iter<'_, ObjectKey, Arc<Value>> {
+        self.sorted.iter()
+    }
+
+    /// Every key, in order.
+    pub(super) fn keys(&self) -> std::collections::btree_map::Keys<'_, ObjectKey, Arc<Value>> {
+        self.sorted.keys()
+    }
+
+    /// The objects from `from` on, in key order.
+    pub(super) fn range(
+        &self,
+        from: std::ops::RangeFrom<ObjectKey>,
+    ) -> std::collections::btree_map::Range<'_, ObjectKey, Arc<Value>> {
+        self.sorted.range(from)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.sorted.len()
+    }
 }
 
 /// An object a write stores.
@@ -126,7 +182,7 @@ impl State {
             counter: 0,
             next_ip: FIRST_CLUSTER_IP,
             seq: 0,
-            objects: BTreeMap::new(),
+            objects: Objects::default(),
             written: Default::default(),
             encoded: Default::default(),
             crds: Vec::new(),
