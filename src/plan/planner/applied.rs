@@ -74,15 +74,19 @@ pub fn applied_state(text_digest: &str, live: &Value) -> Option<String> {
 }
 
 /// The entry a record keeps for a document applied with text digest
-/// `text_digest` that left `live`: [`applied_state`], then `@` and the tag
-/// of `live`'s version ([`recheck`] reads it) when `live` has one.
+/// `text_digest` that left `live`: [`applied_state`], then (when `live`
+/// has a `uid` and a `resourceVersion`) `@`, 128 bits of the text digest,
+/// `@uid@resourceVersion`: what [`recheck`] needs to know `live` again
+/// without projecting it.
 pub fn applied_entry(text_digest: &str, live: &Value) -> Option<String> {
-    let mut state = applied_state(text_digest, live)?;
-    if let Some(tag) = version_tag(text_digest, live) {
-        state.push('@');
-        state.push_str(&tag);
+    let mut entry = applied_state(text_digest, live)?;
+    if let Some((uid, rv)) = version(live) {
+        for part in [text_tag(text_digest), uid, rv] {
+            entry.push('@');
+            entry.push_str(part);
+        }
     }
-    Some(state)
+    Some(entry)
 }
 
 /// Whether `live` still holds what the apply recorded in `entry` (from
@@ -91,39 +95,34 @@ pub fn applied_entry(text_digest: &str, live: &Value) -> Option<String> {
 /// record when it does (`entry` itself when `live` is the very version it
 /// was computed from, else one for `live`'s version), `None` when not.
 pub fn recheck(entry: &str, text_digest: &str, live: &Value) -> Option<String> {
-    let (state, tag) = match entry.split_once('@') {
-        Some((state, tag)) => (state, Some(tag)),
-        None => (entry, None),
-    };
-    if tag.is_some() && tag == version_tag(text_digest, live).as_deref() {
-        return Some(entry.to_string());
+    let mut parts = entry.splitn(4, '@');
+    let state = parts.next()?;
+    if let (Some(text), Some(uid), Some(rv), Some(now)) =
+        (parts.next(), parts.next(), parts.next(), version(live))
+    {
+        if (uid, rv) == now {
+            // The very object the state was computed from: it holds for
+            // the same text, and another text changed the document.
+            return (text == text_tag(text_digest)).then(|| entry.to_string());
+        }
     }
     let now = applied_entry(text_digest, live)?;
     let same = now.split_once('@').map_or(now.as_str(), |(s, _)| s) == state;
     same.then_some(now)
 }
 
-/// A tag of `text_digest` and of `live`'s `uid` and `resourceVersion`
-/// (128 bits of their sha256, in hex); `None` without both.
-fn version_tag(text_digest: &str, live: &Value) -> Option<String> {
-    use sha2::{Digest, Sha256};
+/// `live`'s `uid` and `resourceVersion`, when it has both.
+fn version(live: &Value) -> Option<(&str, &str)> {
     let meta = live.get("metadata")?;
     let uid = meta.get("uid")?.as_str()?;
     let rv = meta.get("resourceVersion")?.as_str()?;
-    let mut h = Sha256::new();
-    h.update(b"rudder-applied-version/1\n");
-    for part in [text_digest, uid, rv] {
-        h.update(part.as_bytes());
-        h.update(b"\n");
-    }
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let sum = h.finalize();
-    let mut tag = String::with_capacity(32);
-    for b in &sum[..16] {
-        tag.push(HEX[(b >> 4) as usize] as char);
-        tag.push(HEX[(b & 15) as usize] as char);
-    }
-    Some(tag)
+    Some((uid, rv))
+}
+
+/// 128 bits (32 hex digits) of a `sha256:<hex>` text digest.
+fn text_tag(text_digest: &str) -> &str {
+    let hex = text_digest.strip_prefix("sha256:").unwrap_or(text_digest);
+    hex.get(..32).unwrap_or(hex)
 }
 
 /// Completes a record's [`Release::applied`](crate::release::Release)
@@ -296,33 +295,30 @@ mod tests {
         let entry = applied_entry(&t, &live).unwrap();
         let (state, tag) = entry.split_once('@').unwrap();
         assert_eq!(Some(state.to_string()), applied_state(&t, &live));
-        assert_eq!(tag.len(), 32);
+        assert_eq!(tag, format!("{}@u-1@7", &t[7..39]));
         // The same version: the entry itself, without projecting the
-        // object (a tag alone vouches for it).
+        // object (the version alone vouches for it).
         assert_eq!(recheck(&entry, &t, &live).as_deref(), Some(entry.as_str()));
         let vouched = format!("sha256:0@{tag}");
         assert_eq!(recheck(&vouched, &t, &live), Some(vouched.clone()));
         // Another version with rudder's fields as they were (a controller
-        // wrote the status): projected, held, and tagged with the new
+        // wrote the status): projected, held, and entered with the new
         // version.
         let mut status = live.clone();
         status["metadata"]["resourceVersion"] = json!("8");
         status["status"]["readyReplicas"] = json!(1);
         let again = recheck(&entry, &t, &status).unwrap();
-        assert_ne!(again, entry);
-        assert_eq!(again.split_once('@').unwrap().0, state);
+        assert_eq!(again, format!("{state}@{}@u-1@8", &t[7..39]));
         assert_eq!(recheck(&again, &t, &status), Some(again.clone()));
         // Another version with a value rudder set changed: not held, and
-        // a tag of another version vouches for nothing.
+        // the version of another object vouches for nothing.
         let mut edited = with_uid(obj("i:2", json!([rudder_entry()])));
         edited["metadata"]["resourceVersion"] = json!("9");
         assert_eq!(recheck(&entry, &t, &edited), None);
         assert_eq!(recheck(&vouched, &t, &status), None);
         // The same version, another text: not held.
-        assert_eq!(
-            recheck(&entry, &text_digest("kind: Deployment\n# x"), &live),
-            None
-        );
+        let other = text_digest("kind: Deployment\n# x");
+        assert_eq!(recheck(&entry, &other, &live), None);
         // The same object recreated (another uid) at the same version.
         let mut recreated = live.clone();
         recreated["metadata"]["uid"] = json!("u-2");
@@ -331,7 +327,7 @@ mod tests {
         let bare = applied_state(&t, &live).unwrap();
         assert_eq!(recheck(&bare, &t, &live), Some(entry.clone()));
         assert_eq!(recheck(&bare, &t, &edited), None);
-        // Without a uid or version there is no tag.
+        // Without a uid or version the entry is the digest alone.
         assert_eq!(
             applied_entry(&t, &obj("i:1", json!([rudder_entry()]))),
             Some(bare)
