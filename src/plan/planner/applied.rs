@@ -26,14 +26,14 @@
 //! hashed, whoever owns its items: more changes than needed move it (the
 //! object is then compared in full), none that matter is missed.
 //!
-//! A record's entry ([`applied_entry`]) carries, after the digest, a tag of
-//! the text digest and the version of the object it was computed from
-//! (its `uid` and `resourceVersion`). The server gives an object a new
-//! `resourceVersion` on every write that changes it, so a live object
-//! whose version still has the tag is the very object the digest was
-//! computed from: [`recheck`] then need not project it again. A live
-//! object at another version (a controller wrote its status, someone
-//! edited it) is projected and compared as above.
+//! A record's entry ([`applied_entry`]) carries, after the digest, part of
+//! the text digest and the version of the object the digest was computed
+//! from (its `uid` and `resourceVersion`). The server gives an object a
+//! new `resourceVersion` on every write that changes it, so a live object
+//! at that version is the very object the digest was computed from:
+//! [`recheck`] then need not project it again, and the text alone decides.
+//! A live object at another version (a controller wrote its status,
+//! someone edited it) is projected and compared as above.
 use super::FIELD_MANAGER;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
